@@ -1,0 +1,85 @@
+//! The checks of spec section 7 that read the container, run in report order.
+//!
+//! Each submodule holds one family of checks. A check that cannot run because a config field or an
+//! earlier check let it down is UNDECIDED with `blocked_by` naming that check, so a reader (and a
+//! negative control) can tell "failed here" from "could not be asked".
+
+mod gains;
+mod geometry;
+mod inventory;
+mod projections;
+mod scalars;
+
+pub use geometry::{check_geometry, Geometry};
+
+use crate::config::DraftConfig;
+use crate::container::Container;
+use crate::report::{Check, GridCensus};
+use crate::roles::Naming;
+use std::collections::HashMap;
+
+pub const GEOMETRY: &str = "config.geometry";
+
+/// What the checks learned about each tensor's form, for the census.
+#[derive(Default)]
+pub struct Forms {
+    pub by_name: HashMap<String, (String, Option<GridCensus>)>,
+}
+
+impl Forms {
+    fn set(&mut self, name: &str, form: String, grid: Option<GridCensus>) {
+        self.by_name.insert(name.to_owned(), (form, grid));
+    }
+}
+
+/// Everything a check may look at.
+pub struct Inputs<'r, 'a> {
+    pub config: &'r DraftConfig,
+    pub geometry: Geometry<'r>,
+    pub container: &'r Container<'a>,
+    pub naming: Naming,
+}
+
+/// Runs every container-reading check, in report order.
+pub fn run(config: &DraftConfig, container: &Container<'_>) -> (Vec<Check>, Forms) {
+    let naming = Naming::detect(container.table.entries.iter().map(|e| e.name.as_str()));
+    let inputs = Inputs {
+        config,
+        geometry: Geometry::new(config),
+        container,
+        naming,
+    };
+    let mut forms = Forms::default();
+    let mut checks = projections::run(&inputs, &mut forms);
+    checks.extend(scalars::run(&inputs, &mut forms));
+    checks.extend(gains::run(&inputs, &mut forms));
+    checks.push(inventory::run(&inputs));
+    (checks, forms)
+}
+
+/// The ids of the checks `run` produces whatever the container holds, for reports where the container
+/// could not be read (scalars and padding depend on its contents, so they are not listed).
+pub const CONTAINER_CHECKS: [&str; 8] = [
+    "projections.present",
+    "projections.tile_grid",
+    "tiles.headers_sane",
+    "tiles.q4_1_signature",
+    "fc.shape",
+    "norms.sizes",
+    "norms.bf16",
+    "inventory.explained",
+];
+
+/// `a, b, c (+2 more)`, or `none`.
+pub fn list<S: AsRef<str>>(items: &[S], max: usize) -> String {
+    if items.is_empty() {
+        return "none".to_owned();
+    }
+    let shown: Vec<&str> = items.iter().take(max).map(AsRef::as_ref).collect();
+    let more = items.len().saturating_sub(max);
+    if more > 0 {
+        format!("{} (+{more} more)", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}

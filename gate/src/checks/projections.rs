@@ -1,0 +1,361 @@
+//! `projections.present`, `projections.tile_grid` and the tile-header checks (`tiles.*`).
+
+use super::geometry::blocked_by_field;
+use super::{list, Forms, Inputs};
+use crate::config::Field;
+use crate::container::TensorInfo;
+use crate::report::{Check, GridCensus};
+use crate::roles::{Projection, Role};
+use crate::tile::{GridGeometry, GridScan, TileGrid};
+use serde_json::json;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+pub const PRESENT: &str = "projections.present";
+pub const TILE_GRID: &str = "projections.tile_grid";
+pub const HEADERS: &str = "tiles.headers_sane";
+pub const PADDING: &str = "tiles.padding_zero";
+pub const SIGNATURE: &str = "tiles.q4_1_signature";
+
+/// The accepted band for the per-tensor median of minimum/scale (spec section 4.1).
+pub const SIGNATURE_LO: f32 = -8.5;
+pub const SIGNATURE_HI: f32 = -6.5;
+
+/// One expected projection and what became of it.
+struct Slot<'a> {
+    name: String,
+    geometry: Field<Option<GridGeometry>>,
+    info: Option<&'a TensorInfo>,
+    grid: Option<Result<TileGrid<'a>, String>>,
+}
+
+pub fn run(inputs: &Inputs<'_, '_>, forms: &mut Forms) -> Vec<Check> {
+    let layers = match inputs.geometry.layers() {
+        Ok(l) => l,
+        Err(p) => {
+            return [PRESENT, TILE_GRID, HEADERS, SIGNATURE]
+                .iter()
+                .map(|id| blocked_by_field(id, &p))
+                .collect();
+        }
+    };
+    let mut slots = Vec::new();
+    for layer in 0..layers {
+        for projection in Projection::ALL {
+            let name = inputs.naming.name(Role::Projection { layer, projection });
+            let info = inputs.container.get(&name);
+            let geometry = dims(inputs, projection).map(|(n, k)| GridGeometry::new(n, k));
+            slots.push(Slot {
+                name,
+                geometry,
+                info,
+                grid: None,
+            });
+        }
+    }
+    let mut checks = vec![present(&slots, layers)];
+    for slot in &mut slots {
+        if let (Some(info), Ok(Some(g))) = (slot.info, &slot.geometry) {
+            slot.grid = Some(TileGrid::new(info, inputs.container.data(info), *g));
+        }
+    }
+    checks.push(tile_grid(&slots));
+    let grids: Vec<(&str, TileGrid<'_>)> = slots
+        .iter()
+        .filter_map(|s| match &s.grid {
+            Some(Ok(g)) => Some((s.name.as_str(), *g)),
+            _ => None,
+        })
+        .collect();
+    let scans = scan_all(&grids);
+    for ((name, grid), scan) in grids.iter().zip(&scans) {
+        let g = grid.geometry;
+        let census = GridCensus {
+            n: g.n,
+            k: g.k,
+            tiles: g.tiles(),
+            real_groups: scan.real_groups,
+            constant_groups: scan.constant_groups,
+            ratio_median: scan.ratio_median,
+            scale_range: scan.scale_range,
+        };
+        forms.set(
+            name,
+            format!("q4_1 tile grid {} x {}, {} tiles", g.n, g.k, g.tiles()),
+            Some(census),
+        );
+    }
+    for slot in &slots {
+        if let Some(Err(why)) = &slot.grid {
+            forms.set(
+                &slot.name,
+                format!("not a q4_1 grid of the config's N x K: {why}"),
+                None,
+            );
+        }
+    }
+    let all_grids = grids.len() == slots.len();
+    checks.push(headers(&grids, &scans, all_grids));
+    if slots
+        .iter()
+        .any(|s| matches!(s.geometry, Ok(Some(g)) if g.is_padded()))
+    {
+        checks.push(padding(&grids, &scans, all_grids));
+    }
+    checks.push(signature(&grids, &scans, all_grids));
+    checks
+}
+
+/// N x K of a projection: rows are output features, columns input features.
+fn dims(inputs: &Inputs<'_, '_>, projection: Projection) -> Field<(u64, u64)> {
+    let g = &inputs.geometry;
+    Ok(match projection {
+        Projection::Q => (g.q_dim()?, g.hidden()?),
+        Projection::K | Projection::V => (g.kv_dim()?, g.hidden()?),
+        Projection::O => (g.hidden()?, g.q_dim()?),
+        Projection::Gate | Projection::Up => (g.intermediate()?, g.hidden()?),
+        Projection::Down => (g.hidden()?, g.intermediate()?),
+    })
+}
+
+fn present(slots: &[Slot<'_>], layers: u64) -> Check {
+    let absent: Vec<&str> = slots
+        .iter()
+        .filter(|s| s.info.is_none())
+        .map(|s| s.name.as_str())
+        .collect();
+    let message = format!(
+        "all {layers} x 7 projections are in the container (absent: {})",
+        list(&absent, 4)
+    );
+    let evidence = json!({ "expected": slots.len(), "absent": absent });
+    if absent.is_empty() {
+        Check::pass(PRESENT, message).with_evidence(evidence)
+    } else {
+        Check::fail(
+            PRESENT,
+            format!(
+                "{} of {} projections are absent: {}",
+                absent.len(),
+                slots.len(),
+                list(&absent, 4)
+            ),
+        )
+        .with_evidence(evidence)
+    }
+}
+
+fn tile_grid(slots: &[Slot<'_>]) -> Check {
+    let total = slots.len();
+    let mut failed = Vec::new();
+    let mut undecided = Vec::new();
+    let mut proven = 0;
+    for s in slots {
+        match (&s.grid, &s.geometry, s.info) {
+            (Some(Ok(_)), _, _) => proven += 1,
+            (Some(Err(why)), _, _) => failed.push(format!("{}: {why}", s.name)),
+            (None, Ok(None), Some(_)) => failed.push(format!(
+                "{}: the config's N x K has no q4_1 tile grid",
+                s.name
+            )),
+            (None, Err(p), Some(_)) => undecided.push(format!("{}: needs {p}", s.name)),
+            (None, Ok(Some(_)), Some(_)) => undecided.push(format!("{}: not read", s.name)),
+            (None, _, None) => {}
+        }
+    }
+    let absent = slots.iter().filter(|s| s.info.is_none()).count();
+    let evidence =
+        json!({ "proven": proven, "expected": total, "refused": failed, "undecided": undecided });
+    if !failed.is_empty() {
+        return Check::fail(
+            TILE_GRID,
+            format!(
+                "{} of {total} projections are not whole q4_1 tile grids of the config's N x K: {}",
+                failed.len(),
+                list(&failed, 2)
+            ),
+        )
+        .with_evidence(evidence);
+    }
+    if !undecided.is_empty() {
+        return Check::blocked(
+            TILE_GRID,
+            super::GEOMETRY,
+            format!("cannot decide: {}", list(&undecided, 2)),
+        )
+        .with_evidence(evidence);
+    }
+    if absent > 0 {
+        return Check::blocked(
+            TILE_GRID,
+            PRESENT,
+            format!("{proven} projections are whole q4_1 tile grids; {absent} are absent"),
+        )
+        .with_evidence(evidence);
+    }
+    Check::pass(TILE_GRID, format!("each projection is a whole q4_1 tile grid of the config's N x K: bytes == (Np/32)(Kp/256) x 5120 ({proven} of {total})"))
+        .with_evidence(evidence)
+}
+
+/// Scans every grid's headers on all cores: tensors are handed out one at a time, each worker with one
+/// ratio buffer reused across its tensors.
+fn scan_all(grids: &[(&str, TileGrid<'_>)]) -> Vec<GridScan> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(grids.len().max(1));
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(usize, GridScan)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut ratios = Vec::new();
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((_, grid)) = grids.get(i) else { break };
+                        done.push((i, grid.scan(&mut ratios)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, scan)| scan).collect()
+}
+
+fn headers(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) -> Check {
+    let groups: u64 = scans.iter().map(|s| s.real_groups).sum();
+    let constant: u64 = scans.iter().map(|s| s.constant_groups).sum();
+    let bad: u64 = scans.iter().map(|s| s.bad_groups).sum();
+    let bad_tensors: Vec<&str> = grids
+        .iter()
+        .zip(scans)
+        .filter(|(_, s)| s.bad_groups > 0)
+        .map(|((n, _), _)| *n)
+        .collect();
+    let first = grids
+        .iter()
+        .zip(scans)
+        .find_map(|((name, _), s)| s.first_bad.as_ref().map(|b| (*name, b)));
+    let evidence = json!({
+        "groups": groups,
+        "constant_groups": constant,
+        "bad_groups": bad,
+        "bad_tensors": bad_tensors,
+        "first_bad": first.map(|(name, b)| json!({
+            "tensor": name, "tile": b.tile, "column_group": b.column_group, "row": b.row,
+            "scale": f64::from(b.scale), "minimum": f64::from(b.minimum), "why": b.why,
+        })),
+    });
+    if let Some((name, b)) = first {
+        return Check::fail(
+            HEADERS,
+            format!("{bad} of {groups} groups have a broken tile header in {} tensor(s); first bad: {name} {}", bad_tensors.len(), b.describe()),
+        )
+        .with_evidence(evidence);
+    }
+    let statement = format!(
+        "every tile header is sane: scale finite and positive (or a constant group), minimum finite, over {groups} groups in {} grids ({constant} constant groups; first bad: none)",
+        grids.len()
+    );
+    if !all_grids {
+        return Check::blocked(
+            HEADERS,
+            TILE_GRID,
+            format!("partial: {statement}; projections that are not proven grids were not read"),
+        )
+        .with_evidence(evidence);
+    }
+    Check::pass(HEADERS, statement).with_evidence(evidence)
+}
+
+fn padding(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) -> Check {
+    let groups: u64 = scans.iter().map(|s| s.padding_groups).sum();
+    let first = grids
+        .iter()
+        .zip(scans)
+        .find_map(|((name, _), s)| s.first_bad_padding.as_ref().map(|b| (*name, b)));
+    let evidence = json!({ "padding_groups": groups, "first_bad": first.map(|(n, b)| json!({"tensor": n, "tile": b.tile, "column_group": b.column_group, "row": b.row})) });
+    if let Some((name, b)) = first {
+        return Check::fail(
+            PADDING,
+            format!(
+                "a padding group beyond N or K is not zero: {name} {}",
+                b.describe()
+            ),
+        )
+        .with_evidence(evidence);
+    }
+    let statement = format!(
+        "padding groups beyond N or K hold zero scale, minimum and codes ({groups} groups)"
+    );
+    if !all_grids {
+        return Check::blocked(PADDING, TILE_GRID, format!("partial: {statement}"))
+            .with_evidence(evidence);
+    }
+    Check::pass(PADDING, statement).with_evidence(evidence)
+}
+
+fn signature(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) -> Check {
+    let mut failed = Vec::new();
+    let mut undecided = Vec::new();
+    let mut medians = Vec::new();
+    for ((name, _), scan) in grids.iter().zip(scans) {
+        match scan.ratio_median {
+            _ if scan.zero_minimum_plane => {
+                failed.push(format!(
+                    "{name}: q4_0-style tile grid (zero minimum plane): not q4_1"
+                ));
+            }
+            None => undecided.push(format!("{name}: no group has a positive scale")),
+            Some(m) if SIGNATURE_LO <= m && m <= SIGNATURE_HI => medians.push(m),
+            Some(m) => failed.push(format!(
+                "{name}: median minimum/scale {m:.3}, outside [{SIGNATURE_LO}, {SIGNATURE_HI}]"
+            )),
+        }
+    }
+    let lo = medians.iter().copied().fold(f32::INFINITY, f32::min);
+    let hi = medians.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let per_tensor: serde_json::Map<String, serde_json::Value> = grids
+        .iter()
+        .zip(scans)
+        .map(|((n, _), s)| ((*n).to_owned(), json!(s.ratio_median.map(f64::from))))
+        .collect();
+    let evidence = json!({ "band": [SIGNATURE_LO, SIGNATURE_HI], "medians": per_tensor, "refused": failed, "undecided": undecided });
+    if !failed.is_empty() {
+        return Check::fail(
+            SIGNATURE,
+            format!(
+                "{} of {} grids are off the q4_1 minimum/scale signature: {}",
+                failed.len(),
+                grids.len(),
+                list(&failed, 2)
+            ),
+        )
+        .with_evidence(evidence);
+    }
+    if !undecided.is_empty() {
+        return Check::undecided(
+            SIGNATURE,
+            format!("cannot decide the signature: {}", list(&undecided, 2)),
+        )
+        .with_evidence(evidence);
+    }
+    if !all_grids || grids.is_empty() {
+        let statement = if grids.is_empty() {
+            "no grid to read".to_owned()
+        } else {
+            format!(
+                "partial: median per tensor {lo:.3} .. {hi:.3} over {} grids",
+                grids.len()
+            )
+        };
+        return Check::blocked(SIGNATURE, TILE_GRID, statement).with_evidence(evidence);
+    }
+    Check::pass(SIGNATURE, format!("minimum/scale sits at the q4_1 signature: median per tensor {lo:.3} .. {hi:.3} (expected near -7.5, accepted [{SIGNATURE_LO}, {SIGNATURE_HI}])"))
+        .with_evidence(evidence)
+}

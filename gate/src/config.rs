@@ -1,0 +1,441 @@
+//! config.json: recognising a DFlash draft and reading its geometry (spec section 5).
+//!
+//! Every field is kept as a `Result` naming the field, so a check that needs a missing or mistyped
+//! field says so (UNDECIDED) instead of running on a default.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// The architecture name released drafts carry.
+pub const DRAFT_ARCHITECTURE: &str = "DFlashDraftModel";
+/// The second family (per-layer convolutions and a candidate selector), refused by name.
+pub const SECOND_FAMILY_ARCHITECTURE: &str = "DFlash2DraftModel";
+
+/// What is wrong with one config field; `field` is its JSON path, e.g. `dflash_config.block_size`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldProblem {
+    pub field: String,
+    pub kind: ProblemKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// Absent: the checks that need it are UNDECIDED.
+    Missing,
+    /// Present with the wrong JSON type: also UNDECIDED, the value is not guessed at.
+    WrongType(String),
+    /// Present, typed, and inconsistent (zero, negative, decreasing, out of range): a FAIL.
+    Invalid(String),
+}
+
+impl FieldProblem {
+    fn new(field: &str, kind: ProblemKind) -> FieldProblem {
+        FieldProblem {
+            field: field.to_owned(),
+            kind,
+        }
+    }
+
+    pub fn is_invalid(&self) -> bool {
+        matches!(self.kind, ProblemKind::Invalid(_))
+    }
+}
+
+impl fmt::Display for FieldProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ProblemKind::Missing => write!(f, "{} is missing", self.field),
+            ProblemKind::WrongType(t) => write!(f, "{} is {t}", self.field),
+            ProblemKind::Invalid(why) => write!(f, "{} {why}", self.field),
+        }
+    }
+}
+
+pub type Field<T> = Result<T, FieldProblem>;
+
+/// How `head_dim` was obtained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeadDimSource {
+    Stated,
+    /// `hidden_size / num_attention_heads`: the report says so.
+    Derived,
+}
+
+/// The fields of a draft config the gate reads; everything else is ignored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DraftConfig {
+    /// How the config declared itself a draft, for the first check's message.
+    pub declared_as: String,
+    pub hidden_size: Field<u64>,
+    pub num_hidden_layers: Field<u64>,
+    pub num_attention_heads: Field<u64>,
+    pub num_key_value_heads: Field<u64>,
+    pub head_dim: Field<(u64, HeadDimSource)>,
+    pub intermediate_size: Field<u64>,
+    pub block_size: Field<u64>,
+    pub target_layer_ids: Field<Vec<u64>>,
+    pub mask_token_id: Field<Option<u64>>,
+    pub num_target_layers: Field<Option<u64>>,
+    /// `Some(None)` is an explicit null: no sliding window.
+    pub sliding_window: Field<Option<Option<u64>>>,
+    pub embedding_scale: Field<Option<f64>>,
+    pub vocab_size: Field<Option<u64>>,
+}
+
+impl DraftConfig {
+    /// Recognises a draft config and reads its fields, or says why it is not one this gate reads.
+    pub fn from_json(bytes: &[u8]) -> Result<DraftConfig, String> {
+        let value = crate::strict_json::parse(bytes)
+            .map_err(|e| format!("config.json is not valid JSON: {e}"))?;
+        let Value::Object(top) = value else {
+            return Err("config.json is not a JSON object".to_owned());
+        };
+        let declared_as = recognise(&top)?;
+        let nested = match top.get("dflash_config") {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        };
+        let at = Placement { top: &top, nested };
+        let hidden_size = positive(at.top("hidden_size"));
+        let num_attention_heads = positive(at.top("num_attention_heads"));
+        let head_dim = match at.top("head_dim") {
+            Lookup::Absent(_) => derive_head_dim(&hidden_size, &num_attention_heads),
+            stated => positive(stated).map(|v| (v, HeadDimSource::Stated)),
+        };
+        let num_target_layers = optional(at.either("num_target_layers", Order::TopFirst), positive);
+        Ok(DraftConfig {
+            declared_as,
+            num_hidden_layers: positive(at.top("num_hidden_layers")),
+            num_key_value_heads: positive(at.top("num_key_value_heads")),
+            intermediate_size: positive(at.top("intermediate_size")),
+            block_size: positive(at.either("block_size", Order::TopFirst)),
+            target_layer_ids: taps(at.either("target_layer_ids", Order::NestedFirst)),
+            mask_token_id: optional(at.either("mask_token_id", Order::NestedFirst), non_negative),
+            sliding_window: sliding_window(at.top("sliding_window")),
+            embedding_scale: optional(at.top("embedding_scale"), float),
+            vocab_size: optional(at.top("vocab_size"), positive),
+            hidden_size,
+            num_attention_heads,
+            head_dim,
+            num_target_layers,
+        })
+    }
+}
+
+/// Returns how the config declares itself a draft, or the refusal.
+fn recognise(top: &Map<String, Value>) -> Result<String, String> {
+    let model_type = top.get("model_type").and_then(Value::as_str);
+    let architectures: Vec<&str> = match top.get("architectures") {
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if architectures.contains(&SECOND_FAMILY_ARCHITECTURE) {
+        return Err(format!(
+            "architectures names {SECOND_FAMILY_ARCHITECTURE}: the second DFlash family (per-layer \
+             convolutions and a selector), which this gate does not read"
+        ));
+    }
+    if architectures.contains(&DRAFT_ARCHITECTURE) {
+        return Ok(format!("architectures: {DRAFT_ARCHITECTURE}"));
+    }
+    if model_type == Some("dflash") {
+        return Ok("model_type: dflash".to_owned());
+    }
+    let found = match (model_type, architectures.as_slice()) {
+        (None, []) => "neither model_type nor architectures".to_owned(),
+        (mt, archs) => format!(
+            "model_type {:?}, architectures {:?}",
+            mt.unwrap_or("(none)"),
+            archs
+        ),
+    };
+    Err(format!("not a DFlash draft: {found} (want model_type \"dflash\" or architectures [\"{DRAFT_ARCHITECTURE}\"])"))
+}
+
+/// A field looked up in one of its two homes.
+enum Lookup<'a> {
+    Found(String, &'a Value),
+    Absent(String),
+    Problem(FieldProblem),
+}
+
+#[derive(Clone, Copy)]
+enum Order {
+    TopFirst,
+    NestedFirst,
+}
+
+struct Placement<'a> {
+    top: &'a Map<String, Value>,
+    nested: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> Placement<'a> {
+    fn top(&self, key: &str) -> Lookup<'a> {
+        match self.top.get(key) {
+            Some(v) => Lookup::Found(key.to_owned(), v),
+            None => Lookup::Absent(key.to_owned()),
+        }
+    }
+
+    /// Looks in both homes; if both hold the field and they differ, that is a problem in itself.
+    fn either(&self, key: &str, order: Order) -> Lookup<'a> {
+        let nested_name = format!("dflash_config.{key}");
+        let top = self.top.get(key);
+        let nested = self.nested.and_then(|m| m.get(key));
+        match (top, nested) {
+            (Some(t), Some(n)) if t != n => Lookup::Problem(FieldProblem::new(
+                key,
+                ProblemKind::Invalid(format!(
+                    "is {t} at top level but {n} in dflash_config: they disagree"
+                )),
+            )),
+            (Some(t), Some(_)) => match order {
+                Order::TopFirst => Lookup::Found(key.to_owned(), t),
+                Order::NestedFirst => Lookup::Found(nested_name, t),
+            },
+            (Some(t), None) => Lookup::Found(key.to_owned(), t),
+            (None, Some(n)) => Lookup::Found(nested_name, n),
+            (None, None) => Lookup::Absent(match order {
+                Order::TopFirst => key.to_owned(),
+                Order::NestedFirst => nested_name,
+            }),
+        }
+    }
+}
+
+fn integer(field: &str, v: &Value) -> Field<i128> {
+    match v {
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                Ok(i128::from(u))
+            } else if let Some(i) = n.as_i64() {
+                Ok(i128::from(i))
+            } else {
+                Err(FieldProblem::new(
+                    field,
+                    ProblemKind::WrongType(format!("{n}, a number that is not an integer")),
+                ))
+            }
+        }
+        other => Err(FieldProblem::new(
+            field,
+            ProblemKind::WrongType(format!("{}, not an integer", kind(other))),
+        )),
+    }
+}
+
+fn required(lookup: Lookup<'_>) -> Field<(String, &Value)> {
+    match lookup {
+        Lookup::Found(name, v) => Ok((name, v)),
+        Lookup::Absent(name) => Err(FieldProblem::new(&name, ProblemKind::Missing)),
+        Lookup::Problem(p) => Err(p),
+    }
+}
+
+fn bounded(lookup: Lookup<'_>, min: i128) -> Field<u64> {
+    let (name, v) = required(lookup)?;
+    let i = integer(&name, v)?;
+    if i < min {
+        let want = if min > 0 { "positive" } else { "non-negative" };
+        return Err(FieldProblem::new(
+            &name,
+            ProblemKind::Invalid(format!("is {i}, not {want}")),
+        ));
+    }
+    Ok(i as u64)
+}
+
+fn positive(lookup: Lookup<'_>) -> Field<u64> {
+    bounded(lookup, 1)
+}
+
+fn non_negative(lookup: Lookup<'_>) -> Field<u64> {
+    bounded(lookup, 0)
+}
+
+fn float(lookup: Lookup<'_>) -> Field<f64> {
+    let (name, v) = required(lookup)?;
+    match v {
+        Value::Number(n) => n
+            .as_f64()
+            .ok_or_else(|| FieldProblem::new(&name, ProblemKind::WrongType(n.to_string()))),
+        other => Err(FieldProblem::new(
+            &name,
+            ProblemKind::WrongType(format!("{}, not a number", kind(other))),
+        )),
+    }
+}
+
+/// An optional field: absent is `None`; present but wrong is still a problem.
+fn optional<T>(lookup: Lookup<'_>, read: impl Fn(Lookup<'_>) -> Field<T>) -> Field<Option<T>> {
+    match lookup {
+        Lookup::Absent(_) => Ok(None),
+        found => read(found).map(Some),
+    }
+}
+
+fn sliding_window(lookup: Lookup<'_>) -> Field<Option<Option<u64>>> {
+    match lookup {
+        Lookup::Absent(_) => Ok(None),
+        Lookup::Found(_, Value::Null) => Ok(Some(None)),
+        found => positive(found).map(|w| Some(Some(w))),
+    }
+}
+
+fn taps(lookup: Lookup<'_>) -> Field<Vec<u64>> {
+    let (name, v) = required(lookup)?;
+    let Value::Array(items) = v else {
+        return Err(FieldProblem::new(
+            &name,
+            ProblemKind::WrongType(format!("{}, not an array", kind(v))),
+        ));
+    };
+    if items.is_empty() {
+        return Err(FieldProblem::new(
+            &name,
+            ProblemKind::Invalid("is empty".to_owned()),
+        ));
+    }
+    let mut out: Vec<u64> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let element = format!("{name}[{i}]");
+        let tap = integer(&element, item)?;
+        if tap < 0 {
+            return Err(FieldProblem::new(
+                &element,
+                ProblemKind::Invalid(format!("is {tap}, negative")),
+            ));
+        }
+        let tap = tap as u64;
+        if let Some(&prev) = out.last() {
+            if tap <= prev {
+                return Err(FieldProblem::new(
+                    &name,
+                    ProblemKind::Invalid(format!("is not strictly increasing ({prev} then {tap})")),
+                ));
+            }
+        }
+        out.push(tap);
+    }
+    Ok(out)
+}
+
+fn derive_head_dim(hidden: &Field<u64>, heads: &Field<u64>) -> Field<(u64, HeadDimSource)> {
+    let (Ok(h), Ok(n)) = (hidden, heads) else {
+        return Err(FieldProblem::new(
+            "head_dim",
+            ProblemKind::WrongType(
+                "absent, and cannot be derived without hidden_size and num_attention_heads"
+                    .to_owned(),
+            ),
+        ));
+    };
+    if h % n != 0 {
+        return Err(FieldProblem::new(
+            "head_dim",
+            ProblemKind::Invalid(format!(
+                "is absent and hidden_size {h} is not a multiple of num_attention_heads {n}"
+            )),
+        ));
+    }
+    Ok((h / n, HeadDimSource::Derived))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOLT_TOP: &str = r#"{"architectures":["DFlashDraftModel"],"model_type":"qwen3","hidden_size":2560,
+        "num_hidden_layers":5,"num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,
+        "intermediate_size":5120,"block_size":8,"target_layer_ids":[5,11,17,23,35],"sliding_window":1024}"#;
+
+    #[test]
+    fn reads_top_level_fields() {
+        let c = DraftConfig::from_json(BOLT_TOP.as_bytes()).unwrap();
+        assert_eq!(c.hidden_size, Ok(2560));
+        assert_eq!(c.head_dim, Ok((128, HeadDimSource::Stated)));
+        assert_eq!(c.target_layer_ids, Ok(vec![5, 11, 17, 23, 35]));
+        assert_eq!(c.sliding_window, Ok(Some(Some(1024))));
+        assert_eq!(c.mask_token_id, Ok(None));
+    }
+
+    #[test]
+    fn reads_dflash_config_placement() {
+        let text = r#"{"model_type":"dflash","hidden_size":256,"num_hidden_layers":1,"num_attention_heads":4,
+            "num_key_value_heads":2,"intermediate_size":512,
+            "dflash_config":{"block_size":4,"target_layer_ids":[1,3],"mask_token_id":7}}"#;
+        let c = DraftConfig::from_json(text.as_bytes()).unwrap();
+        assert_eq!(c.block_size, Ok(4));
+        assert_eq!(c.target_layer_ids, Ok(vec![1, 3]));
+        assert_eq!(c.mask_token_id, Ok(Some(7)));
+        assert_eq!(c.head_dim, Ok((64, HeadDimSource::Derived)));
+    }
+
+    #[test]
+    fn disagreeing_placements_are_named() {
+        let text = r#"{"model_type":"dflash","block_size":8,"dflash_config":{"block_size":16}}"#;
+        let c = DraftConfig::from_json(text.as_bytes()).unwrap();
+        let p = c.block_size.unwrap_err();
+        assert!(p.is_invalid() && p.to_string().contains("disagree"), "{p}");
+    }
+
+    #[test]
+    fn missing_and_mistyped_fields_are_named_not_defaulted() {
+        let text = r#"{"model_type":"dflash","hidden_size":"2560","num_hidden_layers":2.5}"#;
+        let c = DraftConfig::from_json(text.as_bytes()).unwrap();
+        assert_eq!(
+            c.hidden_size.unwrap_err().to_string(),
+            "hidden_size is a string, not an integer"
+        );
+        assert!(c
+            .num_hidden_layers
+            .unwrap_err()
+            .to_string()
+            .contains("not an integer"));
+        assert_eq!(c.intermediate_size.unwrap_err().kind, ProblemKind::Missing);
+        assert_eq!(
+            c.target_layer_ids.unwrap_err().field,
+            "dflash_config.target_layer_ids"
+        );
+    }
+
+    #[test]
+    fn taps_must_increase() {
+        let text = r#"{"model_type":"dflash","target_layer_ids":[5,5]}"#;
+        let c = DraftConfig::from_json(text.as_bytes()).unwrap();
+        assert!(c
+            .target_layer_ids
+            .unwrap_err()
+            .to_string()
+            .contains("strictly increasing"));
+    }
+
+    #[test]
+    fn refusals_name_what_was_found() {
+        let e = DraftConfig::from_json(
+            br#"{"model_type":"llama","architectures":["LlamaForCausalLM"]}"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("\"llama\"") && e.contains("LlamaForCausalLM"),
+            "{e}"
+        );
+        let e = DraftConfig::from_json(br#"{"architectures":["DFlash2DraftModel"]}"#).unwrap_err();
+        assert!(e.contains("second DFlash family"), "{e}");
+        assert!(DraftConfig::from_json(b"{")
+            .unwrap_err()
+            .contains("not valid JSON"));
+    }
+}

@@ -1,0 +1,34 @@
+//! The gate in front of a DFlash draft loader.
+//!
+//! A DFlash draft package is a `config.json` plus one Q4NX weight container (a safetensors file of
+//! q4_1 tile grids). [`gate`] answers, from the bytes alone and before any load: is every tensor in a
+//! form the reader decodes, does the geometry agree with the config, what is in there, and is anything
+//! unexplained. It fails closed: the verdict is PASS only when every check passed, and "could not
+//! decide" is its own outcome.
+//!
+//! ```no_run
+//! use gate::{gate, Options, Outcome};
+//!
+//! let report = gate(std::path::Path::new("models/bolt-dflash"), &Options::default())?;
+//! if report.verdict() != Outcome::Pass {
+//!     for check in report.checks.iter().filter(|c| c.outcome != Outcome::Pass) {
+//!         eprintln!("{} {}: {}", check.outcome, check.id, check.message);
+//!     }
+//!     return Err("draft package refused".into());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod checks;
+pub mod config;
+pub mod container;
+pub mod dtype;
+pub mod limits;
+pub mod package;
+pub mod report;
+pub mod roles;
+pub mod strict_json;
+pub mod tile;
+
+pub use package::{evaluate, gate, Options, PackageError};
+pub use report::{Check, Outcome, Report};

@@ -1,0 +1,30 @@
+//! Every limit the reader enforces on untrusted input, in one place.
+//!
+//! A number read from a file is compared with one of these (or with the file's real size) before it
+//! sizes anything, so a crafted header cannot make the gate allocate or loop in proportion to a lie.
+
+/// The largest container header accepted (the header length prefix `n`). The safetensors reference uses
+/// the same cap; the reference draft's header is under 7 KiB.
+pub const MAX_HEADER_BYTES: u64 = 100 * 1024 * 1024;
+
+/// The most tensor entries a header may declare. The reference draft has 64; a main-model container a
+/// few thousand.
+pub const MAX_TENSORS: usize = 1 << 20;
+
+/// The most dimensions a tensor shape may have.
+pub const MAX_RANK: usize = 8;
+
+/// The largest `config.json` read. Real configs are a few KiB; a larger file is refused before it is
+/// read whole.
+pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The largest `MANIFEST.sha256` read.
+pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
+
+/// Nesting depth accepted in any JSON document the gate parses (serde_json's own recursion limit is
+/// 128; real headers and configs nest three or four levels).
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// The engine's packer aligns each tensor to this many bytes; a zero-filled gap shorter than this that
+/// ends on such a boundary is the one kind of hole accepted (spec section 3).
+pub const TENSOR_ALIGNMENT: u64 = 64;

@@ -1,0 +1,325 @@
+//! The typed report a gate run returns, and its JSON form.
+//!
+//! The CLI, the test harness and a loader all read this one structure; nothing here prints.
+
+use serde_json::{json, Value};
+use std::fmt;
+use std::time::Duration;
+
+/// Version of the JSON document. Bump on any change that is not purely additive.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Outcome {
+    Pass,
+    /// Could not decide (a field missing, a prerequisite failed): never a pass.
+    Undecided,
+    Fail,
+}
+
+impl Outcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Pass => "PASS",
+            Outcome::Fail => "FAIL",
+            Outcome::Undecided => "UNDECIDED",
+        }
+    }
+
+    /// The exit status that reports this verdict: 0 pass, 1 fail, 3 undecided (2 is a usage error).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Outcome::Pass => 0,
+            Outcome::Fail => 1,
+            Outcome::Undecided => 3,
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// One check's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    /// Stable id, e.g. `tiles.q4_1_signature`.
+    pub id: String,
+    pub outcome: Outcome,
+    /// One line saying what was checked and what was found, naming what it objected to.
+    pub message: String,
+    /// Machine-readable facts behind the message.
+    pub evidence: Value,
+    /// For an UNDECIDED check that could not run: the id of the check whose failure or missing input
+    /// stopped it.
+    pub blocked_by: Option<String>,
+}
+
+impl Check {
+    pub fn new(id: impl Into<String>, outcome: Outcome, message: impl Into<String>) -> Check {
+        Check {
+            id: id.into(),
+            outcome,
+            message: message.into(),
+            evidence: Value::Null,
+            blocked_by: None,
+        }
+    }
+
+    pub fn pass(id: impl Into<String>, message: impl Into<String>) -> Check {
+        Check::new(id, Outcome::Pass, message)
+    }
+
+    pub fn fail(id: impl Into<String>, message: impl Into<String>) -> Check {
+        Check::new(id, Outcome::Fail, message)
+    }
+
+    pub fn undecided(id: impl Into<String>, message: impl Into<String>) -> Check {
+        Check::new(id, Outcome::Undecided, message)
+    }
+
+    /// UNDECIDED because `by` failed or lacked what this check needs.
+    pub fn blocked(id: impl Into<String>, by: &str, message: impl Into<String>) -> Check {
+        Check {
+            blocked_by: Some(by.to_owned()),
+            ..Check::undecided(id, message)
+        }
+    }
+
+    pub fn with_evidence(mut self, evidence: Value) -> Check {
+        self.evidence = evidence;
+        self
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "outcome": self.outcome.label(),
+            "message": self.message,
+            "evidence": self.evidence,
+            "blocked_by": self.blocked_by,
+        })
+    }
+}
+
+/// One tensor as the census lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorCensus {
+    pub name: String,
+    /// The role it plays, or `None` when unexplained.
+    pub role: Option<String>,
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    pub offsets: (u64, u64),
+    /// What the bytes were found to be, e.g. `q4_1 tile grid 4096 x 2560, 1280 tiles`.
+    pub form: String,
+    pub grid: Option<GridCensus>,
+}
+
+/// Facts of one q4_1 grid's headers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GridCensus {
+    pub n: u64,
+    pub k: u64,
+    pub tiles: u64,
+    pub real_groups: u64,
+    pub constant_groups: u64,
+    pub ratio_median: Option<f32>,
+    pub scale_range: Option<(f32, f32)>,
+}
+
+/// A file in the package directory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileCensus {
+    pub name: String,
+    pub bytes: u64,
+    /// How the gate used it: `config`, `weights`, `manifest`, or `not checked`.
+    pub use_: String,
+}
+
+/// What is in the package.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Census {
+    pub files: Vec<FileCensus>,
+    pub weight_file: Option<String>,
+    pub header_bytes: Option<u64>,
+    pub file_bytes: Option<u64>,
+    /// Spelling of tensor names: `model.` or bare.
+    pub naming: Option<String>,
+    pub aligned_gaps: u64,
+    pub metadata: Vec<(String, String)>,
+    pub tensors: Vec<TensorCensus>,
+}
+
+impl Census {
+    /// One line: how many tensors of each kind, for the human report.
+    pub fn summary(&self) -> String {
+        if self.tensors.is_empty() {
+            let files: Vec<&str> = self.files.iter().map(|f| f.name.as_str()).collect();
+            return format!("census: no tensors read; files: {}", files.join(", "));
+        }
+        let grids: Vec<&GridCensus> = self
+            .tensors
+            .iter()
+            .filter_map(|t| t.grid.as_ref())
+            .collect();
+        let tiles: u64 = grids.iter().map(|g| g.tiles).sum();
+        let count =
+            |f: &dyn Fn(&TensorCensus) -> bool| self.tensors.iter().filter(|t| f(t)).count();
+        let unexplained = count(&|t| t.role.is_none());
+        let gains = count(&|t| t.role.as_deref().is_some_and(|r| r.starts_with("gain")));
+        let scalars = count(&|t| t.role.as_deref().is_some_and(|r| r.starts_with("scalar")));
+        let files: Vec<String> = self
+            .files
+            .iter()
+            .map(|f| format!("{} ({})", f.name, f.use_))
+            .collect();
+        format!(
+            "census: {} tensors: {} q4_1 grids ({} tiles), {} gains, {} scalars, {} unexplained; files: {}",
+            self.tensors.len(),
+            grids.len(),
+            tiles,
+            gains,
+            scalars,
+            unexplained,
+            files.join(", ")
+        )
+    }
+
+    pub fn to_json(&self) -> Value {
+        let tensors: Vec<Value> = self
+            .tensors
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "role": t.role,
+                    "dtype": t.dtype,
+                    "shape": t.shape,
+                    "data_offsets": [t.offsets.0, t.offsets.1],
+                    "bytes": t.offsets.1 - t.offsets.0,
+                    "form": t.form,
+                    "grid": t.grid.as_ref().map(|g| json!({
+                        "n": g.n,
+                        "k": g.k,
+                        "tiles": g.tiles,
+                        "real_groups": g.real_groups,
+                        "constant_groups": g.constant_groups,
+                        "min_scale_median": g.ratio_median.map(f64::from),
+                        "scale_range": g.scale_range.map(|(lo, hi)| [f64::from(lo), f64::from(hi)]),
+                    })),
+                })
+            })
+            .collect();
+        let files: Vec<Value> = self
+            .files
+            .iter()
+            .map(|f| json!({"name": f.name, "bytes": f.bytes, "use": f.use_}))
+            .collect();
+        let metadata: serde_json::Map<String, Value> = self
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        json!({
+            "files": files,
+            "weight_file": self.weight_file,
+            "header_bytes": self.header_bytes,
+            "file_bytes": self.file_bytes,
+            "naming": self.naming,
+            "aligned_gaps": self.aligned_gaps,
+            "metadata": metadata,
+            "tensors": tensors,
+        })
+    }
+}
+
+/// The whole answer for one package.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// The package directory as it was named.
+    pub package: String,
+    pub checks: Vec<Check>,
+    pub census: Census,
+    /// What the gate cannot know, said out loud so that silence is never read as approval.
+    pub not_checked: Vec<String>,
+    pub elapsed: Duration,
+}
+
+impl Report {
+    /// FAIL if any check failed; UNDECIDED if none failed but one could not decide; PASS only when
+    /// every check passed.
+    pub fn verdict(&self) -> Outcome {
+        self.checks
+            .iter()
+            .map(|c| c.outcome)
+            .max()
+            .unwrap_or(Outcome::Undecided)
+    }
+
+    pub fn check(&self, id: &str) -> Option<&Check> {
+        self.checks.iter().find(|c| c.id == id)
+    }
+
+    pub fn passed(&self) -> usize {
+        self.checks
+            .iter()
+            .filter(|c| c.outcome == Outcome::Pass)
+            .count()
+    }
+
+    /// The JSON document (schema in the README). Deterministic: no timings, checks in run order.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "schema_version": SCHEMA_VERSION,
+            "package": self.package,
+            "verdict": self.verdict().label(),
+            "checks_passed": self.passed(),
+            "checks_total": self.checks.len(),
+            "checks": self.checks.iter().map(Check::to_json).collect::<Vec<_>>(),
+            "not_checked": self.not_checked,
+            "census": self.census.to_json(),
+        })
+    }
+
+    /// The human report: one line per check, the census line, the NOT CHECKED lines, the count.
+    pub fn to_text(&self, with_census: bool) -> String {
+        let mut out = format!("dflash-gate {}\n", self.package);
+        for c in &self.checks {
+            out.push_str(&format!(
+                "{:<10} {:<28} {}\n",
+                c.outcome.label(),
+                c.id,
+                c.message
+            ));
+        }
+        out.push_str(&self.census.summary());
+        out.push('\n');
+        if with_census {
+            for t in &self.census.tensors {
+                let role = t.role.as_deref().unwrap_or("UNEXPLAINED");
+                out.push_str(&format!(
+                    "  {:<48} {:<5} {:<22} {:<26} {}\n",
+                    t.name,
+                    t.dtype,
+                    crate::container::shape_text(&t.shape),
+                    role,
+                    t.form
+                ));
+            }
+        }
+        for line in &self.not_checked {
+            out.push_str(&format!("NOT CHECKED  {line}\n"));
+        }
+        out.push_str(&format!(
+            "{} of {} checks passed: {} ({:.2} s)\n",
+            self.passed(),
+            self.checks.len(),
+            self.verdict(),
+            self.elapsed.as_secs_f64()
+        ));
+        out
+    }
+}

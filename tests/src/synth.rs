@@ -1,0 +1,593 @@
+//! The seeded generator of well-formed packages.
+
+use gate::dtype::Dtype;
+use gate::roles::{LayerGain, Naming, Projection, Role, Scalar};
+use gate::tile::{GridGeometry, GROUPS_PER_TILE, TILE_BYTES, TILE_COLS, TILE_ROWS};
+use half::bf16;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// A draft's geometry and config values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Geometry {
+    pub hidden: u64,
+    pub layers: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub head_dim: u64,
+    pub intermediate: u64,
+    pub block_size: u64,
+    pub taps: Vec<u64>,
+    pub sliding_window: Option<u64>,
+    pub mask_token_id: u64,
+    pub num_target_layers: u64,
+    pub vocab_size: u64,
+}
+
+impl Geometry {
+    /// The reference draft "Bolt" (spec section 6): 64 tensors, 270.4 MB.
+    pub fn bolt() -> Geometry {
+        Geometry {
+            hidden: 2560,
+            layers: 5,
+            heads: 32,
+            kv_heads: 8,
+            head_dim: 128,
+            intermediate: 5120,
+            block_size: 8,
+            taps: vec![5, 11, 17, 23, 35],
+            sliding_window: Some(1024),
+            mask_token_id: 262_143,
+            num_target_layers: 36,
+            vocab_size: 262_144,
+        }
+    }
+
+    /// Two layers, 256 wide, no padding: every role, about 1.1 MB. The negative controls start here.
+    pub fn small() -> Geometry {
+        Geometry {
+            hidden: 256,
+            layers: 2,
+            heads: 4,
+            kv_heads: 2,
+            head_dim: 64,
+            intermediate: 512,
+            block_size: 8,
+            taps: vec![1, 3, 5],
+            sliding_window: Some(128),
+            mask_token_id: 999,
+            num_target_layers: 8,
+            vocab_size: 1000,
+        }
+    }
+
+    /// One layer, two taps: the committed fixture (under 1 MB).
+    pub fn tiny() -> Geometry {
+        Geometry {
+            layers: 1,
+            taps: vec![1, 3],
+            ..Geometry::small()
+        }
+    }
+
+    /// Dimensions that are not multiples of a tile: K of 288, 320 and 416 pad columns, and k/v's 80 rows
+    /// pad rows, so every projection carries padding groups.
+    pub fn padded() -> Geometry {
+        Geometry {
+            hidden: 288,
+            layers: 1,
+            heads: 4,
+            kv_heads: 1,
+            head_dim: 80,
+            intermediate: 416,
+            block_size: 4,
+            taps: vec![0, 2],
+            sliding_window: None,
+            mask_token_id: 5,
+            num_target_layers: 4,
+            vocab_size: 512,
+        }
+    }
+
+    /// A larger same-family draft of about 1.4 GB, for the benchmark.
+    pub fn large() -> Geometry {
+        Geometry {
+            hidden: 4096,
+            layers: 8,
+            heads: 32,
+            kv_heads: 8,
+            head_dim: 128,
+            intermediate: 12288,
+            block_size: 16,
+            taps: vec![1, 9, 17, 25, 33],
+            sliding_window: Some(2048),
+            mask_token_id: 151_669,
+            num_target_layers: 36,
+            vocab_size: 151_936,
+        }
+    }
+
+    pub fn q_dim(&self) -> u64 {
+        self.heads * self.head_dim
+    }
+
+    pub fn kv_dim(&self) -> u64 {
+        self.kv_heads * self.head_dim
+    }
+
+    /// N x K of a projection.
+    pub fn dims(&self, p: Projection) -> (u64, u64) {
+        match p {
+            Projection::Q => (self.q_dim(), self.hidden),
+            Projection::K | Projection::V => (self.kv_dim(), self.hidden),
+            Projection::O => (self.hidden, self.q_dim()),
+            Projection::Gate | Projection::Up => (self.intermediate, self.hidden),
+            Projection::Down => (self.hidden, self.intermediate),
+        }
+    }
+
+    /// `float32(sqrt(hidden))`, as the reference writes it.
+    pub fn embedding_scale(&self) -> f32 {
+        (self.hidden as f32).sqrt()
+    }
+}
+
+/// How the package spells what the format allows two ways.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Encoding {
+    /// `[Np/32, Kp/256, 5120]` instead of `[tiles, 5120]`.
+    pub tiles_3d: bool,
+    /// `[hidden/32, taps*hidden, 32]` (the reference) instead of `[hidden, taps*hidden]`.
+    pub fc_row_blocked: bool,
+    /// `model.` prefix (the reference container) or bare names (the published checkpoints).
+    pub prefixed: bool,
+    /// `target_layer_ids` (and block_size) in `dflash_config` rather than at top level.
+    pub nested_dflash_config: bool,
+    /// Leave `head_dim` out so the gate must derive it.
+    pub head_dim_stated: bool,
+    /// Declare the draft by `model_type: "dflash"` instead of the architecture name.
+    pub model_type_dflash: bool,
+    /// Align every tensor to 64 bytes with zero gaps, as the engine's own packer does.
+    pub aligned: bool,
+}
+
+impl Default for Encoding {
+    /// The reference container's choices.
+    fn default() -> Encoding {
+        Encoding {
+            tiles_3d: false,
+            fc_row_blocked: true,
+            prefixed: true,
+            nested_dflash_config: false,
+            head_dim_stated: true,
+            model_type_dflash: false,
+            aligned: false,
+        }
+    }
+}
+
+/// One tensor: header fields and bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    pub name: String,
+    pub dtype: Dtype,
+    pub shape: Vec<u64>,
+    pub data: Vec<u8>,
+}
+
+/// A header entry as it will be written; defects may edit these before writing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub name: String,
+    pub dtype: String,
+    pub shape: Vec<i64>,
+    pub offsets: [u64; 2],
+}
+
+/// A whole package in memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Package {
+    pub geometry: Geometry,
+    pub encoding: Encoding,
+    pub config: Value,
+    pub tensors: Vec<Tensor>,
+    /// Extra top-level header keys written verbatim (a defect's way to add a non-tensor key).
+    pub raw_header_keys: Vec<(String, String)>,
+}
+
+impl Package {
+    /// A well-formed package. Same geometry, encoding and seed: same bytes.
+    pub fn generate(geometry: &Geometry, encoding: Encoding, seed: u64) -> Package {
+        let naming = if encoding.prefixed {
+            Naming::PREFIXED
+        } else {
+            Naming::BARE
+        };
+        let mut tensors = Vec::new();
+        let mut jobs = Vec::new();
+        for layer in 0..geometry.layers {
+            for projection in Projection::ALL {
+                jobs.push((
+                    naming.name(Role::Projection { layer, projection }),
+                    geometry.dims(projection),
+                ));
+            }
+        }
+        // Projections dominate the bytes: quantize them on every core, each from its own seed so the
+        // result does not depend on the thread count.
+        let grids = parallel_map(&jobs, |i, (_, (n, k))| {
+            quantized_grid(*n, *k, seed ^ (0x9e37_79b9 * (i as u64 + 1)))
+        });
+        for ((name, (n, k)), data) in jobs.into_iter().zip(grids) {
+            let g = GridGeometry::new(n, k).expect("generator geometry has a grid");
+            let shape = if encoding.tiles_3d {
+                vec![g.row_blocks, g.col_blocks, TILE_BYTES]
+            } else {
+                vec![g.tiles(), TILE_BYTES]
+            };
+            tensors.push(Tensor {
+                name,
+                dtype: Dtype::I8,
+                shape,
+                data,
+            });
+        }
+        let mut rng = StdRng::seed_from_u64(seed);
+        for layer in 0..geometry.layers {
+            for gain in LayerGain::ALL {
+                let len = if gain.is_per_head() {
+                    geometry.head_dim
+                } else {
+                    geometry.hidden
+                };
+                tensors.push(gain_tensor(
+                    naming.name(Role::LayerGain { layer, gain }),
+                    len,
+                    &mut rng,
+                ));
+            }
+        }
+        tensors.push(gain_tensor(
+            naming.name(Role::FinalNorm),
+            geometry.hidden,
+            &mut rng,
+        ));
+        tensors.push(gain_tensor(
+            naming.name(Role::HiddenNorm),
+            geometry.hidden,
+            &mut rng,
+        ));
+        tensors.push(fc_tensor(
+            naming.name(Role::Fc),
+            geometry,
+            encoding.fc_row_blocked,
+            &mut rng,
+        ));
+        tensors.extend(scalar_tensors(geometry));
+        Package {
+            geometry: geometry.clone(),
+            encoding,
+            config: config_json(geometry, encoding),
+            tensors,
+            raw_header_keys: Vec::new(),
+        }
+    }
+
+    pub fn tensor(&self, name: &str) -> &Tensor {
+        self.tensors
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("no tensor {name}"))
+    }
+
+    pub fn tensor_mut(&mut self, name: &str) -> &mut Tensor {
+        self.tensors
+            .iter_mut()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("no tensor {name}"))
+    }
+
+    /// The name of a role under this package's spelling.
+    pub fn name(&self, role: Role) -> String {
+        let naming = if self.encoding.prefixed {
+            Naming::PREFIXED
+        } else {
+            Naming::BARE
+        };
+        naming.name(role)
+    }
+
+    /// Tensors in the order safetensors' writer puts them: by dtype alignment descending, then name.
+    fn ordered(&self) -> Vec<&Tensor> {
+        let mut order: Vec<&Tensor> = self.tensors.iter().collect();
+        order.sort_by(|a, b| {
+            writer_rank(b.dtype)
+                .cmp(&writer_rank(a.dtype))
+                .then(a.name.cmp(&b.name))
+        });
+        order
+    }
+
+    /// The header entries the writer would produce, in data order.
+    pub fn entries(&self) -> Vec<Entry> {
+        let mut offset = 0u64;
+        self.ordered()
+            .into_iter()
+            .map(|t| {
+                if self.encoding.aligned {
+                    offset = offset.div_ceil(64) * 64;
+                }
+                let begin = offset;
+                offset += t.data.len() as u64;
+                Entry {
+                    name: t.name.clone(),
+                    dtype: t.dtype.name().to_owned(),
+                    shape: t.shape.iter().map(|&d| d as i64).collect(),
+                    offsets: [begin, offset],
+                }
+            })
+            .collect()
+    }
+
+    /// Writes the weight file with `entries` as its header (the writer's own, or a defect's edit).
+    /// Data bytes always follow the writer's order and offsets, so an edited header lies about them.
+    pub fn write_weights_with(&self, entries: &[Entry], out: &mut impl Write) -> io::Result<()> {
+        let header = header_bytes(entries, &self.raw_header_keys);
+        out.write_all(&(header.len() as u64).to_le_bytes())?;
+        out.write_all(&header)?;
+        let mut written = 0u64;
+        for (t, e) in self.ordered().into_iter().zip(self.entries()) {
+            let pad = e.offsets[0] - written;
+            out.write_all(&vec![0u8; pad as usize])?;
+            out.write_all(&t.data)?;
+            written = e.offsets[1];
+        }
+        Ok(())
+    }
+
+    pub fn weight_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_weights_with(&self.entries(), &mut out)
+            .expect("writing to memory");
+        out
+    }
+
+    /// Writes `config.json` and `model.q4nx` into `dir`.
+    pub fn write(&self, dir: &Path) -> io::Result<()> {
+        self.write_with(dir, &self.entries())
+    }
+
+    pub fn write_with(&self, dir: &Path, entries: &[Entry]) -> io::Result<()> {
+        std::fs::write(
+            dir.join("config.json"),
+            serde_json::to_vec_pretty(&self.config)?,
+        )?;
+        let mut file = io::BufWriter::new(std::fs::File::create(dir.join("model.q4nx"))?);
+        self.write_weights_with(entries, &mut file)?;
+        file.flush()
+    }
+}
+
+/// safetensors' writer sorts by its dtype enum, descending. For the dtypes a package holds (I8, BF16,
+/// I32, F32, I64) this crate's enum has the same relative order.
+fn writer_rank(d: Dtype) -> u32 {
+    Dtype::ALL.iter().position(|&x| x == d).unwrap_or(0) as u32
+}
+
+/// The header JSON exactly as safetensors' writer spells it: compact, entries in data order, each
+/// `dtype`, `shape`, `data_offsets`, padded with spaces to a multiple of 8.
+pub fn header_bytes(entries: &[Entry], raw: &[(String, String)]) -> Vec<u8> {
+    let mut parts: Vec<String> = raw
+        .iter()
+        .map(|(k, v)| format!("{}:{v}", Value::String(k.clone())))
+        .collect();
+    for e in entries {
+        let shape: Vec<String> = e.shape.iter().map(i64::to_string).collect();
+        parts.push(format!(
+            "{}:{{\"dtype\":{},\"shape\":[{}],\"data_offsets\":[{},{}]}}",
+            Value::String(e.name.clone()),
+            Value::String(e.dtype.clone()),
+            shape.join(","),
+            e.offsets[0],
+            e.offsets[1]
+        ));
+    }
+    let mut header = format!("{{{}}}", parts.join(",")).into_bytes();
+    while header.len() % 8 != 0 {
+        header.push(b' ');
+    }
+    header
+}
+
+fn config_json(g: &Geometry, e: Encoding) -> Value {
+    let mut c = json!({
+        "architectures": ["DFlashDraftModel"],
+        "model_type": "qwen3",
+        "hidden_size": g.hidden,
+        "num_hidden_layers": g.layers,
+        "num_attention_heads": g.heads,
+        "num_key_value_heads": g.kv_heads,
+        "intermediate_size": g.intermediate,
+        "sliding_window": g.sliding_window,
+        "embedding_scale": f64::from(g.embedding_scale()),
+        "vocab_size": g.vocab_size,
+        "num_target_layers": g.num_target_layers,
+        "rms_norm_eps": 1e-6,
+        "torch_dtype": "bfloat16",
+    });
+    let top = c.as_object_mut().expect("object");
+    if e.head_dim_stated {
+        top.insert("head_dim".into(), json!(g.head_dim));
+    }
+    if e.model_type_dflash {
+        top.remove("architectures");
+        top.insert("model_type".into(), json!("dflash"));
+    }
+    let dflash = json!({ "block_size": g.block_size, "target_layer_ids": g.taps, "mask_token_id": g.mask_token_id });
+    if e.nested_dflash_config {
+        top.insert("dflash_config".into(), dflash);
+    } else if let Value::Object(fields) = dflash {
+        top.extend(fields);
+    }
+    c
+}
+
+/// Roughly normal samples from one `u64` (the sum of four 16-bit uniforms), cheap enough for the
+/// reference geometry's 327 million weights.
+fn normal(rng: &mut StdRng) -> f32 {
+    let x = rng.next_u64();
+    let sum = (x & 0xffff) + ((x >> 16) & 0xffff) + ((x >> 32) & 0xffff) + (x >> 48);
+    // Irwin-Hall(4) scaled to unit variance: mean 2, variance 4/12.
+    (sum as f32 / 65536.0 - 2.0) * 1.732_050_8
+}
+
+/// An N x K projection quantized to q4_1 tiles the way ggml's reference quantizer does: per group of
+/// 32 weights along K, `d = (max - min) / 15`, `m = min`, codes `round((w - m) / d)` clamped to 0..15.
+pub fn quantized_grid(n: u64, k: u64, seed: u64) -> Vec<u8> {
+    let g = GridGeometry::new(n, k).expect("grid geometry");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut out = vec![0u8; g.bytes() as usize];
+    let mut weights = [0f32; 32];
+    for (t, tile) in out.chunks_exact_mut(TILE_BYTES as usize).enumerate() {
+        let row0 = (t as u64 / g.col_blocks) * TILE_ROWS;
+        let col0 = (t as u64 % g.col_blocks) * TILE_COLS;
+        for i in 0..GROUPS_PER_TILE {
+            let (c, r) = (i / 32, i % 32);
+            if row0 + r as u64 >= n || col0 + (c as u64) * 32 >= k {
+                continue; // padding stays zero
+            }
+            // Each row has its own spread, as trained projections do.
+            let sigma = 0.02 * (1.0 + 0.5 * ((row0 + r as u64) % 7) as f32 / 7.0);
+            for w in &mut weights {
+                *w = normal(&mut rng) * sigma;
+            }
+            write_group(tile, c, r, &weights);
+        }
+    }
+    out
+}
+
+/// Quantizes 32 weights into group (c, r) of a tile.
+pub fn write_group(tile: &mut [u8], c: usize, r: usize, weights: &[f32; 32]) {
+    let min = weights.iter().copied().fold(f32::INFINITY, f32::min);
+    let max = weights.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let d = bf16::from_f32((max - min) / 15.0);
+    let m = bf16::from_f32(min);
+    let i = c * 32 + r;
+    tile[2 * i..2 * i + 2].copy_from_slice(&d.to_bits().to_le_bytes());
+    tile[512 + 2 * i..512 + 2 * i + 2].copy_from_slice(&m.to_bits().to_le_bytes());
+    let (d, m) = (d.to_f32(), m.to_f32());
+    let inverse = if d > 0.0 { 1.0 / d } else { 0.0 };
+    for (j, w) in weights.iter().enumerate() {
+        let q = (((w - m) * inverse + 0.5) as i32).clamp(0, 15) as u8;
+        set_code(tile, c * 32 + j, r, q);
+    }
+}
+
+/// Sets the 4-bit code of row `r`, tile column `col`.
+pub fn set_code(tile: &mut [u8], col: usize, r: usize, q: u8) {
+    let byte = 1024 + (r / 16) * 2048 + col * 8 + (r % 16) / 2;
+    if r.is_multiple_of(2) {
+        tile[byte] = (tile[byte] & 0xf0) | q;
+    } else {
+        tile[byte] = (tile[byte] & 0x0f) | (q << 4);
+    }
+}
+
+/// A norm gain: values spread over several binades (0.12 .. 1.05, as real gains are), bf16.
+fn gain_tensor(name: String, len: u64, rng: &mut StdRng) -> Tensor {
+    let (lo, hi) = (0.12f32.ln(), 1.05f32.ln());
+    let data = (0..len)
+        .flat_map(|_| {
+            let u = (rng.next_u32() >> 8) as f32 / (1u32 << 24) as f32;
+            bf16::from_f32((lo + u * (hi - lo)).exp())
+                .to_bits()
+                .to_le_bytes()
+        })
+        .collect();
+    Tensor {
+        name,
+        dtype: Dtype::Bf16,
+        shape: vec![len],
+        data,
+    }
+}
+
+/// The fusion matrix: small weights, in either declared shape (the gate checks its size and shape).
+fn fc_tensor(name: String, g: &Geometry, row_blocked: bool, rng: &mut StdRng) -> Tensor {
+    let cols = g.taps.len() as u64 * g.hidden;
+    let data = (0..g.hidden * cols)
+        .flat_map(|_| bf16::from_f32(normal(rng) * 0.02).to_bits().to_le_bytes())
+        .collect();
+    let shape = if row_blocked {
+        vec![g.hidden / 32, cols, 32]
+    } else {
+        vec![g.hidden, cols]
+    };
+    Tensor {
+        name,
+        dtype: Dtype::Bf16,
+        shape,
+        data,
+    }
+}
+
+fn scalar_tensors(g: &Geometry) -> Vec<Tensor> {
+    let int = |s: Scalar, values: &[u64]| Tensor {
+        name: s.tensor_name(),
+        dtype: Dtype::I32,
+        shape: vec![values.len() as u64],
+        data: values
+            .iter()
+            .flat_map(|&v| (v as i32).to_le_bytes())
+            .collect(),
+    };
+    let mut out = vec![
+        int(Scalar::BlockSize, &[g.block_size]),
+        int(Scalar::TargetLayerIds, &g.taps),
+        int(Scalar::MaskTokenId, &[g.mask_token_id]),
+        int(Scalar::NumTargetLayers, &[g.num_target_layers]),
+        Tensor {
+            name: Scalar::EmbeddingScale.tensor_name(),
+            dtype: Dtype::F32,
+            shape: vec![1],
+            data: g.embedding_scale().to_le_bytes().to_vec(),
+        },
+    ];
+    if let Some(w) = g.sliding_window {
+        out.push(int(Scalar::SlidingWindow, &[w]));
+    }
+    out
+}
+
+/// Maps `f` over `items` on all cores, keeping order.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        mine.push((i, f(i, item)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("generator worker"))
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}

@@ -1,0 +1,50 @@
+//! The tile arithmetic of spec section 9, and the generator's own promises.
+
+use gate::tile::tile_count;
+use gate_tests::synth::{Encoding, Geometry, Package};
+use libtest_mimic::{Failed, Trial};
+
+pub fn trials() -> Vec<Trial> {
+    let mut out = Vec::new();
+    for (n, k, tiles) in [
+        (4096, 2560, 1280),
+        (1024, 2560, 320),
+        (5120, 2560, 1600),
+        (2560, 5120, 1600),
+        (1280, 2560, 400),
+    ] {
+        out.push(Trial::test(
+            format!("tile_arithmetic::{n}x{k}_is_{tiles}_tiles"),
+            move || match tile_count(n, k) {
+                Some(t) if t == tiles => Ok(()),
+                other => Err(format!("{n} x {k}: {other:?} tiles, expected {tiles}").into()),
+            },
+        ));
+    }
+    out.push(Trial::test(
+        "tile_arithmetic::q_proj_bytes_fit_both_readings",
+        || {
+            // The trap of spec section 6: 6,553,600 bytes is 4096 x 2560 as tiles and 1280 x 2560 as f16.
+            let grid = tile_count(4096, 2560).map(|t| t * 5120);
+            let half = 1280 * 2560 * 2;
+            if grid == Some(half) && tile_count(1280, 2560) == Some(400) {
+                Ok(())
+            } else {
+                Err(format!("grid {grid:?} vs half-float {half}").into())
+            }
+        },
+    ));
+    out.push(Trial::test("generator::same_seed_same_bytes", || {
+        let a = Package::generate(&Geometry::small(), Encoding::default(), 11);
+        let b = Package::generate(&Geometry::small(), Encoding::default(), 11);
+        let c = Package::generate(&Geometry::small(), Encoding::default(), 12);
+        if a.weight_bytes() != b.weight_bytes() {
+            return Err(Failed::from("same seed gave different bytes"));
+        }
+        if a.weight_bytes() == c.weight_bytes() {
+            return Err(Failed::from("a different seed gave the same bytes"));
+        }
+        Ok(())
+    }));
+    out
+}

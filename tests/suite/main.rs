@@ -1,0 +1,28 @@
+//! The test suite: every arm, every tile-arithmetic fact, and every check of every real package is an
+//! individually named trial (`cargo test -- --list`).
+//!
+//! Real packages are `fixtures/*/` plus the directories listed in `DFLASH_GATE_PACKAGES` (separated
+//! like PATH). A listed package that is missing is an ignored trial whose name says so, never a pass.
+
+mod examples;
+mod fixtures;
+mod generator;
+mod packages;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    for arm in gate_tests::arms::all() {
+        trials.push(Trial::test(format!("arms::{}", arm.name), move || {
+            gate_tests::arms::run(&arm).map_err(Failed::from)
+        }));
+    }
+    trials.extend(generator::trials());
+    trials.extend(examples::trials());
+    trials.extend(fixtures::trials());
+    trials.extend(packages::trials());
+    libtest_mimic::run(&args, trials).exit_code()
+}
