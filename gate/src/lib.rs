@@ -32,3 +32,8 @@ pub mod tile;
 
 pub use package::{evaluate, gate, Options, PackageError};
 pub use report::{Check, Outcome, Report};
+
+/// The README's Rust examples compile as doc tests, so the README cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExamples;

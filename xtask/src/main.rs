@@ -2,6 +2,7 @@
 //! thing. Each task is a small module; the table below is both the dispatch and the help.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod cmake;
 mod gate;
 mod selftest;
 
@@ -13,6 +14,8 @@ type Task = fn(&[String]) -> Result<ExitCode, String>;
 const TASKS: &[(&str, Task, &str)] = &[
     ("gate", gate::run, "gate <dir>... [--json] [--census]: gate packages with the optimised binary (default: fixtures/tiny)"),
     ("selftest", selftest::run, "selftest: run every arm of the test suite; PASS/FAIL per arm, exit 0 only if all hold"),
+    ("cmake", cmake::run, "cmake [--out FILE | --check FILE]: print the CMake module that registers the gate's ctest rows"),
+    ("cmake-smoke", cmake::smoke, "cmake-smoke: configure a throwaway CMake project with the module; good rows pass, a broken row fails"),
     ("bless", selftest::bless, "bless: rewrite fixtures/tiny and its golden report from the generator"),
 ];
 
