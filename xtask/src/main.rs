@@ -2,6 +2,7 @@
 //! thing. Each task is a small module; the table below is both the dispatch and the help.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod bench;
 mod cmake;
 mod gate;
 mod selftest;
@@ -16,6 +17,7 @@ const TASKS: &[(&str, Task, &str)] = &[
     ("selftest", selftest::run, "selftest: run every arm of the test suite; PASS/FAIL per arm, exit 0 only if all hold"),
     ("cmake", cmake::run, "cmake [--out FILE | --check FILE]: print the CMake module that registers the gate's ctest rows"),
     ("cmake-smoke", cmake::smoke, "cmake-smoke: configure a throwaway CMake project with the module; good rows pass, a broken row fails"),
+    ("bench", bench::run, "bench [--runs N]: time the gate against the floor on the reference and a 1.4 GB package"),
     ("bless", selftest::bless, "bless: rewrite fixtures/tiny and its golden report from the generator"),
 ];
 

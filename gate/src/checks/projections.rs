@@ -207,12 +207,12 @@ fn scan_all(grids: &[(&str, TileGrid<'_>)]) -> Vec<GridScan> {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 s.spawn(|| {
-                    let mut ratios = Vec::new();
+                    let mut buffers = crate::tile::ScanBuffers::new();
                     let mut done = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some((_, grid)) = grids.get(i) else { break };
-                        done.push((i, grid.scan(&mut ratios)));
+                        done.push((i, grid.scan(&mut buffers)));
                     }
                     done
                 })

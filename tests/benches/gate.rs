@@ -1,0 +1,208 @@
+//! The gate against the floor, on the reference package and on a 1.4 GB one.
+//!
+//! The floor is the least work any gate must do: map the file and read every tile-header byte once, in a
+//! plain loop with no checks. Both are timed warm, in one process, N times each; the figures that
+//! matter are ratios measured in the same run, since the machines are shared and noisy.
+//!
+//! `cargo xtask bench [--runs N]` runs this; packages are generated once and cached under
+//! `target/bench-packages/`.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use gate::container::Container;
+use gate::tile::TILE_BYTES;
+use gate_tests::arms::SEED;
+use gate_tests::synth::{Encoding, Geometry, Package};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Counts live heap bytes and their peak, so heap is measured apart from mapped file pages (which RSS
+/// would count).
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged to the system allocator.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+struct Figures {
+    name: &'static str,
+    bytes: u64,
+    groups: u64,
+    gate: Duration,
+    floor: Duration,
+    peak_heap: usize,
+}
+
+fn main() {
+    let mut runs = 7;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--runs" {
+            runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(runs);
+        }
+    }
+    let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-packages");
+    let mut all = Vec::new();
+    for (name, geometry) in [
+        ("reference (Bolt)", Geometry::bolt()),
+        ("large (4096 x 10 layers)", Geometry::large()),
+    ] {
+        let dir = cache.join(name.split(' ').next().unwrap_or(name));
+        ensure_package(&dir, &geometry);
+        all.push(measure(name, &dir, runs));
+    }
+    println!(
+        "\n{:<26} {:>10} {:>10} {:>10} {:>8} {:>9} {:>12} {:>12}",
+        "package", "bytes", "gate", "floor", "g/f", "GB/s", "groups/s", "peak heap"
+    );
+    for f in &all {
+        println!(
+            "{:<26} {:>10} {:>8.1}ms {:>8.1}ms {:>8.2} {:>9.2} {:>12.3e} {:>10.2}MiB",
+            f.name,
+            f.bytes,
+            ms(f.gate),
+            ms(f.floor),
+            f.gate.as_secs_f64() / f.floor.as_secs_f64(),
+            f.bytes as f64 / 1e9 / f.gate.as_secs_f64(),
+            f.groups as f64 / f.gate.as_secs_f64(),
+            f.peak_heap as f64 / (1 << 20) as f64
+        );
+    }
+    if let [small, large] = all.as_slice() {
+        let per_gb = |f: &Figures| f.gate.as_secs_f64() / (f.bytes as f64 / 1e9);
+        println!(
+            "\nper-GB gate time: reference {:.1} ms/GB, large {:.1} ms/GB, ratio large/reference {:.2}",
+            per_gb(small) * 1e3,
+            per_gb(large) * 1e3,
+            per_gb(large) / per_gb(small)
+        );
+    }
+    println!(
+        "(medians of {runs} warm runs each; {} worker threads)",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Writes the package unless a previous run left one whose weight file has the expected size.
+fn ensure_package(dir: &Path, geometry: &Geometry) {
+    let package = Package::generate(geometry, Encoding::default(), SEED);
+    let expected: u64 = 8 + package.entries().last().map_or(0, |e| e.offsets[1]);
+    let header = gate_tests::synth::header_bytes(&package.entries(), &[]).len() as u64;
+    let on_disk = std::fs::metadata(dir.join("model.q4nx"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    if on_disk == expected + header {
+        return;
+    }
+    eprintln!("generating {} ...", dir.display());
+    std::fs::create_dir_all(dir).expect("cache directory");
+    package.write(dir).expect("writing the bench package");
+}
+
+fn measure(name: &'static str, dir: &Path, runs: usize) -> Figures {
+    let options = gate::Options::default();
+    // Warm the page cache and check the package before timing anything.
+    let report = gate::gate(dir, &options).expect("gate runs");
+    assert_eq!(
+        report.verdict(),
+        gate::Outcome::Pass,
+        "{}",
+        report.to_text(false)
+    );
+    let groups: u64 = report
+        .census
+        .tensors
+        .iter()
+        .filter_map(|t| t.grid.as_ref())
+        .map(|g| g.real_groups)
+        .sum();
+    let bytes = report.census.file_bytes.unwrap_or(0);
+    let headers = tile_header_ranges(&dir.join("model.q4nx"));
+    let mut gate_times = Vec::new();
+    let mut floor_times = Vec::new();
+    let mut peak_heap = 0;
+    for _ in 0..runs {
+        let start = Instant::now();
+        black_box(floor(&dir.join("model.q4nx"), &headers));
+        floor_times.push(start.elapsed());
+        PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+        let base = LIVE.load(Ordering::Relaxed);
+        let start = Instant::now();
+        let report = black_box(gate::gate(dir, &options).expect("gate runs"));
+        gate_times.push(start.elapsed());
+        peak_heap = peak_heap.max(PEAK.load(Ordering::Relaxed) - base);
+        drop(report);
+    }
+    eprintln!("{name}: gate {:?}", gate_times);
+    Figures {
+        name,
+        bytes,
+        groups,
+        gate: median(gate_times),
+        floor: median(floor_times),
+        peak_heap,
+    }
+}
+
+/// Byte ranges (in the file) of every tile's 1,024 header bytes, found before timing.
+fn tile_header_ranges(path: &Path) -> Vec<(usize, usize)> {
+    let bytes = std::fs::read(path).expect("weight file");
+    let container = Container::parse(&bytes).expect("container");
+    let data_start = container.table.header_bytes as usize;
+    let mut out = Vec::new();
+    for e in &container.table.entries {
+        if e.dtype == gate::dtype::Dtype::I8 {
+            let mut at = data_start + e.begin as usize;
+            while at < data_start + e.end as usize {
+                out.push((at, at + 1024));
+                at += TILE_BYTES as usize;
+            }
+        }
+    }
+    out
+}
+
+/// Maps the file and reads every tile-header byte once.
+fn floor(path: &Path, headers: &[(usize, usize)]) -> u64 {
+    let file = std::fs::File::open(path).expect("weight file");
+    // SAFETY: read-only map of a file nothing else writes during the benchmark.
+    let map = unsafe { memmap2::Mmap::map(&file) }.expect("map");
+    let mut sum = 0u64;
+    for &(a, b) in headers {
+        for chunk in map[a..b].chunks_exact(8) {
+            sum = sum.wrapping_add(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
+        }
+    }
+    sum
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}

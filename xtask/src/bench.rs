@@ -1,0 +1,15 @@
+//! `cargo xtask bench`: runs the `gate` bench target (optimised), which prints figures and ratios.
+
+use std::process::ExitCode;
+
+pub fn run(args: &[String]) -> Result<ExitCode, String> {
+    let sh = crate::shell()?;
+    let cargo = crate::cargo();
+    xshell::cmd!(
+        sh,
+        "{cargo} bench --quiet --package gate-tests --bench gate -- {args...}"
+    )
+    .run()
+    .map_err(|e| format!("bench: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}
