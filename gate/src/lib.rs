@@ -19,12 +19,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod beyond;
 pub mod checks;
 pub mod config;
 pub mod container;
 pub mod dtype;
 pub mod limits;
 pub mod package;
+pub mod parallel;
 pub mod report;
 pub mod roles;
 pub mod strict_json;

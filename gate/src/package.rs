@@ -97,8 +97,36 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         Err(why) => Err(why.clone()),
     };
     let package = dir.to_string_lossy().into_owned();
+    let config_bytes = config.clone();
+    let file_names: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
     let mut report = evaluate(&package, config, weights, files);
-    let _ = options;
+    let refused = report
+        .check(IS_DFLASH)
+        .is_none_or(|c| c.outcome != crate::Outcome::Pass);
+    if let Some(target_dir) = &options.target {
+        let target = crate::beyond::target::read(target_dir)?;
+        report
+            .not_checked
+            .retain(|l| !l.starts_with(NOT_CHECKED_TARGET));
+        if let (false, Ok(Ok(draft))) = (
+            refused,
+            config_bytes.as_ref().map(|b| DraftConfig::from_json(b)),
+        ) {
+            report
+                .checks
+                .extend(crate::beyond::target::checks(&draft, &target));
+        }
+    }
+    if options.manifest {
+        report
+            .not_checked
+            .retain(|l| !l.starts_with(NOT_CHECKED_PROVENANCE));
+        if !refused {
+            report
+                .checks
+                .push(crate::beyond::manifest::check(dir, &file_names));
+        }
+    }
     report.elapsed = start.elapsed();
     Ok(report)
 }
@@ -218,10 +246,13 @@ pub fn evaluate(
     report
 }
 
+const NOT_CHECKED_TARGET: &str = "vocabulary and tokenizer agreement with the target";
+const NOT_CHECKED_PROVENANCE: &str = "whether these are the right weights";
+
 fn not_checked() -> Vec<String> {
     vec![
-        "vocabulary and tokenizer agreement with the target, and the target's depth (give --target DIR)".to_owned(),
-        "whether these are the right weights: provenance (give --manifest to verify MANIFEST.sha256)".to_owned(),
+        format!("{NOT_CHECKED_TARGET}, and the target's depth (give --target DIR)"),
+        format!("{NOT_CHECKED_PROVENANCE}: provenance (give --manifest to verify MANIFEST.sha256)"),
         "whether the draft's forward pass is correct: the gate reads bytes, it runs no model".to_owned(),
         "the 4-bit codes of real groups: every nibble is a valid code (only constant and padding groups are read)".to_owned(),
         "files other than config.json and the weight file: listed in the census, not read".to_owned(),

@@ -8,13 +8,14 @@
 use crate::defects::{
     bf16_to_f16_bits, data_start, gain, half_float_fill, proj, set_header, stray, Scenario,
 };
-use crate::synth::{Encoding, Geometry, Package};
+use crate::synth::{write_manifest, Encoding, Geometry, Package, TargetPackage};
 use gate::report::{Outcome, Report};
 use gate::roles::{LayerGain, Projection, Role};
 use gate::tile::TILE_BYTES;
 use half::bf16;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 /// The generator seed every arm uses: fixed, so a failure reproduces.
 pub const SEED: u64 = 0x0df1_a5a0;
@@ -61,7 +62,18 @@ pub struct Arm {
     pub base: Base,
     pub encoding: Encoding,
     pub defect: fn(&mut Scenario),
+    pub extra: Extra,
     pub expect: Expect,
+}
+
+/// What the arm asks of the gate beyond the draft.
+#[derive(Clone, Copy)]
+pub enum Extra {
+    None,
+    /// `--target`: a matching target package, bent by this function.
+    Target(fn(&mut TargetPackage)),
+    /// `--manifest`: a manifest written over the finished package, then this applied to the directory.
+    Manifest(fn(&Path)),
 }
 
 fn none(_: &mut Scenario) {}
@@ -85,6 +97,7 @@ fn arm(name: &'static str, base: Base, defect: fn(&mut Scenario), expect: Expect
         base,
         encoding: Encoding::default(),
         defect,
+        extra: Extra::None,
         expect,
     }
 }
@@ -95,9 +108,41 @@ fn encoded(name: &'static str, base: Base, encoding: Encoding) -> Arm {
         base,
         encoding,
         defect: none,
+        extra: Extra::None,
         expect: Expect::Pass { facts: no_facts },
     }
 }
+
+fn with_target(
+    name: &'static str,
+    defect: fn(&mut Scenario),
+    target: fn(&mut TargetPackage),
+    expect: Expect,
+) -> Arm {
+    Arm {
+        name,
+        base: Base::Small,
+        encoding: Encoding::default(),
+        defect,
+        extra: Extra::Target(target),
+        expect,
+    }
+}
+
+fn with_manifest(name: &'static str, after: fn(&Path), expect: Expect) -> Arm {
+    Arm {
+        name,
+        base: Base::Small,
+        encoding: Encoding::default(),
+        defect: none,
+        extra: Extra::Manifest(after),
+        expect,
+    }
+}
+
+fn same_target(_: &mut TargetPackage) {}
+
+fn untouched(_: &Path) {}
 
 /// Every arm, in a stable order.
 pub fn all() -> Vec<Arm> {
@@ -118,6 +163,7 @@ pub fn all() -> Vec<Arm> {
             base: Base::Small,
             encoding: Encoding { aligned: true, ..d },
             defect: none,
+            extra: Extra::None,
             expect: Expect::Pass { facts: aligned_census },
         },
         arm("pass::constant_group_counted", Base::Small, constant_group, Expect::Pass { facts: one_constant_group }),
@@ -197,6 +243,31 @@ pub fn all() -> Vec<Arm> {
         arm("control::malformed_config_json", Base::Small, malformed_config, fail("config.is_dflash", &["not valid JSON"])),
         arm("control::no_weight_file", Base::Small, no_weight_file, fail("container.parses", &["no weight file"])),
         arm("control::two_weight_files", Base::Small, two_weight_files, fail("container.parses", &["2 *.q4nx files", "a.q4nx, b.q4nx"])),
+        // The target package (--target), both directions.
+        with_target("pass::target_matches", none, same_target, Expect::Pass { facts: target_checked }),
+        with_target("control::target_hidden_differs", none, |t| set(t, "hidden_size", 512), fail("target.hidden_size", &["(256 vs 512)"])),
+        with_target("control::target_too_shallow", none, |t| set(t, "num_hidden_layers", 5), Expect::Refused {
+            check: "target.depth",
+            outcome: Outcome::Fail,
+            mentions: &["tap 5", "not below the target's 5 layers"],
+            also: &[],
+        }),
+        with_target("control::target_depth_differs_from_num_target_layers", none, |t| set(t, "num_hidden_layers", 9), fail("target.depth", &["num_target_layers is 8, the target has 9 layers"])),
+        with_target("control::target_vocab_differs", none, |t| set(t, "vocab_size", 1200), fail("target.vocab", &["the draft's vocab_size is 1000, the target's 1200"])),
+        with_target("control::target_embedding_rows_differ", none, |t| t.set_table("model.embed_tokens.weight", 999, 256), fail("target.vocab", &["model.embed_tokens.weight has 999 rows, vocab_size is 1000"])),
+        with_target("control::mask_token_beyond_target_vocab", drop_vocab_size, shrink_target_vocab, fail("target.mask_token", &["mask_token_id 999 is not below the target's vocab_size 999"])),
+        with_target("control::target_without_tokenizer", none, |t| t.tokenizer = false, fail("target.tokenizer", &["no tokenizer.json"])),
+        // Provenance (--manifest), both directions.
+        with_manifest("pass::manifest_matches", untouched, Expect::Pass { facts: manifest_checked }),
+        with_manifest("control::manifest_flipped_byte", flip_fc_byte, fail("manifest.sha256", &["mismatched: model.q4nx"])),
+        with_manifest("control::manifest_lists_a_missing_file", list_missing_file, fail("manifest.sha256", &["missing: tokenizer_extra.json"])),
+        with_manifest("control::manifest_leaves_a_file_unlisted", add_unlisted_file, fail("manifest.sha256", &["unlisted: notes.txt"])),
+        with_manifest("control::manifest_absent", remove_manifest, Expect::Refused {
+            check: "manifest.sha256",
+            outcome: Outcome::Undecided,
+            mentions: &["no MANIFEST.sha256"],
+            also: &[],
+        }),
     ]
 }
 
@@ -318,6 +389,76 @@ fn one_constant_group(r: &Report) -> Result<(), String> {
         grids(r).iter().map(|g| g.constant_groups).sum::<u64>(),
         1,
     )
+}
+
+fn target_checked(r: &Report) -> Result<(), String> {
+    for id in [
+        "target.hidden_size",
+        "target.depth",
+        "target.vocab",
+        "target.mask_token",
+        "target.tokenizer",
+    ] {
+        expect_eq(id, r.check(id).map(|c| c.outcome), Some(Outcome::Pass))?;
+    }
+    if r.not_checked.iter().any(|l| l.contains("with the target")) {
+        return Err("the target is still listed as not checked".into());
+    }
+    Ok(())
+}
+
+fn manifest_checked(r: &Report) -> Result<(), String> {
+    expect_eq(
+        "manifest.sha256",
+        r.check("manifest.sha256").map(|c| c.outcome),
+        Some(Outcome::Pass),
+    )?;
+    if r.not_checked.iter().any(|l| l.contains("provenance")) {
+        return Err("provenance is still listed as not checked".into());
+    }
+    Ok(())
+}
+
+// ---- target and manifest defects ----
+
+fn set(t: &mut TargetPackage, field: &str, value: u64) {
+    t.config[field] = json!(value);
+}
+
+fn drop_vocab_size(s: &mut Scenario) {
+    s.config_mut().remove("vocab_size");
+}
+
+fn shrink_target_vocab(t: &mut TargetPackage) {
+    set(t, "vocab_size", 999);
+    t.set_table("model.embed_tokens.weight", 999, 256);
+    t.set_table("lm_head.weight", 999, 256);
+}
+
+fn flip_fc_byte(dir: &Path) {
+    // A byte of the fc matrix: no check reads its values, so only provenance can see the change.
+    let path = dir.join("model.q4nx");
+    let mut bytes = std::fs::read(&path).expect("weights");
+    let container = gate::container::Container::parse(&bytes).expect("container");
+    let fc = container.get("model.fc.weight").expect("fc").begin;
+    let at = data_start(&bytes) + fc as usize + 100;
+    bytes[at] ^= 0x01;
+    std::fs::write(&path, bytes).expect("weights");
+}
+
+fn list_missing_file(dir: &Path) {
+    let path = dir.join("MANIFEST.sha256");
+    let mut text = std::fs::read_to_string(&path).expect("manifest");
+    text.push_str(&format!("{}  tokenizer_extra.json\n", "0".repeat(64)));
+    std::fs::write(path, text).expect("manifest");
+}
+
+fn add_unlisted_file(dir: &Path) {
+    std::fs::write(dir.join("notes.txt"), b"added after the manifest").expect("notes");
+}
+
+fn remove_manifest(dir: &Path) {
+    std::fs::remove_file(dir.join("MANIFEST.sha256")).expect("manifest");
 }
 
 // ---- defects ----
@@ -541,25 +682,45 @@ fn two_weight_files(s: &mut Scenario) {
 
 // ---- running an arm ----
 
-/// Builds the arm's package in a fresh temporary directory and gates it.
+/// Builds the arm's package (and target, or manifest) in a fresh temporary directory and gates it.
 pub fn gate_arm(
     base: Base,
     encoding: Encoding,
     defect: fn(&mut Scenario),
+    extra: Extra,
 ) -> Result<Report, String> {
     let mut scenario = Scenario::new(Package::generate(&base.geometry(), encoding, SEED));
     defect(&mut scenario);
-    let dir = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+    let root = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+    let dir = root.path().join("draft");
+    std::fs::create_dir(&dir).map_err(|e| e.to_string())?;
     scenario
-        .write(dir.path())
+        .write(&dir)
         .map_err(|e| format!("writing the package: {e}"))?;
-    gate::gate(dir.path(), &gate::Options::default())
-        .map_err(|e| format!("the gate could not run: {e}"))
+    let mut options = gate::Options::default();
+    match extra {
+        Extra::None => {}
+        Extra::Target(bend) => {
+            let mut target = TargetPackage::matching(&base.geometry());
+            bend(&mut target);
+            let target_dir = root.path().join("target");
+            target
+                .write(&target_dir)
+                .map_err(|e| format!("writing the target: {e}"))?;
+            options.target = Some(target_dir);
+        }
+        Extra::Manifest(after) => {
+            write_manifest(&dir).map_err(|e| format!("writing the manifest: {e}"))?;
+            after(&dir);
+            options.manifest = true;
+        }
+    }
+    gate::gate(&dir, &options).map_err(|e| format!("the gate could not run: {e}"))
 }
 
 /// Runs one arm: `Ok` when the gate said exactly what the arm expects.
 pub fn run(arm: &Arm) -> Result<(), String> {
-    let report = gate_arm(arm.base, arm.encoding, arm.defect)?;
+    let report = gate_arm(arm.base, arm.encoding, arm.defect, arm.extra)?;
     match &arm.expect {
         Expect::Pass { facts } => {
             if report.verdict() != Outcome::Pass {
@@ -583,7 +744,12 @@ pub fn run(arm: &Arm) -> Result<(), String> {
             mentions,
             also,
         } => {
-            let good = gate_arm(arm.base, arm.encoding, none)?;
+            let good_extra = match arm.extra {
+                Extra::None => Extra::None,
+                Extra::Target(_) => Extra::Target(same_target),
+                Extra::Manifest(_) => Extra::Manifest(untouched),
+            };
+            let good = gate_arm(arm.base, arm.encoding, none, good_extra)?;
             if good.verdict() != Outcome::Pass {
                 return Err(format!(
                     "the control's good package does not pass ({})",

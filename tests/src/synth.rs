@@ -219,9 +219,12 @@ impl Package {
         }
         // Projections dominate the bytes: quantize them on every core, each from its own seed so the
         // result does not depend on the thread count.
-        let grids = parallel_map(&jobs, |i, (_, (n, k))| {
-            quantized_grid(*n, *k, seed ^ (0x9e37_79b9 * (i as u64 + 1)))
-        });
+        let seeded: Vec<(u64, u64, u64)> = jobs
+            .iter()
+            .enumerate()
+            .map(|(i, (_, (n, k)))| (*n, *k, seed ^ (0x9e37_79b9 * (i as u64 + 1))))
+            .collect();
+        let grids = gate::parallel::map(&seeded, || (), |_, &(n, k, s)| quantized_grid(n, k, s));
         for ((name, (n, k)), data) in jobs.into_iter().zip(grids) {
             let g = GridGeometry::new(n, k).expect("generator geometry has a grid");
             let shape = if encoding.tiles_3d {
@@ -564,31 +567,84 @@ fn scalar_tensors(g: &Geometry) -> Vec<Tensor> {
     out
 }
 
-/// Maps `f` over `items` on all cores, keeping order.
-fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        mine.push((i, f(i, item)));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("generator worker"))
-            .collect()
-    });
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, r)| r).collect()
+/// A target package as the gate reads one: config.json, a weight file whose header is real and whose
+/// data section is a hole (sparse: the gate never reads it), and optionally tokenizer.json.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetPackage {
+    pub config: Value,
+    pub tensors: Vec<Entry>,
+    pub tokenizer: bool,
+}
+
+impl TargetPackage {
+    /// The target a draft of `g` is made for: same hidden size, `num_target_layers` layers, the
+    /// draft's vocabulary, with its embedding table and head.
+    pub fn matching(g: &Geometry) -> TargetPackage {
+        let config = json!({
+            "architectures": ["Qwen3ForCausalLM"],
+            "model_type": "qwen3",
+            "hidden_size": g.hidden,
+            "num_hidden_layers": g.num_target_layers,
+            "vocab_size": g.vocab_size,
+        });
+        let mut target = TargetPackage {
+            config,
+            tensors: Vec::new(),
+            tokenizer: true,
+        };
+        target.set_table("model.embed_tokens.weight", g.vocab_size, g.hidden);
+        target.set_table("lm_head.weight", g.vocab_size, g.hidden);
+        target
+    }
+
+    /// Adds or replaces a BF16 `[rows, cols]` table, re-laying offsets.
+    pub fn set_table(&mut self, name: &str, rows: u64, cols: u64) {
+        self.tensors.retain(|e| e.name != name);
+        self.tensors.push(Entry {
+            name: name.to_owned(),
+            dtype: "BF16".into(),
+            shape: vec![rows as i64, cols as i64],
+            offsets: [0, 0],
+        });
+        let mut offset = 0;
+        for e in &mut self.tensors {
+            let len = e.shape.iter().product::<i64>() as u64 * 2;
+            e.offsets = [offset, offset + len];
+            offset += len;
+        }
+    }
+
+    pub fn write(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(
+            dir.join("config.json"),
+            serde_json::to_vec_pretty(&self.config)?,
+        )?;
+        if self.tokenizer {
+            std::fs::write(dir.join("tokenizer.json"), b"{\"version\": \"1.0\"}")?;
+        }
+        let header = header_bytes(&self.tensors, &[]);
+        let data_len = self.tensors.last().map_or(0, |e| e.offsets[1]);
+        let mut file = std::fs::File::create(dir.join("model.q4nx"))?;
+        file.write_all(&(header.len() as u64).to_le_bytes())?;
+        file.write_all(&header)?;
+        file.set_len(8 + header.len() as u64 + data_len)
+    }
+}
+
+/// Writes `MANIFEST.sha256` (sha256sum format) over every file now in `dir`.
+pub fn write_manifest(dir: &Path) -> io::Result<()> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n != "MANIFEST.sha256")
+        .collect();
+    names.sort();
+    let mut buffer = vec![0u8; 1 << 16];
+    let mut text = String::new();
+    for name in names {
+        let (hex, _) = gate::beyond::manifest::hash_file(&dir.join(&name), &mut buffer)
+            .map_err(io::Error::other)?;
+        text.push_str(&format!("{hex}  {name}\n"));
+    }
+    std::fs::write(dir.join("MANIFEST.sha256"), text)
 }

@@ -8,7 +8,6 @@ use crate::report::{Check, GridCensus};
 use crate::roles::{Projection, Role};
 use crate::tile::{GridGeometry, GridScan, TileGrid};
 use serde_json::json;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub const PRESENT: &str = "projections.present";
 pub const TILE_GRID: &str = "projections.tile_grid";
@@ -196,35 +195,13 @@ fn tile_grid(slots: &[Slot<'_>]) -> Check {
         .with_evidence(evidence)
 }
 
-/// Scans every grid's headers on all cores: tensors are handed out one at a time, each worker with one
-/// ratio buffer reused across its tensors.
+/// Scans every grid's headers on all cores, one scan buffer per worker.
 fn scan_all(grids: &[(&str, TileGrid<'_>)]) -> Vec<GridScan> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(grids.len().max(1));
-    let next = AtomicUsize::new(0);
-    let mut results: Vec<(usize, GridScan)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut buffers = crate::tile::ScanBuffers::new();
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((_, grid)) = grids.get(i) else { break };
-                        done.push((i, grid.scan(&mut buffers)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, scan)| scan).collect()
+    crate::parallel::map(
+        grids,
+        crate::tile::ScanBuffers::new,
+        |buffers, (_, grid)| grid.scan(buffers),
+    )
 }
 
 fn headers(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) -> Check {

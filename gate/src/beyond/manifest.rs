@@ -1,0 +1,206 @@
+//! `manifest.sha256`: every file listed in `MANIFEST.sha256` matches, none is missing, none unlisted.
+
+use crate::limits::MAX_MANIFEST_BYTES;
+use crate::report::Check;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::io::Read;
+use std::path::Path;
+
+pub const MANIFEST: &str = "manifest.sha256";
+pub const MANIFEST_FILE: &str = "MANIFEST.sha256";
+
+/// Verifies `dir/MANIFEST.sha256`; hashes files on all cores, streaming.
+pub fn check(dir: &Path, files: &[String]) -> Check {
+    let path = dir.join(MANIFEST_FILE);
+    let text = match read_manifest(&path) {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            return Check::undecided(
+                MANIFEST,
+                format!("--manifest was asked for, but the package has no {MANIFEST_FILE}"),
+            )
+        }
+        Err(why) => return Check::fail(MANIFEST, why),
+    };
+    let entries = match parse(&text) {
+        Ok(e) => e,
+        Err(why) => return Check::fail(MANIFEST, format!("{MANIFEST_FILE}: {why}")),
+    };
+    let listed: Vec<&str> = entries.iter().map(|(_, f)| f.as_str()).collect();
+    let unlisted: Vec<&str> = files
+        .iter()
+        .map(String::as_str)
+        .filter(|f| *f != MANIFEST_FILE && !listed.contains(f))
+        .collect();
+    let results = hash_all(dir, &entries);
+    let mut mismatched = Vec::new();
+    let mut missing = Vec::new();
+    let mut bytes = 0u64;
+    for ((want, file), got) in entries.iter().zip(&results) {
+        match got {
+            Ok((hex, n)) => {
+                bytes += n;
+                if hex != want {
+                    mismatched.push(format!(
+                        "{file} (listed {}..., found {}...)",
+                        &want[..12],
+                        &hex[..12]
+                    ));
+                }
+            }
+            Err(why) => missing.push(format!("{file} ({why})")),
+        }
+    }
+    let evidence = json!({ "listed": listed.len(), "hashed_bytes": bytes, "mismatched": mismatched, "missing": missing, "unlisted": unlisted });
+    if mismatched.is_empty() && missing.is_empty() && unlisted.is_empty() {
+        return Check::pass(MANIFEST, format!("every file listed in {MANIFEST_FILE} matches: {} files, {bytes} bytes hashed (unlisted: none)", listed.len()))
+            .with_evidence(evidence);
+    }
+    let mut parts = Vec::new();
+    if !mismatched.is_empty() {
+        parts.push(format!("mismatched: {}", mismatched.join(", ")));
+    }
+    if !missing.is_empty() {
+        parts.push(format!("missing: {}", missing.join(", ")));
+    }
+    if !unlisted.is_empty() {
+        parts.push(format!("unlisted: {}", unlisted.join(", ")));
+    }
+    Check::fail(
+        MANIFEST,
+        format!(
+            "{MANIFEST_FILE} does not match the package: {}",
+            parts.join("; ")
+        ),
+    )
+    .with_evidence(evidence)
+}
+
+fn read_manifest(path: &Path) -> Result<Option<String>, String> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{MANIFEST_FILE}: cannot read: {e}")),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_MANIFEST_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{MANIFEST_FILE}: {e}"))?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(format!(
+            "{MANIFEST_FILE} is larger than the {MAX_MANIFEST_BYTES}-byte limit"
+        ));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| format!("{MANIFEST_FILE} is not UTF-8"))
+}
+
+/// `sha256sum` lines: 64 hex digits, a space, a space or `*`, a file name inside the package.
+pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |why: &str| format!("line {}: {why}: {line:?}", i + 1);
+        let (hex, rest) = line
+            .split_at_checked(64)
+            .ok_or_else(|| bad("not `<64 hex>  <file>`"))?;
+        if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad("the digest is not 64 hex digits"));
+        }
+        let file = rest
+            .strip_prefix("  ")
+            .or_else(|| rest.strip_prefix(" *"))
+            .ok_or_else(|| bad("not `<64 hex>  <file>`"))?;
+        let file = file.strip_prefix("./").unwrap_or(file);
+        if file.is_empty()
+            || file.contains('/')
+            || file.contains('\\')
+            || file == ".."
+            || file == "."
+        {
+            return Err(bad("the file is not a plain name inside the package"));
+        }
+        if out.iter().any(|(_, f)| f == file) {
+            return Err(bad("the file is listed twice"));
+        }
+        out.push((hex.to_ascii_lowercase(), file.to_owned()));
+    }
+    if out.is_empty() {
+        return Err("lists no file".to_owned());
+    }
+    Ok(out)
+}
+
+/// Hashes each listed file (streaming, 1 MiB at a time), files spread over all cores.
+fn hash_all(dir: &Path, entries: &[(String, String)]) -> Vec<Result<(String, u64), String>> {
+    crate::parallel::map(
+        entries,
+        || vec![0u8; 1 << 20],
+        |buffer, (_, file)| hash_file(&dir.join(file), buffer),
+    )
+}
+
+pub fn hash_file(path: &Path, buffer: &mut [u8]) -> Result<(String, u64), String> {
+    let mut file = std::fs::File::open(path).map_err(|e| e.kind().to_string())?;
+    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
+        return Err("not a regular file".to_owned());
+    }
+    let mut hasher = Sha256::new();
+    let mut total = 0u64;
+    loop {
+        let n = file.read(buffer).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+        total += n as u64;
+    }
+    let hex: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok((hex, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sha256sum_lines_and_refuses_escapes() {
+        let h = "a".repeat(64);
+        let ok = parse(&format!("{h}  config.json\n{h} *model.q4nx\n")).unwrap();
+        assert_eq!(ok[1].1, "model.q4nx");
+        for bad in [
+            format!("{h}  ../x"),
+            format!("{h}  /etc/passwd"),
+            format!("{h} config.json"),
+            "zz  x".to_owned(),
+        ] {
+            assert!(parse(&bad).is_err(), "{bad}");
+        }
+        assert!(parse(&format!("{h}  a\n{h}  a"))
+            .unwrap_err()
+            .contains("twice"));
+    }
+
+    #[test]
+    fn hashes_a_known_string() {
+        let dir = std::env::temp_dir().join(format!("dflash-gate-sha-{}", std::process::id()));
+        std::fs::write(&dir, b"abc").unwrap();
+        let (hex, n) = hash_file(&dir, &mut [0u8; 2]).unwrap();
+        std::fs::remove_file(&dir).unwrap();
+        assert_eq!(
+            (hex.as_str(), n),
+            (
+                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+                3
+            )
+        );
+    }
+}
