@@ -3,6 +3,7 @@
 //! Every field is kept as a `Result` naming the field, so a check that needs a missing or mistyped
 //! field says so (UNDECIDED) instead of running on a default.
 
+use crate::limits::{MAX_DIMENSION, MAX_LAYERS};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -96,19 +97,20 @@ impl DraftConfig {
             _ => None,
         };
         let at = Placement { top: &top, nested };
-        let hidden_size = positive(at.top("hidden_size"));
-        let num_attention_heads = positive(at.top("num_attention_heads"));
+        let hidden_size = dimension(at.top("hidden_size"));
+        let num_attention_heads = dimension(at.top("num_attention_heads"));
         let head_dim = match at.top("head_dim") {
             Lookup::Absent(_) => derive_head_dim(&hidden_size, &num_attention_heads),
-            stated => positive(stated).map(|v| (v, HeadDimSource::Stated)),
+            stated => dimension(stated).map(|v| (v, HeadDimSource::Stated)),
         };
-        let num_target_layers = optional(at.either("num_target_layers", Order::TopFirst), positive);
+        let num_target_layers =
+            optional(at.either("num_target_layers", Order::TopFirst), dimension);
         Ok(DraftConfig {
             declared_as,
-            num_hidden_layers: positive(at.top("num_hidden_layers")),
-            num_key_value_heads: positive(at.top("num_key_value_heads")),
-            intermediate_size: positive(at.top("intermediate_size")),
-            block_size: positive(at.either("block_size", Order::TopFirst)),
+            num_hidden_layers: bounded(at.top("num_hidden_layers"), 1, MAX_LAYERS),
+            num_key_value_heads: dimension(at.top("num_key_value_heads")),
+            intermediate_size: dimension(at.top("intermediate_size")),
+            block_size: dimension(at.either("block_size", Order::TopFirst)),
             target_layer_ids: taps(at.either("target_layer_ids", Order::NestedFirst)),
             mask_token_id: optional(at.either("mask_token_id", Order::NestedFirst), non_negative),
             sliding_window: sliding_window(at.top("sliding_window")),
@@ -233,7 +235,7 @@ fn required(lookup: Lookup<'_>) -> Field<(String, &Value)> {
     }
 }
 
-fn bounded(lookup: Lookup<'_>, min: i128) -> Field<u64> {
+fn bounded(lookup: Lookup<'_>, min: i128, max: u64) -> Field<u64> {
     let (name, v) = required(lookup)?;
     let i = integer(&name, v)?;
     if i < min {
@@ -243,15 +245,24 @@ fn bounded(lookup: Lookup<'_>, min: i128) -> Field<u64> {
             ProblemKind::Invalid(format!("is {i}, not {want}")),
         ));
     }
+    if i > i128::from(max) {
+        let why = format!("is {i}, beyond the gate's limit of {max}");
+        return Err(FieldProblem::new(&name, ProblemKind::Invalid(why)));
+    }
     Ok(i as u64)
 }
 
 fn positive(lookup: Lookup<'_>) -> Field<u64> {
-    bounded(lookup, 1)
+    bounded(lookup, 1, u64::MAX)
+}
+
+/// A model dimension: positive and at most `MAX_DIMENSION`, so no product of a few overflows.
+fn dimension(lookup: Lookup<'_>) -> Field<u64> {
+    bounded(lookup, 1, MAX_DIMENSION)
 }
 
 fn non_negative(lookup: Lookup<'_>) -> Field<u64> {
-    bounded(lookup, 0)
+    bounded(lookup, 0, u64::MAX)
 }
 
 fn float(lookup: Lookup<'_>) -> Field<f64> {
@@ -279,7 +290,7 @@ fn sliding_window(lookup: Lookup<'_>) -> Field<Option<Option<u64>>> {
     match lookup {
         Lookup::Absent(_) => Ok(None),
         Lookup::Found(_, Value::Null) => Ok(Some(None)),
-        found => positive(found).map(|w| Some(Some(w))),
+        found => dimension(found).map(|w| Some(Some(w))),
     }
 }
 
@@ -409,6 +420,18 @@ mod tests {
             c.target_layer_ids.unwrap_err().field,
             "dflash_config.target_layer_ids"
         );
+    }
+
+    #[test]
+    fn sizes_beyond_the_limits_are_refused_not_looped_over() {
+        let text = r#"{"model_type":"dflash","num_hidden_layers":1000000000000,"hidden_size":1099511627776}"#;
+        let c = DraftConfig::from_json(text.as_bytes()).unwrap();
+        assert!(c
+            .num_hidden_layers
+            .unwrap_err()
+            .to_string()
+            .contains("beyond the gate's limit of 1024"));
+        assert!(c.hidden_size.unwrap_err().is_invalid());
     }
 
     #[test]

@@ -28,3 +28,11 @@ pub const MAX_JSON_DEPTH: usize = 64;
 /// The engine's packer aligns each tensor to this many bytes; a zero-filled gap shorter than this that
 /// ends on such a boundary is the one kind of hole accepted (spec section 3).
 pub const TENSOR_ALIGNMENT: u64 = 64;
+
+/// The most layers a draft config may declare: the gate expects names for every layer, so this bounds
+/// the work a config can ask for. Drafts have a handful.
+pub const MAX_LAYERS: u64 = 1024;
+
+/// The largest model dimension (hidden size, heads, head_dim, intermediate size, block size) accepted
+/// from a config; real ones are below 2^17.
+pub const MAX_DIMENSION: u64 = 1 << 20;

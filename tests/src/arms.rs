@@ -243,6 +243,9 @@ pub fn all() -> Vec<Arm> {
         arm("control::malformed_config_json", Base::Small, malformed_config, fail("config.is_dflash", &["not valid JSON"])),
         arm("control::no_weight_file", Base::Small, no_weight_file, fail("container.parses", &["no weight file"])),
         arm("control::two_weight_files", Base::Small, two_weight_files, fail("container.parses", &["2 *.q4nx files", "a.q4nx, b.q4nx"])),
+        // Found by the mutation campaign: a BF16 label turned F16 must not pass.
+        arm("control::gain_labelled_f16", Base::Small, gain_labelled_f16, fail("norms.sizes", &["model.layers.1.input_layernorm.weight is F16 [256], expected BF16 [256]"])),
+        arm("control::fc_labelled_f16", Base::Small, fc_labelled_f16, fail("fc.shape", &["model.fc.weight is declared F16", "the fusion matrix is BF16"])),
         // The target package (--target), both directions.
         with_target("pass::target_matches", none, same_target, Expect::Pass { facts: target_checked }),
         with_target("control::target_hidden_differs", none, |t| set(t, "hidden_size", 512), fail("target.hidden_size", &["(256 vs 512)"])),
@@ -417,6 +420,15 @@ fn manifest_checked(r: &Report) -> Result<(), String> {
         return Err("provenance is still listed as not checked".into());
     }
     Ok(())
+}
+
+fn gain_labelled_f16(s: &mut Scenario) {
+    s.package.tensor_mut(&gain(1, LayerGain::Input)).dtype = gate::dtype::Dtype::F16;
+}
+
+fn fc_labelled_f16(s: &mut Scenario) {
+    let name = s.package.name(Role::Fc);
+    s.package.tensor_mut(&name).dtype = gate::dtype::Dtype::F16;
 }
 
 // ---- target and manifest defects ----

@@ -6,5 +6,6 @@
 //! package with the exact outcome the gate must give it.
 
 pub mod arms;
+pub mod campaign;
 pub mod defects;
 pub mod synth;

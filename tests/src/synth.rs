@@ -73,6 +73,38 @@ impl Geometry {
         }
     }
 
+    /// The smallest package there is: every dimension 32, so each projection is one padded tile (36 KB
+    /// in all). The fuzz targets' seed.
+    pub fn micro() -> Geometry {
+        Geometry {
+            hidden: 32,
+            layers: 1,
+            heads: 1,
+            kv_heads: 1,
+            head_dim: 32,
+            intermediate: 32,
+            block_size: 4,
+            taps: vec![0, 1],
+            sliding_window: Some(16),
+            mask_token_id: 7,
+            num_target_layers: 2,
+            vocab_size: 64,
+        }
+    }
+
+    /// Every named geometry, for tools that write one by name.
+    pub fn named(name: &str) -> Option<Geometry> {
+        Some(match name {
+            "micro" => Geometry::micro(),
+            "tiny" => Geometry::tiny(),
+            "small" => Geometry::small(),
+            "padded" => Geometry::padded(),
+            "bolt" => Geometry::bolt(),
+            "large" => Geometry::large(),
+            _ => return None,
+        })
+    }
+
     /// Dimensions that are not multiples of a tile: K of 288, 320 and 416 pad columns, and k/v's 80 rows
     /// pad rows, so every projection carries padding groups.
     pub fn padded() -> Geometry {
@@ -399,11 +431,24 @@ pub fn header_bytes(entries: &[Entry], raw: &[(String, String)]) -> Vec<u8> {
             e.offsets[1]
         ));
     }
-    let mut header = format!("{{{}}}", parts.join(",")).into_bytes();
-    while header.len() % 8 != 0 {
+    pad_header(format!("{{{}}}", parts.join(",")).into_bytes())
+}
+
+/// Pads a header with spaces to a multiple of 8 bytes, as safetensors' writer does.
+pub fn pad_header(mut header: Vec<u8>) -> Vec<u8> {
+    while !header.len().is_multiple_of(8) {
         header.push(b' ');
     }
     header
+}
+
+/// A whole container: `json` as the (padded) header, then `data`.
+pub fn container_file(json: &str, data: &[u8]) -> Vec<u8> {
+    let header = pad_header(json.as_bytes().to_vec());
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&header);
+    out.extend_from_slice(data);
+    out
 }
 
 fn config_json(g: &Geometry, e: Encoding) -> Value {

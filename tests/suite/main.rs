@@ -4,6 +4,8 @@
 //! Real packages are `fixtures/*/` plus the directories listed in `DFLASH_GATE_PACKAGES` (separated
 //! like PATH). A listed package that is missing is an ignored trial whose name says so, never a pass.
 
+mod campaign;
+mod differential;
 mod examples;
 mod fixtures;
 mod generator;
@@ -12,7 +14,13 @@ mod packages;
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOCATOR: campaign::LargestAllocation = campaign::LargestAllocation;
+
 fn main() -> ExitCode {
+    if let Ok(spec) = std::env::var(campaign::CAMPAIGN_VAR) {
+        return campaign::child(&spec);
+    }
     let args = Arguments::from_args();
     let mut trials = Vec::new();
     for arm in gate_tests::arms::all() {
@@ -24,5 +32,7 @@ fn main() -> ExitCode {
     trials.extend(examples::trials());
     trials.extend(fixtures::trials());
     trials.extend(packages::trials());
+    trials.extend(campaign::trials());
+    trials.extend(differential::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }

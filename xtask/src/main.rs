@@ -4,7 +4,9 @@
 
 mod bench;
 mod cmake;
+mod fuzz;
 mod gate;
+mod mutants;
 mod selftest;
 
 use std::path::PathBuf;
@@ -18,6 +20,8 @@ const TASKS: &[(&str, Task, &str)] = &[
     ("cmake", cmake::run, "cmake [--out FILE | --check FILE]: print the CMake module that registers the gate's ctest rows"),
     ("cmake-smoke", cmake::smoke, "cmake-smoke: configure a throwaway CMake project with the module; good rows pass, a broken row fails"),
     ("bench", bench::run, "bench [--runs N]: time the gate against the floor on the reference and a 1.4 GB package"),
+    ("fuzz", fuzz::run, "fuzz <container|package> [seconds]: seed a corpus from synthetic packages and run cargo fuzz"),
+    ("mutants", mutants::run, "mutants: break each check on purpose; every mutant must turn an arm red"),
     ("bless", selftest::bless, "bless: rewrite fixtures/tiny and its golden report from the generator"),
 ];
 

@@ -37,19 +37,20 @@ fn fc(inputs: &Inputs<'_, '_>, forms: &mut Forms) -> Check {
         return Check::fail(FC, format!("{name} is absent"));
     };
     let declared = format!("declared {} {}", info.dtype, info.shape_text());
-    let cols = taps * hidden;
+    // Dimensions are capped at 2^20 and taps by the config's size, so these products fit in u64.
+    let cols = taps.saturating_mul(hidden);
     let shape_ok = match info.shape.as_slice() {
         [rows, c] => *rows == hidden && *c == cols,
         [blocks, c, 32] => hidden % 32 == 0 && *blocks == hidden / 32 && *c == cols,
         _ => false,
     };
     let bytes = info.byte_len();
-    let want_bytes = hidden * cols * 2;
+    let want_bytes = hidden.saturating_mul(cols).saturating_mul(2);
     let evidence = json!({ "dtype": info.dtype.name(), "shape": info.shape, "bytes": bytes, "expected_bytes": want_bytes });
-    if !info.dtype.is_half_float() {
+    if info.dtype != Dtype::Bf16 {
         return Check::fail(
             FC,
-            format!("{name} is {declared}, not a 2-byte float matrix"),
+            format!("{name} is {declared}: the fusion matrix is BF16"),
         )
         .with_evidence(evidence);
     }
@@ -99,7 +100,8 @@ fn sizes(inputs: &Inputs<'_, '_>, gains: &Result<Vec<(String, u64)>, Check>) -> 
     for (name, len) in gains {
         match inputs.container.get(name) {
             None => absent.push(name.clone()),
-            Some(info) if !info.dtype.is_half_float() || info.shape != [*len] => {
+            // The format's gains are BF16; an F16 label would have a loader read bf16 bits as f16.
+            Some(info) if info.dtype != Dtype::Bf16 || info.shape != [*len] => {
                 off.push(format!(
                     "{name} is {} {}, expected BF16 [{len}]",
                     info.dtype,
@@ -204,13 +206,10 @@ fn bf16_reading(
     let mut medians = Vec::new();
     let mut as_f16 = Vec::new();
     let mut unclear = Vec::new();
-    let mut labelled_f16 = Vec::new();
+    let mut not_bf16 = Vec::new();
     for info in &found {
-        if info.dtype == Dtype::F16 {
-            labelled_f16.push(info.name.clone());
-            continue;
-        }
         if info.dtype != Dtype::Bf16 {
+            not_bf16.push(info.name.clone());
             continue;
         }
         match read_gain(inputs.container.data(info)) {
@@ -230,7 +229,7 @@ fn bf16_reading(
     }
     let lo = medians.iter().copied().fold(f32::INFINITY, f32::min);
     let hi = medians.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let evidence = json!({ "read_as_bf16": medians.len(), "read_as_f16": as_f16, "unclear": unclear, "labelled_f16": labelled_f16 });
+    let evidence = json!({ "read_as_bf16": medians.len(), "read_as_f16": as_f16, "unclear": unclear, "not_labelled_bf16": not_bf16 });
     if !as_f16.is_empty() {
         return Check::fail(
             BF16,
@@ -257,10 +256,10 @@ fn bf16_reading(
         return Check::blocked(BF16, SIZES, "no gain labelled BF16 to read")
             .with_evidence(evidence);
     }
-    let f16_note = if labelled_f16.is_empty() {
+    let f16_note = if not_bf16.is_empty() {
         String::new()
     } else {
-        format!("; {} labelled F16, taken as labelled", labelled_f16.len())
+        format!("; {} not labelled BF16 (see norms.sizes)", not_bf16.len())
     };
     Check::pass(
         BF16,

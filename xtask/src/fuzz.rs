@@ -1,0 +1,56 @@
+//! `cargo xtask fuzz <container|package> [seconds]`: seeds a corpus from synthetic packages and runs
+//! `cargo fuzz` (installed with `cargo install cargo-fuzz`). The toolchain here is stable, so the
+//! sanitizer flags cargo-fuzz passes are allowed with RUSTC_BOOTSTRAP=1.
+
+use std::process::ExitCode;
+
+pub fn run(args: &[String]) -> Result<ExitCode, String> {
+    let (target, seconds) = match args {
+        [t] => (t.as_str(), "60"),
+        [t, s] => (t.as_str(), s.as_str()),
+        _ => return Err("usage: cargo xtask fuzz <container|package> [seconds]".to_owned()),
+    };
+    if !matches!(target, "container" | "package") {
+        return Err(format!(
+            "unknown fuzz target {target:?}: container or package"
+        ));
+    }
+    let sh = crate::shell()?;
+    let cargo = crate::cargo();
+    let root = crate::root();
+    let corpus = root.join("fuzz/corpus").join(target);
+    std::fs::create_dir_all(&corpus).map_err(|e| e.to_string())?;
+    let seeds = root.join("target/fuzz-seeds");
+    for geometry in ["micro", "tiny", "padded"] {
+        let dir = seeds.join(geometry);
+        xshell::cmd!(
+            sh,
+            "{cargo} run --quiet --package gate-tests --bin synth -- {geometry} {dir}"
+        )
+        .run()
+        .map_err(|e| format!("writing seed {geometry}: {e}"))?;
+        let config = std::fs::read(dir.join("config.json")).map_err(|e| e.to_string())?;
+        let weights = std::fs::read(dir.join("model.q4nx")).map_err(|e| e.to_string())?;
+        let seed = match target {
+            "container" => weights,
+            _ => {
+                let mut s = (config.len() as u16).to_le_bytes().to_vec();
+                s.extend_from_slice(&config);
+                s.extend_from_slice(&weights);
+                s
+            }
+        };
+        std::fs::write(corpus.join(format!("seed-{geometry}")), seed).map_err(|e| e.to_string())?;
+    }
+    let fuzz_dir = root.join("fuzz");
+    let _dir = sh.push_dir(&fuzz_dir);
+    let _bootstrap = sh.push_env("RUSTC_BOOTSTRAP", "1");
+    let max_total = format!("-max_total_time={seconds}");
+    xshell::cmd!(
+        sh,
+        "{cargo} fuzz run {target} -- -max_len=700000 {max_total} -print_final_stats=1"
+    )
+    .run()
+    .map_err(|e| format!("cargo fuzz: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}

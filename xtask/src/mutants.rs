@@ -1,0 +1,84 @@
+//! `cargo xtask mutants`: breaks each check on purpose and requires the suite to go red.
+//!
+//! Every row of the table below is one deliberate bug: a line of the gate replaced by a broken one,
+//! and the suite filter whose arm must then fail. The source is restored after each row, whatever
+//! happens. A row whose mutant survives (the suite stays green), or that no longer applies (the line
+//! moved), fails the task: a check no test can fail is a defect.
+
+use std::process::ExitCode;
+
+struct Mutant {
+    check: &'static str,
+    file: &'static str,
+    from: &'static str,
+    to: &'static str,
+    /// The suite filter that must then report a failure.
+    filter: &'static str,
+}
+
+const MUTANTS: &[Mutant] = &[
+    Mutant { check: "config.is_dflash", file: "gate/src/config.rs", from: "if architectures.contains(&SECOND_FAMILY_ARCHITECTURE) {", to: "if false {", filter: "arms::control::second_family_config" },
+    Mutant { check: "config.geometry", file: "gate/src/config.rs", from: "if tap <= prev {", to: "if false {", filter: "arms::control::taps_not_increasing" },
+    Mutant { check: "container.parses", file: "gate/src/container.rs", from: "if entry.begin < cursor {", to: "if false {", filter: "arms::control::overlapping_offsets" },
+    Mutant { check: "projections.present", file: "gate/src/checks/projections.rs", from: "if absent.is_empty() {", to: "if true {", filter: "arms::control::projection_absent" },
+    Mutant { check: "projections.tile_grid", file: "gate/src/tile.rs", from: "[tiles, _] if *tiles == want => {}", to: "[_, _] => {}", filter: "arms::control::projection_one_tile_short" },
+    Mutant { check: "tiles.headers_sane", file: "gate/src/tile.rs", from: "} else if d < 0.0 {", to: "} else if d < -1e30 {", filter: "arms::control::negative_scale" },
+    Mutant { check: "tiles.padding_zero", file: "gate/src/tile.rs", from: "if scan.first_bad_padding.is_none()", to: "if false && scan.first_bad_padding.is_none()", filter: "arms::control::padding_not_zero" },
+    Mutant { check: "tiles.q4_1_signature", file: "gate/src/checks/projections.rs", from: "_ if scan.zero_minimum_plane =>", to: "_ if false =>", filter: "arms::control::q4_0_zero_minimum_plane" },
+    Mutant { check: "scalars.*", file: "gate/src/checks/scalars.rs", from: "if *got == want {", to: "if true {", filter: "arms::control::block_size_mismatch" },
+    Mutant { check: "fc.shape", file: "gate/src/checks/gains.rs", from: "if !shape_ok {", to: "if false {", filter: "arms::control::fc_missing_a_tap" },
+    Mutant { check: "norms.sizes", file: "gate/src/checks/gains.rs", from: "if !absent.is_empty() || !off.is_empty() {", to: "if false {", filter: "arms::control::gain_off_size" },
+    Mutant { check: "norms.bf16", file: "gate/src/checks/gains.rs", from: "} else if inside(fm) {", to: "} else if false {", filter: "arms::control::f16_gain_labelled_bf16" },
+    Mutant { check: "inventory.explained", file: "gate/src/checks/inventory.rs", from: "if !unexplained.is_empty() {", to: "if false {", filter: "arms::control::second_family_tensor" },
+    Mutant { check: "manifest.sha256", file: "gate/src/beyond/manifest.rs", from: "if hex != want {", to: "if false {", filter: "arms::control::manifest_flipped_byte" },
+    Mutant { check: "target.hidden_size", file: "gate/src/beyond/target.rs", from: "(Ok(d), Some(t)) if *d == t =>", to: "(Ok(d), Some(t)) if *d == t || t > 0 =>", filter: "arms::control::target_hidden_differs" },
+    Mutant { check: "target.tokenizer", file: "gate/src/beyond/target.rs", from: "if target.tokenizer {", to: "if true {", filter: "arms::control::target_without_tokenizer" },
+    Mutant { check: "allocation bound", file: "gate/src/container.rs", from: "    if n > MAX_HEADER_BYTES {", to: "    std::hint::black_box(Vec::<u8>::with_capacity(n.min(1 << 31) as usize));\n    if n > MAX_HEADER_BYTES {", filter: "campaign::mutations_seed_1" },
+];
+
+pub fn run(_: &[String]) -> Result<ExitCode, String> {
+    let sh = crate::shell()?;
+    let cargo = crate::cargo();
+    let root = crate::root();
+    let (mut killed, mut survived) = (0, 0);
+    for m in MUTANTS {
+        let path = root.join(m.file);
+        let original = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", m.file))?;
+        if original.matches(m.from).count() != 1 {
+            println!(
+                "STALE     {:<24} {}: the line to break is not there exactly once",
+                m.check, m.file
+            );
+            survived += 1;
+            continue;
+        }
+        std::fs::write(&path, original.replacen(m.from, m.to, 1)).map_err(|e| e.to_string())?;
+        let filter = m.filter;
+        let output = xshell::cmd!(
+            sh,
+            "{cargo} test --quiet --package gate-tests --test suite -- {filter}"
+        )
+        .ignore_status()
+        .output();
+        std::fs::write(&path, &original).map_err(|e| format!("restoring {}: {e}", m.file))?;
+        let output = output.map_err(|e| e.to_string())?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        // A mutant that does not compile proves nothing: the suite must have run and failed.
+        if stdout.contains("test result: FAILED") {
+            println!("KILLED    {:<24} {} red", m.check, m.filter);
+            killed += 1;
+        } else {
+            println!(
+                "SURVIVED  {:<24} {} stayed green (or did not build)",
+                m.check, m.filter
+            );
+            survived += 1;
+        }
+    }
+    println!("{killed} passed, {survived} failed");
+    Ok(if survived == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
