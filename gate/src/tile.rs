@@ -116,7 +116,8 @@ impl<'a> TileGrid<'a> {
             ));
         }
         let want = geometry.tiles();
-        let need = format!("{} x {} needs {want} tiles", geometry.n, geometry.k);
+        let plural = if want == 1 { "" } else { "s" };
+        let need = format!("{} x {} needs {want} tile{plural}", geometry.n, geometry.k);
         match info.shape.as_slice() {
             [tiles, _] if *tiles == want => {}
             [tiles, _] if *tiles < want => {
@@ -211,13 +212,13 @@ impl<'a> TileGrid<'a> {
         if sample.len() < GROUPS_PER_TILE {
             return (0, u32::MAX);
         }
-        sample.sort_unstable();
+        // Two selections instead of a sort: only the bracket's ends are needed.
         let mid = sample.len() / 2;
         let margin = sample.len() / 16;
-        (
-            sample[mid - margin],
-            sample[(mid + margin).min(sample.len() - 1)],
-        )
+        let (lo_at, hi_at) = (mid - margin, (mid + margin).min(sample.len() - 1));
+        let (_, &mut lo, above) = sample.select_nth_unstable(lo_at);
+        let (_, &mut hi, _) = above.select_nth_unstable(hi_at - lo_at - 1);
+        (lo, hi)
     }
 
     /// One pass over every tile header, keeping the ordinary keys inside `bracket` in `keys`.

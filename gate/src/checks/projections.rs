@@ -165,10 +165,14 @@ fn tile_grid(slots: &[Slot<'_>]) -> Check {
     let evidence =
         json!({ "proven": proven, "expected": total, "refused": failed, "undecided": undecided });
     if !failed.is_empty() {
+        let also = match (undecided.len(), absent) {
+            (0, 0) => String::new(),
+            (u, a) => format!(" ({u} more undecided, {a} absent)"),
+        };
         return Check::fail(
             TILE_GRID,
             format!(
-                "{} of {total} projections are not whole q4_1 tile grids of the config's N x K: {}",
+                "{} of {total} projections are not whole q4_1 tile grids of the config's N x K{also}: {}",
                 failed.len(),
                 list(&failed, 2)
             ),
