@@ -5,10 +5,11 @@
 # adds the row tool_selftest_dflash_draft_info (every arm of the gate's suite in one run), one row per
 # trial of the suite (named dflash_gate::<trial>, from the suite's own --list), and the function
 #
-#   dflash_gate_add_package(<name> <package-dir>)
+#   dflash_gate_add_package(<name> <package-dir> [TARGET <target-dir>] [MANIFEST])
 #
-# which adds the row dflash_gate_package_<name>: the gate on a real package, failing unless every check
-# passes (a FAIL exits 1, an UNDECIDED 3, an unreadable package 2).
+# which adds the row dflash_gate_package_<name>: the gate on a real package (against its target, and
+# verifying its MANIFEST.sha256, when asked), failing unless every check passes (a FAIL exits 1, an
+# UNDECIDED 3, an unreadable package 2).
 
 include_guard(GLOBAL)
 enable_testing()
@@ -49,8 +50,17 @@ if(_dflash_gate_count EQUAL 0)
 endif()
 
 function(dflash_gate_add_package name dir)
+  cmake_parse_arguments(PARSE_ARGV 2 _gate "MANIFEST" "TARGET" "")
   get_filename_component(_dir "${dir}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  set(_options)
+  if(_gate_TARGET)
+    get_filename_component(_target "${_gate_TARGET}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND _options --target "${_target}")
+  endif()
+  if(_gate_MANIFEST)
+    list(APPEND _options --manifest)
+  endif()
   add_test(NAME dflash_gate_package_${name}
-    COMMAND "${DFLASH_GATE_CARGO}" xtask gate "${_dir}"
+    COMMAND "${DFLASH_GATE_CARGO}" xtask gate "${_dir}" ${_options}
     WORKING_DIRECTORY "${DFLASH_GATE_ROOT}")
 endfunction()

@@ -22,10 +22,11 @@ const MODULE: &str = r#"# DFlashGate.cmake: ctest rows for dflash-gate. Generate
 # adds the row tool_selftest_dflash_draft_info (every arm of the gate's suite in one run), one row per
 # trial of the suite (named dflash_gate::<trial>, from the suite's own --list), and the function
 #
-#   dflash_gate_add_package(<name> <package-dir>)
+#   dflash_gate_add_package(<name> <package-dir> [TARGET <target-dir>] [MANIFEST])
 #
-# which adds the row dflash_gate_package_<name>: the gate on a real package, failing unless every check
-# passes (a FAIL exits 1, an UNDECIDED 3, an unreadable package 2).
+# which adds the row dflash_gate_package_<name>: the gate on a real package (against its target, and
+# verifying its MANIFEST.sha256, when asked), failing unless every check passes (a FAIL exits 1, an
+# UNDECIDED 3, an unreadable package 2).
 
 include_guard(GLOBAL)
 enable_testing()
@@ -66,9 +67,18 @@ if(_dflash_gate_count EQUAL 0)
 endif()
 
 function(dflash_gate_add_package name dir)
+  cmake_parse_arguments(PARSE_ARGV 2 _gate "MANIFEST" "TARGET" "")
   get_filename_component(_dir "${dir}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  set(_options)
+  if(_gate_TARGET)
+    get_filename_component(_target "${_gate_TARGET}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND _options --target "${_target}")
+  endif()
+  if(_gate_MANIFEST)
+    list(APPEND _options --manifest)
+  endif()
   add_test(NAME dflash_gate_package_${name}
-    COMMAND "${DFLASH_GATE_CARGO}" xtask gate "${_dir}"
+    COMMAND "${DFLASH_GATE_CARGO}" xtask gate "${_dir}" ${_options}
     WORKING_DIRECTORY "${DFLASH_GATE_ROOT}")
 endfunction()
 "#;
@@ -122,7 +132,7 @@ pub fn smoke(_: &[String]) -> Result<ExitCode, String> {
     std::fs::write(
         project.join("CMakeLists.txt"),
         format!(
-            "cmake_minimum_required(VERSION 3.16)\nproject(consumer NONE)\ninclude(\"{}\")\ndflash_gate_add_package(good \"{}\")\ndflash_gate_add_package(broken \"{}\")\n",
+            "cmake_minimum_required(VERSION 3.16)\nproject(consumer NONE)\ninclude(\"{}\")\ndflash_gate_add_package(good \"{}\")\ndflash_gate_add_package(broken \"{}\")\ndflash_gate_add_package(unproven \"{1}\" MANIFEST)\n",
             module.display(),
             root.join("fixtures/tiny").display(),
             broken.display()
@@ -173,6 +183,19 @@ pub fn smoke(_: &[String]) -> Result<ExitCode, String> {
         return Err("the broken package's row passed".to_owned());
     }
     println!("PASS  dflash_gate_package_broken fails");
+    // The fixture has no MANIFEST.sha256: asked to verify one, the row is UNDECIDED (exit 3), a failure.
+    let unproven = xshell::cmd!(
+        sh,
+        "ctest --test-dir {build} -R ^dflash_gate_package_unproven$"
+    )
+    .quiet()
+    .ignore_status()
+    .output()
+    .map_err(|e| e.to_string())?;
+    if unproven.status.success() {
+        return Err("the row asked to verify a missing manifest passed".to_owned());
+    }
+    println!("PASS  dflash_gate_package_unproven (MANIFEST, none there) fails");
     let arms = xshell::cmd!(
         sh,
         "ctest --test-dir {build} --output-on-failure -j2 -R ^dflash_gate::arms::"
@@ -189,7 +212,7 @@ pub fn smoke(_: &[String]) -> Result<ExitCode, String> {
     .run();
     selftest.map_err(|e| format!("the selftest row failed: {e}"))?;
     println!("PASS  tool_selftest_dflash_draft_info passes");
-    println!("4 passed, 0 failed");
+    println!("5 passed, 0 failed");
     Ok(ExitCode::SUCCESS)
 }
 
