@@ -804,4 +804,179 @@ mod tests {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
     }
+
+    /// The scan written the plain way: every group in order, no fast path, no sampling.
+    fn naive_scan(bytes: &[u8], g: GridGeometry) -> GridScan {
+        let mut scan = GridScan::default();
+        let mut ratios = Vec::new();
+        let mut min_bits = 0u16;
+        let mut scales: Vec<u16> = Vec::new();
+        for (t, tile) in bytes.chunks_exact(TILE_BYTES as usize).enumerate() {
+            let t = t as u64;
+            let (row0, col0) = (
+                (t / g.col_blocks) * TILE_ROWS,
+                (t % g.col_blocks) * TILE_COLS,
+            );
+            for i in 0..GROUPS_PER_TILE {
+                let (c, r) = (i / 32, i % 32);
+                let (db, mb) = (u16_at(&tile[..512], i), u16_at(&tile[512..1024], i));
+                let (d, m) = (bf16_bits(db), bf16_bits(mb));
+                if row0 + r as u64 >= g.n || col0 + c as u64 * 32 >= g.k {
+                    scan.padding_groups += 1;
+                    if scan.first_bad_padding.is_none()
+                        && (db != 0 || mb != 0 || !codes_zero(tile, c, r))
+                    {
+                        scan.first_bad_padding =
+                            Some(BadGroup::new(t, c, r, d, m, "padding group is not zero"));
+                    }
+                    continue;
+                }
+                scan.real_groups += 1;
+                min_bits |= mb & 0x7fff;
+                let why = if d.is_finite() && d > 0.0 && m.is_finite() {
+                    ratios.push(m / d);
+                    scales.push(db);
+                    None
+                } else if !d.is_finite() {
+                    Some("scale is not finite")
+                } else if d < 0.0 {
+                    Some("scale is negative")
+                } else if !m.is_finite() {
+                    Some("minimum is not finite")
+                } else if codes_zero(tile, c, r) {
+                    scan.constant_groups += 1;
+                    None
+                } else {
+                    Some("zero scale over non-zero codes")
+                };
+                if let Some(why) = why {
+                    scan.bad_groups += 1;
+                    if scan.first_bad.is_none() {
+                        scan.first_bad = Some(BadGroup::new(t, c, r, d, m, why));
+                    }
+                }
+            }
+        }
+        scan.zero_minimum_plane = scan.real_groups > 0 && min_bits == 0;
+        scan.scale_range = match (scales.iter().min(), scales.iter().max()) {
+            (Some(&lo), Some(&hi)) => Some((bf16_bits(lo), bf16_bits(hi))),
+            _ => None,
+        };
+        scan.ratio_median = median(&mut ratios);
+        scan
+    }
+
+    /// A grid of random headers: mostly q4_1-like groups, with every kind of special value mixed in
+    /// at `special` probability, and padding that is usually (not always) zero.
+    fn random_grid(g: GridGeometry, special: f64, state: &mut u64) -> Vec<u8> {
+        let mut next = || {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            *state
+        };
+        let mut unit = || (next() >> 11) as f64 / (1u64 << 53) as f64;
+        let mut bytes = vec![0u8; g.bytes() as usize];
+        for (t, tile) in bytes.chunks_exact_mut(TILE_BYTES as usize).enumerate() {
+            let t = t as u64;
+            let (row0, col0) = (
+                (t / g.col_blocks) * TILE_ROWS,
+                (t % g.col_blocks) * TILE_COLS,
+            );
+            for i in 0..GROUPS_PER_TILE {
+                let (c, r) = (i / 32, i % 32);
+                let padding = row0 + r as u64 >= g.n || col0 + c as u64 * 32 >= g.k;
+                if padding && unit() > special {
+                    continue;
+                }
+                let mut d = (0.002 + 0.01 * unit()) as f32;
+                let mut m = -7.5 * d * (1.0 + 0.1 * (unit() as f32 - 0.5));
+                if unit() < special {
+                    d = [0.0, -0.01, f32::NAN, f32::INFINITY, 1e-40, -0.0]
+                        [(unit() * 6.0) as usize % 6];
+                }
+                if unit() < special {
+                    m = [0.0, f32::NAN, f32::NEG_INFINITY, -0.0][(unit() * 4.0) as usize % 4];
+                }
+                let codes = unit() < 0.5;
+                for (plane, v) in [(0, d), (512, m)] {
+                    tile[plane + 2 * i..plane + 2 * i + 2]
+                        .copy_from_slice(&bf16::from_f32(v).to_bits().to_le_bytes());
+                }
+                if codes {
+                    for col in c * 32..c * 32 + 32 {
+                        let byte = 1024 + (r / 16) * 2048 + col * 8 + (r % 16) / 2;
+                        tile[byte] |= if r % 2 == 0 { 0x05 } else { 0x50 };
+                    }
+                }
+            }
+        }
+        bytes
+    }
+
+    fn same(a: &GridScan, b: &GridScan) -> bool {
+        let bad = |x: &Option<BadGroup>| {
+            x.as_ref().map(|b| {
+                (
+                    b.tile,
+                    b.column_group,
+                    b.row,
+                    b.why,
+                    b.scale.to_bits(),
+                    b.minimum.to_bits(),
+                )
+            })
+        };
+        (
+            a.real_groups,
+            a.padding_groups,
+            a.constant_groups,
+            a.bad_groups,
+            a.zero_minimum_plane,
+        ) == (
+            b.real_groups,
+            b.padding_groups,
+            b.constant_groups,
+            b.bad_groups,
+            b.zero_minimum_plane,
+        ) && bad(&a.first_bad) == bad(&b.first_bad)
+            && bad(&a.first_bad_padding) == bad(&b.first_bad_padding)
+            && a.ratio_median.map(f32::to_bits) == b.ratio_median.map(f32::to_bits)
+            && a.scale_range.map(|(l, h)| (l.to_bits(), h.to_bits()))
+                == b.scale_range.map(|(l, h)| (l.to_bits(), h.to_bits()))
+    }
+
+    #[test]
+    fn the_fast_scan_agrees_with_the_plain_one() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let geometries = [
+            (4096, 256),
+            (256, 256),
+            (100, 288),
+            (80, 416),
+            (4096, 512),
+            (33, 32),
+        ];
+        for (n, k) in geometries {
+            let g = GridGeometry::new(n, k).unwrap();
+            for special in [0.0, 0.0005, 0.02, 0.3] {
+                let bytes = random_grid(g, special, &mut state);
+                let info = TensorInfo {
+                    name: "t".into(),
+                    dtype: Dtype::I8,
+                    shape: vec![g.tiles(), 5120],
+                    begin: 0,
+                    end: bytes.len() as u64,
+                };
+                let fast = TileGrid::new(&info, &bytes, g)
+                    .unwrap()
+                    .scan(&mut ScanBuffers::new());
+                let plain = naive_scan(&bytes, g);
+                assert!(
+                    same(&fast, &plain),
+                    "{n} x {k}, special {special}:\nfast  {fast:?}\nplain {plain:?}"
+                );
+            }
+        }
+    }
 }
