@@ -163,55 +163,52 @@ pub fn smoke(_: &[String]) -> Result<ExitCode, String> {
         }
     }
     println!("ctest lists {rows} rows");
-    let good = xshell::cmd!(
-        sh,
-        "ctest --test-dir {build} --output-on-failure -R ^dflash_gate_package_good$"
-    )
-    .quiet()
-    .run();
-    good.map_err(|e| format!("the good package's row failed: {e}"))?;
-    println!("PASS  dflash_gate_package_good passes");
-    let broken_row = xshell::cmd!(
-        sh,
-        "ctest --test-dir {build} -R ^dflash_gate_package_broken$"
-    )
-    .quiet()
-    .ignore_status()
-    .output()
-    .map_err(|e| e.to_string())?;
-    if broken_row.status.success() {
-        return Err("the broken package's row passed".to_owned());
+    // (rows matching, must they pass, what it shows)
+    let expectations = [
+        (
+            "^dflash_gate_package_good$",
+            true,
+            "the good package's row passes",
+        ),
+        (
+            "^dflash_gate_package_broken$",
+            false,
+            "the truncated package's row fails",
+        ),
+        // The fixture has no MANIFEST.sha256: asked to verify one, the row is UNDECIDED (exit 3).
+        (
+            "^dflash_gate_package_unproven$",
+            false,
+            "a MANIFEST row fails when there is no manifest",
+        ),
+        (
+            "^dflash_gate::arms::",
+            true,
+            "every dflash_gate::arms:: row passes",
+        ),
+        (
+            "^tool_selftest_dflash_draft_info$",
+            true,
+            "the tool_selftest_dflash_draft_info row passes",
+        ),
+    ];
+    for (rows, must_pass, shows) in expectations {
+        let out = xshell::cmd!(
+            sh,
+            "ctest --test-dir {build} --output-on-failure -j2 -R {rows}"
+        )
+        .quiet()
+        .ignore_status()
+        .output()
+        .map_err(|e| e.to_string())?;
+        if out.status.success() != must_pass {
+            let text = String::from_utf8_lossy(&out.stdout);
+            return Err(format!(
+                "expected: {shows}; ctest -R {rows} said otherwise:\n{text}"
+            ));
+        }
+        println!("PASS  {shows}");
     }
-    println!("PASS  dflash_gate_package_broken fails");
-    // The fixture has no MANIFEST.sha256: asked to verify one, the row is UNDECIDED (exit 3), a failure.
-    let unproven = xshell::cmd!(
-        sh,
-        "ctest --test-dir {build} -R ^dflash_gate_package_unproven$"
-    )
-    .quiet()
-    .ignore_status()
-    .output()
-    .map_err(|e| e.to_string())?;
-    if unproven.status.success() {
-        return Err("the row asked to verify a missing manifest passed".to_owned());
-    }
-    println!("PASS  dflash_gate_package_unproven (MANIFEST, none there) fails");
-    let arms = xshell::cmd!(
-        sh,
-        "ctest --test-dir {build} --output-on-failure -j2 -R ^dflash_gate::arms::"
-    )
-    .quiet()
-    .run();
-    arms.map_err(|e| format!("an arm row failed: {e}"))?;
-    println!("PASS  every dflash_gate::arms:: row passes");
-    let selftest = xshell::cmd!(
-        sh,
-        "ctest --test-dir {build} --output-on-failure -R ^tool_selftest_dflash_draft_info$"
-    )
-    .quiet()
-    .run();
-    selftest.map_err(|e| format!("the selftest row failed: {e}"))?;
-    println!("PASS  tool_selftest_dflash_draft_info passes");
     println!("5 passed, 0 failed");
     Ok(ExitCode::SUCCESS)
 }
