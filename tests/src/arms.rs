@@ -243,6 +243,20 @@ pub fn all() -> Vec<Arm> {
         arm("control::malformed_config_json", Base::Small, malformed_config, fail("config.is_dflash", &["not valid JSON"])),
         arm("control::no_weight_file", Base::Small, no_weight_file, fail("container.parses", &["no weight file"])),
         arm("control::two_weight_files", Base::Small, two_weight_files, fail("container.parses", &["2 *.q4nx files", "a.q4nx, b.q4nx"])),
+        // A draft carrying its own embedding table (one published layout does).
+        arm("pass::own_embedding_table", Base::Small, own_embedding, Expect::Pass { facts: embedding_explained }),
+        arm(
+            "control::embedding_without_vocab_size",
+            Base::Small,
+            embedding_without_vocab,
+            Expect::Refused {
+                check: "inventory.explained",
+                outcome: Outcome::Undecided,
+                mentions: &["model.embed_tokens.weight", "no vocab_size"],
+                also: &[],
+            },
+        ),
+        arm("control::embedding_wrong_shape", Base::Small, embedding_wrong_shape, fail("inventory.explained", &["model.embed_tokens.weight", "neither BF16 [1000, 256] nor a q4_1 grid of 1000 x 256"])),
         // Found by the mutation campaign: a BF16 label turned F16 must not pass.
         arm("control::gain_labelled_f16", Base::Small, gain_labelled_f16, fail("norms.sizes", &["model.layers.1.input_layernorm.weight is F16 [256], expected BF16 [256]"])),
         arm("control::fc_labelled_f16", Base::Small, fc_labelled_f16, fail("fc.shape", &["model.fc.weight is declared F16", "the fusion matrix is BF16"])),
@@ -420,6 +434,33 @@ fn manifest_checked(r: &Report) -> Result<(), String> {
         return Err("provenance is still listed as not checked".into());
     }
     Ok(())
+}
+
+fn embedding_explained(r: &Report) -> Result<(), String> {
+    let t = r
+        .census
+        .tensors
+        .iter()
+        .find(|t| t.name == "model.embed_tokens.weight")
+        .ok_or("no embedding in the census")?;
+    expect_eq("embedding role", t.role.as_deref(), Some("embedding table"))
+}
+
+fn own_embedding(s: &mut Scenario) {
+    s.package
+        .tensors
+        .push(stray("model.embed_tokens.weight", vec![1000, 256]));
+}
+
+fn embedding_without_vocab(s: &mut Scenario) {
+    own_embedding(s);
+    s.config_mut().remove("vocab_size");
+}
+
+fn embedding_wrong_shape(s: &mut Scenario) {
+    s.package
+        .tensors
+        .push(stray("model.embed_tokens.weight", vec![999, 256]));
 }
 
 fn gain_labelled_f16(s: &mut Scenario) {
