@@ -1,4 +1,5 @@
-//! The committed fixture package: every check passes, its bytes are the generator's (same seed, same
+//! The committed fixture packages (every directory under `fixtures/` with a config.json): every check
+//! of each is a trial. For `fixtures/tiny`, also: every check passes, its bytes are the generator's (same seed, same
 //! bytes), and its `--json` report matches the golden file byte for byte.
 //!
 //! To re-bless after a deliberate change: `cargo xtask bless` (it reruns these trials with
@@ -17,8 +18,26 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("fixtures::tiny::bytes_are_the_generators", fixture_bytes),
         Trial::test("fixtures::tiny::golden_json", golden_json),
     ];
-    out.extend(package_trials("fixtures", &fixtures_dir().join("tiny")));
+    out.extend(
+        fixture_packages()
+            .iter()
+            .flat_map(|dir| package_trials("fixtures", dir)),
+    );
     out
+}
+
+/// Every package directory under `fixtures/` (one holding a config.json), sorted.
+fn fixture_packages() -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<_> = std::fs::read_dir(fixtures_dir())
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.join("config.json").is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
 }
 
 fn blessing() -> bool {
