@@ -284,7 +284,8 @@ impl Report {
         })
     }
 
-    /// The human report: one line per check, the census line, the NOT CHECKED lines, the count.
+    /// The human report: one line per check, the census line, the NOT CHECKED lines, the verdict,
+    /// and the count.
     pub fn to_text(&self, with_census: bool) -> String {
         let mut out = format!("dflash-gate {}\n", self.package);
         for c in &self.checks {
@@ -313,11 +314,12 @@ impl Report {
         for line in &self.not_checked {
             out.push_str(&format!("NOT CHECKED  {line}\n"));
         }
+        // The spec's closing line, preceded by the verdict it adds up to.
+        out.push_str(&format!("VERDICT      {}\n", self.verdict()));
         out.push_str(&format!(
-            "{} of {} checks passed: {} ({:.2} s)\n",
+            "{} of {} checks passed ({:.2} s)\n",
             self.passed(),
             self.checks.len(),
-            self.verdict(),
             self.elapsed.as_secs_f64()
         ));
         out
