@@ -24,6 +24,8 @@ pub mod checks;
 pub mod config;
 pub mod container;
 pub mod dtype;
+pub mod error;
+pub mod files;
 pub mod limits;
 pub mod package;
 pub mod parallel;

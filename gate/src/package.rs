@@ -3,17 +3,16 @@
 use crate::checks::{self, CONTAINER_CHECKS};
 use crate::config::DraftConfig;
 use crate::container::Container;
+use crate::files::{self, FileError};
 use crate::limits::MAX_CONFIG_BYTES;
 use crate::report::{Census, Check, FileCensus, Report, TensorCensus};
-use std::fmt;
-use std::fs::File;
-use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub const IS_DFLASH: &str = "config.is_dflash";
 pub const PARSES: &str = "container.parses";
-pub const CONFIG_FILE: &str = "config.json";
+pub use crate::error::PackageError;
+pub use crate::files::CONFIG_FILE;
 pub const WEIGHT_FILE: &str = "model.q4nx";
 pub const WEIGHT_EXTENSION: &str = "q4nx";
 
@@ -26,40 +25,6 @@ pub struct Options {
     pub manifest: bool,
 }
 
-/// The gate could not run at all: exit 2, not a verdict on the package.
-#[derive(Debug)]
-pub enum PackageError {
-    /// The path is not a directory (or does not exist).
-    NotADirectory { path: PathBuf },
-    /// The directory has no config.json.
-    NoConfig { path: PathBuf },
-    /// A file exists but cannot be read (permissions, a directory where a file should be, I/O).
-    Unreadable { path: PathBuf, source: io::Error },
-}
-
-impl fmt::Display for PackageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PackageError::NotADirectory { path } => {
-                write!(f, "{}: not a package directory", path.display())
-            }
-            PackageError::NoConfig { path } => write!(f, "{}: no config.json", path.display()),
-            PackageError::Unreadable { path, source } => {
-                write!(f, "{}: cannot read: {source}", path.display())
-            }
-        }
-    }
-}
-
-impl std::error::Error for PackageError {}
-
-fn unreadable(path: &Path) -> impl FnOnce(io::Error) -> PackageError + '_ {
-    move |source| PackageError::Unreadable {
-        path: path.to_owned(),
-        source,
-    }
-}
-
 /// Gates the package in `dir`.
 pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     let start = Instant::now();
@@ -68,31 +33,14 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
             path: dir.to_owned(),
         });
     }
-    let config_path = dir.join(CONFIG_FILE);
-    let config_meta = std::fs::metadata(&config_path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => PackageError::NoConfig {
-            path: dir.to_owned(),
-        },
-        _ => PackageError::Unreadable {
-            path: config_path.clone(),
-            source: e,
-        },
-    })?;
-    if !config_meta.is_file() {
-        let source = io::Error::other("not a regular file");
-        return Err(PackageError::Unreadable {
-            path: config_path,
-            source,
-        });
-    }
-    let config = read_capped(&config_path, MAX_CONFIG_BYTES)?;
+    let config = read_config(dir)?;
     let files = list_files(dir)?;
     let weight = locate_weights(&files);
-    let mapped = match &weight {
-        Ok(name) => Ok((name.clone(), WeightBytes::open(&dir.join(name))?)),
+    let held = match &weight {
+        Ok(name) => Ok((name.clone(), files::bytes(&dir.join(name))?)),
         Err(why) => Err(why.clone()),
     };
-    let weights = match &mapped {
+    let weights = match &held {
         Ok((name, bytes)) => Ok((name.as_str(), bytes.as_slice())),
         Err(why) => Err(why.clone()),
     };
@@ -100,6 +48,9 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     let config_bytes = config.clone();
     let file_names: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
     let mut report = evaluate(&package, config, weights, files);
+    if let Ok((_, bytes)) = &held {
+        bytes.unchanged()?;
+    }
     let refused = report
         .check(IS_DFLASH)
         .is_none_or(|c| c.outcome != crate::Outcome::Pass);
@@ -259,30 +210,28 @@ fn not_checked() -> Vec<String> {
     ]
 }
 
-/// Reads a file whole, refusing (as a config failure, not an I/O error) one larger than `cap` without
-/// reading it.
-fn read_capped(path: &Path, cap: u64) -> Result<Result<Vec<u8>, String>, PackageError> {
-    let file = File::open(path).map_err(unreadable(path))?;
-    let mut bytes = Vec::new();
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable(path))?;
-    if bytes.len() as u64 > cap {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        return Ok(Err(format!(
-            "{name} is larger than the {cap}-byte limit: refused unread"
-        )));
+/// The package's config.json, or (as a config failure, not an I/O error) why it is refused unread.
+fn read_config(dir: &Path) -> Result<Result<Vec<u8>, String>, PackageError> {
+    match files::read_capped(&dir.join(CONFIG_FILE), MAX_CONFIG_BYTES) {
+        Ok(bytes) => Ok(Ok(bytes)),
+        Err(FileError::NotFound { .. }) => Err(PackageError::NoConfig {
+            path: dir.to_owned(),
+        }),
+        Err(FileError::TooLarge { cap, .. }) => Ok(Err(format!(
+            "{CONFIG_FILE} is larger than the {cap}-byte limit: refused unread"
+        ))),
+        Err(e) => Err(e.into()),
     }
-    Ok(Ok(bytes))
 }
 
 fn list_files(dir: &Path) -> Result<Vec<FileCensus>, PackageError> {
     let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(unreadable(dir))? {
-        let entry = entry.map_err(unreadable(dir))?;
+    let unreadable = |source| FileError::Unreadable {
+        path: dir.to_owned(),
+        source,
+    };
+    for entry in std::fs::read_dir(dir).map_err(unreadable)? {
+        let entry = entry.map_err(unreadable)?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let bytes = entry.metadata().map(|m| m.len()).unwrap_or(0);
         let use_ = match name.as_str() {
@@ -324,51 +273,4 @@ fn locate_weights(files: &[FileCensus]) -> Result<String, String> {
             many.join(", ")
         )),
     }
-}
-
-/// A weight file's bytes: mapped when large, read when small (a zero-length file cannot be mapped).
-pub enum WeightBytes {
-    Mapped(memmap2::Mmap),
-    Read(Vec<u8>),
-}
-
-const READ_BELOW: u64 = 1 << 16;
-
-impl WeightBytes {
-    pub fn open(path: &Path) -> Result<WeightBytes, PackageError> {
-        let file = File::open(path).map_err(unreadable(path))?;
-        let meta = file.metadata().map_err(unreadable(path))?;
-        if !meta.is_file() {
-            return Err(PackageError::Unreadable {
-                path: path.to_owned(),
-                source: io::Error::other("not a regular file"),
-            });
-        }
-        if meta.len() < READ_BELOW {
-            let mut bytes = Vec::new();
-            file.take(READ_BELOW)
-                .read_to_end(&mut bytes)
-                .map_err(unreadable(path))?;
-            return Ok(WeightBytes::Read(bytes));
-        }
-        map(&file)
-            .map(WeightBytes::Mapped)
-            .map_err(unreadable(path))
-    }
-
-    pub fn as_slice(&self) -> &[u8] {
-        match self {
-            WeightBytes::Mapped(m) => m,
-            WeightBytes::Read(v) => v,
-        }
-    }
-}
-
-/// The one memory map of the gate.
-fn map(file: &File) -> io::Result<memmap2::Mmap> {
-    // SAFETY: the map is read-only and lives no longer than one gate run. We assume the package is not
-    // modified while it is gated (the same assumption every mmap-based safetensors reader makes); a
-    // concurrent truncation could fault, but cannot make the gate read outside the mapping, since every
-    // offset is checked against the length taken at map time.
-    unsafe { memmap2::Mmap::map(file) }
 }

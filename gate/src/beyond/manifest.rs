@@ -1,10 +1,10 @@
 //! `manifest.sha256`: every file listed in `MANIFEST.sha256` matches, none is missing, none unlisted.
 
+use crate::files::{self, FileError};
 use crate::limits::MAX_MANIFEST_BYTES;
 use crate::report::Check;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use std::io::Read;
 use std::path::Path;
 
 pub const MANIFEST: &str = "manifest.sha256";
@@ -36,6 +36,7 @@ pub fn check(dir: &Path, files: &[String]) -> Check {
     let results = hash_all(dir, &entries);
     let mut mismatched = Vec::new();
     let mut missing = Vec::new();
+    let mut unreadable = Vec::new();
     let mut bytes = 0u64;
     for ((want, file), got) in entries.iter().zip(&results) {
         match got {
@@ -49,11 +50,12 @@ pub fn check(dir: &Path, files: &[String]) -> Check {
                     ));
                 }
             }
-            Err(why) => missing.push(format!("{file} ({why})")),
+            Err(FileError::NotFound { .. }) => missing.push(file.clone()),
+            Err(e) => unreadable.push(format!("{file} ({})", e.reason())),
         }
     }
-    let evidence = json!({ "listed": listed.len(), "hashed_bytes": bytes, "mismatched": mismatched, "missing": missing, "unlisted": unlisted });
-    if mismatched.is_empty() && missing.is_empty() && unlisted.is_empty() {
+    let evidence = json!({ "listed": listed.len(), "hashed_bytes": bytes, "mismatched": mismatched, "missing": missing, "unreadable": unreadable, "unlisted": unlisted });
+    if mismatched.is_empty() && missing.is_empty() && unreadable.is_empty() && unlisted.is_empty() {
         return Check::pass(MANIFEST, format!("every file listed in {MANIFEST_FILE} matches: {} files, {bytes} bytes hashed (unlisted: none)", listed.len()))
             .with_evidence(evidence);
     }
@@ -63,6 +65,9 @@ pub fn check(dir: &Path, files: &[String]) -> Check {
     }
     if !missing.is_empty() {
         parts.push(format!("missing: {}", missing.join(", ")));
+    }
+    if !unreadable.is_empty() {
+        parts.push(format!("unreadable: {}", unreadable.join(", ")));
     }
     if !unlisted.is_empty() {
         parts.push(format!("unlisted: {}", unlisted.join(", ")));
@@ -78,20 +83,16 @@ pub fn check(dir: &Path, files: &[String]) -> Check {
 }
 
 fn read_manifest(path: &Path) -> Result<Option<String>, String> {
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{MANIFEST_FILE}: cannot read: {e}")),
+    let bytes = match files::read_capped(path, MAX_MANIFEST_BYTES) {
+        Ok(bytes) => bytes,
+        Err(FileError::NotFound { .. }) => return Ok(None),
+        Err(FileError::TooLarge { .. }) => {
+            return Err(format!(
+                "{MANIFEST_FILE} is larger than the {MAX_MANIFEST_BYTES}-byte limit"
+            ))
+        }
+        Err(e) => return Err(format!("{MANIFEST_FILE}: {e}")),
     };
-    let mut bytes = Vec::new();
-    file.take(MAX_MANIFEST_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{MANIFEST_FILE}: {e}"))?;
-    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
-        return Err(format!(
-            "{MANIFEST_FILE} is larger than the {MAX_MANIFEST_BYTES}-byte limit"
-        ));
-    }
     String::from_utf8(bytes)
         .map(Some)
         .map_err(|_| format!("{MANIFEST_FILE} is not UTF-8"))
@@ -136,7 +137,7 @@ pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
 }
 
 /// Hashes each listed file (streaming, 1 MiB at a time), files spread over all cores.
-fn hash_all(dir: &Path, entries: &[(String, String)]) -> Vec<Result<(String, u64), String>> {
+fn hash_all(dir: &Path, entries: &[(String, String)]) -> Vec<Result<(String, u64), FileError>> {
     crate::parallel::map(
         entries,
         || vec![0u8; 1 << 20],
@@ -144,21 +145,12 @@ fn hash_all(dir: &Path, entries: &[(String, String)]) -> Vec<Result<(String, u64
     )
 }
 
-pub fn hash_file(path: &Path, buffer: &mut [u8]) -> Result<(String, u64), String> {
-    let mut file = std::fs::File::open(path).map_err(|e| e.kind().to_string())?;
-    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
-        return Err("not a regular file".to_owned());
-    }
+/// The SHA-256 (lowercase hex) and length of a regular file, streamed through `buffer`.
+pub fn hash_file(path: &Path, buffer: &mut [u8]) -> Result<(String, u64), FileError> {
+    let file = files::open(path)?;
     let mut hasher = Sha256::new();
-    let mut total = 0u64;
-    loop {
-        let n = file.read(buffer).map_err(|e| e.to_string())?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
-        total += n as u64;
-    }
+    let total = file.read_chunks(buffer, |chunk| hasher.update(chunk))?;
+    file.unchanged()?;
     let hex: String = hasher
         .finalize()
         .iter()

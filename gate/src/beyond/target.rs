@@ -5,13 +5,12 @@
 use crate::config::DraftConfig;
 use crate::container::{parse_header_only, Table, TensorInfo};
 use crate::dtype::Dtype;
+use crate::error::PackageError;
+use crate::files::{self, FileError, CONFIG_FILE};
 use crate::limits::{MAX_CONFIG_BYTES, MAX_HEADER_BYTES};
-use crate::package::{PackageError, CONFIG_FILE};
 use crate::report::Check;
 use crate::tile::TILE_BYTES;
 use serde_json::{json, Value};
-use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 pub const HIDDEN: &str = "target.hidden_size";
@@ -32,25 +31,20 @@ pub struct Target {
 
 /// Reads the target's config and weight-file header. A target that cannot be read is a usage error.
 pub fn read(dir: &Path) -> Result<Target, PackageError> {
-    let unreadable = |path: &Path| {
-        let path = path.to_owned();
-        move |source| PackageError::Unreadable { path, source }
-    };
     if !dir.is_dir() {
         return Err(PackageError::NotADirectory {
             path: dir.to_owned(),
         });
     }
-    let config_path = dir.join(CONFIG_FILE);
-    if !config_path.is_file() {
-        return Err(PackageError::NoConfig {
-            path: dir.to_owned(),
-        });
-    }
-    let mut bytes = Vec::new();
-    File::open(&config_path)
-        .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(unreadable(&config_path))?;
+    let bytes = match files::read_capped(&dir.join(CONFIG_FILE), MAX_CONFIG_BYTES) {
+        Ok(bytes) => bytes,
+        Err(FileError::NotFound { .. }) => {
+            return Err(PackageError::NoConfig {
+                path: dir.to_owned(),
+            })
+        }
+        Err(e) => return Err(e.into()),
+    };
     let config: Value = crate::strict_json::parse(&bytes).unwrap_or(Value::Null);
     // Multimodal targets keep the language model's fields under text_config.
     let field = |name: &str| {
@@ -90,11 +84,14 @@ fn read_header(dir: &Path) -> Result<Table, String> {
             }
         }
     };
-    let mut file = File::open(dir.join(&name)).map_err(|e| format!("{name}: {e}"))?;
-    let file_len = file.metadata().map_err(|e| format!("{name}: {e}"))?.len();
+    let file = files::open(&dir.join(&name)).map_err(|e| e.to_string())?;
+    let file_len = file.len();
     let mut prefix = [0u8; 8];
-    file.read_exact(&mut prefix)
-        .map_err(|_| format!("{name}: shorter than 8 bytes"))?;
+    if file_len < 8 {
+        return Err(format!("{name}: shorter than 8 bytes"));
+    }
+    file.read_exact_at(0, &mut prefix)
+        .map_err(|e| e.to_string())?;
     let n = u64::from_le_bytes(prefix);
     if n > MAX_HEADER_BYTES || 8 + n > file_len {
         return Err(format!("{name}: header length {n} is over the limit or past the end of the {file_len}-byte file"));
@@ -102,8 +99,8 @@ fn read_header(dir: &Path) -> Result<Table, String> {
     // n is checked against the cap and the file's size before it sizes this buffer.
     let mut header = vec![0u8; 8 + n as usize];
     header[..8].copy_from_slice(&prefix);
-    file.read_exact(&mut header[8..])
-        .map_err(|e| format!("{name}: {e}"))?;
+    file.read_exact_at(8, &mut header[8..])
+        .map_err(|e| e.to_string())?;
     parse_header_only(&header, file_len).map_err(|e| format!("{name}: {e}"))
 }
 

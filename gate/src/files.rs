@@ -1,0 +1,489 @@
+//! Opening files from an untrusted directory: the one place the gate touches the file system for a
+//! package's contents.
+//!
+//! Every reader (the draft package, a target, the manifest, a checkpoint) comes here, so the rules
+//! hold once for all of them:
+//!
+//! - **Regular files only.** A path is opened non-blocking and the *opened handle* is checked with
+//!   `fstat`, so a FIFO, socket or device is refused without ever blocking on it, and a symlink counts
+//!   only if what it resolves to is a regular file (there is no window between the check and the open).
+//! - **The size is taken at open and never read past.** An endless file (a `/proc` file, a file still
+//!   being appended to) yields at most the bytes it had when opened; a file found shorter than that
+//!   while reading is [`FileError::Changed`], not a short read passed on as data.
+//! - **Small files are read, large ones mapped** ([`Bytes`]): everyone sees one `&[u8]`.
+//! - **Errors name the path and keep kinds apart**: not found, not a regular file, too large,
+//!   unreadable, changed while read.
+//!
+//! ```no_run
+//! use gate::files;
+//! # fn main() -> Result<(), gate::files::FileError> {
+//! let file = files::open(std::path::Path::new("pkg/model.q4nx"))?;
+//! let mut prefix = [0u8; 8];
+//! file.read_exact_at(0, &mut prefix)?; // a header prefix, by position
+//! let bytes = file.into_bytes()?; // the whole file as one slice, mapped when large
+//! let _header_len = u64::from_le_bytes(prefix);
+//! assert_eq!(bytes.as_slice().len() as u64, bytes.len());
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// The config file every package (draft or target) has, next to its weights.
+pub const CONFIG_FILE: &str = "config.json";
+
+/// Why a file from an untrusted directory could not be used. Every variant names the path.
+#[derive(Debug)]
+pub enum FileError {
+    /// Nothing at the path (a dangling symlink too).
+    NotFound { path: PathBuf },
+    /// Something is there, but it is not a regular file (after following symlinks): `what` is "a
+    /// directory", "a FIFO", "a socket", "a character device" or "a block device".
+    NotRegular { path: PathBuf, what: &'static str },
+    /// A regular file larger than the caller's cap: refused before any of it is read.
+    TooLarge { path: PathBuf, len: u64, cap: u64 },
+    /// The file exists but could not be opened or read (permissions, I/O error, a loop of symlinks).
+    Unreadable { path: PathBuf, source: io::Error },
+    /// The file changed while it was read: it became shorter than its size at open, or its size or
+    /// modification time differ afterwards.
+    Changed { path: PathBuf, why: String },
+}
+
+impl FileError {
+    /// The path the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            FileError::NotFound { path }
+            | FileError::NotRegular { path, .. }
+            | FileError::TooLarge { path, .. }
+            | FileError::Unreadable { path, .. }
+            | FileError::Changed { path, .. } => path,
+        }
+    }
+
+    fn unreadable(path: &Path) -> impl FnOnce(io::Error) -> FileError + '_ {
+        move |source| FileError::Unreadable {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+impl FileError {
+    /// What went wrong, without the path (for messages that name the file themselves).
+    pub fn reason(&self) -> String {
+        match self {
+            FileError::NotFound { .. } => "no such file".to_owned(),
+            FileError::NotRegular { what, .. } => {
+                format!("is {what}, not a regular file: not read")
+            }
+            FileError::TooLarge { len, cap, .. } => {
+                format!("{len} bytes, larger than the {cap}-byte limit: refused unread")
+            }
+            FileError::Unreadable { source, .. } => format!("cannot read: {source}"),
+            FileError::Changed { why, .. } => format!("the file changed while it was read ({why})"),
+        }
+    }
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path().display(), self.reason())
+    }
+}
+
+impl std::error::Error for FileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FileError::Unreadable { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// An open regular file and what `fstat` said of it at open. Reads never go past [`RegularFile::len`].
+#[derive(Debug)]
+pub struct RegularFile {
+    file: File,
+    path: PathBuf,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+/// Opens `path` for reading if, and only if, it is a regular file (symlinks followed).
+///
+/// The open is non-blocking, so a FIFO with no writer cannot hang it, and the type is checked on the
+/// opened handle, so nothing can be swapped in between a check and the open.
+pub fn open(path: &Path) -> Result<RegularFile, FileError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => FileError::NotFound {
+                path: path.to_owned(),
+            },
+            // Opening a socket fails with ENXIO; a directory opens read-only and is caught below.
+            _ if e.raw_os_error() == Some(libc::ENXIO) => FileError::NotRegular {
+                path: path.to_owned(),
+                what: "a socket or a device with no driver",
+            },
+            _ => FileError::Unreadable {
+                path: path.to_owned(),
+                source: e,
+            },
+        })?;
+    let meta = file.metadata().map_err(FileError::unreadable(path))?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_char_device() {
+            "a character device"
+        } else if kind.is_block_device() {
+            "a block device"
+        } else {
+            "not a file"
+        };
+        return Err(FileError::NotRegular {
+            path: path.to_owned(),
+            what,
+        });
+    }
+    Ok(RegularFile {
+        file,
+        path: path.to_owned(),
+        len: meta.len(),
+        modified: meta.modified().ok(),
+    })
+}
+
+/// Reads a whole regular file of at most `cap` bytes; a larger one is [`FileError::TooLarge`], unread.
+pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, FileError> {
+    open(path)?.read_all(cap)
+}
+
+/// Files smaller than this are read into memory rather than mapped (a zero-length file cannot be
+/// mapped, and a page or two is cheaper to copy than to map).
+pub const READ_BELOW: u64 = 1 << 16;
+
+impl RegularFile {
+    /// The size `fstat` gave at open: nothing past it is ever read.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the file was empty at open.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The path it was opened by.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn changed(&self, why: String) -> FileError {
+        FileError::Changed {
+            path: self.path.clone(),
+            why,
+        }
+    }
+
+    /// Fills `buf` from byte `offset` (a positioned read: the handle has no cursor to share). A range
+    /// past the size at open is refused without reading; a file that ended early is
+    /// [`FileError::Changed`].
+    pub fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), FileError> {
+        let end = offset.checked_add(buf.len() as u64);
+        if end.is_none_or(|end| end > self.len) {
+            return Err(FileError::Unreadable {
+                path: self.path.clone(),
+                source: io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "bytes {offset}..+{} are past the end of the {}-byte file",
+                        buf.len(),
+                        self.len
+                    ),
+                ),
+            });
+        }
+        self.file.read_exact_at(buf, offset).map_err(|e| {
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                self.changed(format!(
+                    "it ended before byte {}",
+                    offset + buf.len() as u64
+                ))
+            } else {
+                FileError::unreadable(&self.path)(e)
+            }
+        })
+    }
+
+    /// Reads the whole file (exactly its size at open) if that is at most `cap` bytes.
+    pub fn read_all(&self, cap: u64) -> Result<Vec<u8>, FileError> {
+        if self.len > cap {
+            return Err(FileError::TooLarge {
+                path: self.path.clone(),
+                len: self.len,
+                cap,
+            });
+        }
+        self.read_whole()
+    }
+
+    /// Streams the whole file (exactly its size at open) through `buffer`, handing each chunk to
+    /// `sink`; returns the bytes read. For hashing files of any size in constant memory.
+    pub fn read_chunks(
+        &self,
+        buffer: &mut [u8],
+        mut sink: impl FnMut(&[u8]),
+    ) -> Result<u64, FileError> {
+        let mut reader = (&self.file).take(self.len);
+        let mut total = 0u64;
+        loop {
+            let n = match reader.read(buffer) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(FileError::unreadable(&self.path)(e)),
+            };
+            if n == 0 {
+                break;
+            }
+            sink(&buffer[..n]);
+            total += n as u64;
+        }
+        if total < self.len {
+            return Err(self.changed(format!("{} bytes at open, {total} read", self.len)));
+        }
+        Ok(total)
+    }
+
+    /// Whether the file still has the size and modification time it had at open. Call it after
+    /// reading, so a file rewritten meanwhile is reported rather than judged.
+    pub fn unchanged(&self) -> Result<(), FileError> {
+        let meta = self
+            .file
+            .metadata()
+            .map_err(FileError::unreadable(&self.path))?;
+        if meta.len() != self.len {
+            return Err(self.changed(format!("{} bytes at open, {} now", self.len, meta.len())));
+        }
+        if meta.modified().ok() != self.modified {
+            return Err(self.changed("modified since it was opened".to_owned()));
+        }
+        Ok(())
+    }
+
+    /// The whole file as one slice: read when smaller than [`READ_BELOW`], mapped otherwise.
+    pub fn into_bytes(self) -> Result<Bytes, FileError> {
+        let held = if self.len < READ_BELOW {
+            Held::Read(self.read_whole()?)
+        } else {
+            Held::Mapped(map(&self.file).map_err(FileError::unreadable(&self.path))?)
+        };
+        if let Held::Mapped(m) = &held {
+            if m.len() as u64 != self.len {
+                return Err(self.changed(format!(
+                    "{} bytes at open, {} mapped",
+                    self.len,
+                    m.len()
+                )));
+            }
+        }
+        Ok(Bytes { held, file: self })
+    }
+
+    /// Reads exactly the size at open; callers bound that size first (a cap, or [`READ_BELOW`]).
+    fn read_whole(&self) -> Result<Vec<u8>, FileError> {
+        let mut bytes = Vec::with_capacity(self.len as usize);
+        (&self.file)
+            .take(self.len)
+            .read_to_end(&mut bytes)
+            .map_err(FileError::unreadable(&self.path))?;
+        if (bytes.len() as u64) < self.len {
+            return Err(self.changed(format!("{} bytes at open, {} read", self.len, bytes.len())));
+        }
+        Ok(bytes)
+    }
+}
+
+/// A whole file's bytes, mapped when large and read when small, with the handle they came from (so
+/// the caller can ask, after using them, whether the file changed meanwhile).
+pub struct Bytes {
+    held: Held,
+    file: RegularFile,
+}
+
+enum Held {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+/// Opens `path` as a regular file and holds its bytes: [`open`] then [`RegularFile::into_bytes`].
+pub fn bytes(path: &Path) -> Result<Bytes, FileError> {
+    open(path)?.into_bytes()
+}
+
+impl Bytes {
+    pub fn as_slice(&self) -> &[u8] {
+        match &self.held {
+            Held::Mapped(m) => m,
+            Held::Read(v) => v,
+        }
+    }
+
+    /// The size at open, which is the slice's length.
+    pub fn len(&self) -> u64 {
+        self.file.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.file.len == 0
+    }
+
+    /// The open file they came from.
+    pub fn file(&self) -> &RegularFile {
+        &self.file
+    }
+
+    /// Whether these bytes are still the file's: see [`RegularFile::unchanged`].
+    pub fn unchanged(&self) -> Result<(), FileError> {
+        self.file.unchanged()
+    }
+}
+
+/// The one memory map of the gate.
+fn map(file: &File) -> io::Result<memmap2::Mmap> {
+    // SAFETY: the map is read-only and lives no longer than one gate run. We assume the package is not
+    // modified while it is gated (the same assumption every mmap-based safetensors reader makes); a
+    // concurrent truncation could fault, but cannot make the gate read outside the mapping, since every
+    // offset is checked against the length taken at map time.
+    unsafe { memmap2::Mmap::map(file) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
+    }
+
+    #[test]
+    fn reads_small_and_maps_large_files_as_one_slice() {
+        let dir = temp();
+        for len in [0usize, 5, READ_BELOW as usize + 3] {
+            let path = dir.path().join(format!("f{len}"));
+            let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            std::fs::write(&path, &data).unwrap();
+            let bytes = bytes(&path).unwrap();
+            assert_eq!(bytes.as_slice(), &data[..]);
+            assert_eq!(bytes.len(), len as u64);
+            bytes.unchanged().unwrap();
+        }
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_regular_file_by_kind() {
+        let dir = temp();
+        let missing = dir.path().join("missing");
+        assert!(matches!(open(&missing), Err(FileError::NotFound { .. })));
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let e = open(&sub).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                FileError::NotRegular {
+                    what: "a directory",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("sub: is a directory"), "{e}");
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = open(&fifo).unwrap_err();
+        assert!(
+            matches!(e, FileError::NotRegular { what: "a FIFO", .. }),
+            "{e}"
+        );
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        assert!(matches!(
+            open(&link),
+            Err(FileError::NotRegular { what: "a FIFO", .. })
+        ));
+        let dangling = dir.path().join("dangling");
+        std::os::unix::fs::symlink(&missing, &dangling).unwrap();
+        assert!(matches!(open(&dangling), Err(FileError::NotFound { .. })));
+        assert!(matches!(
+            open(Path::new("/dev/null")),
+            Err(FileError::NotRegular {
+                what: "a character device",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn never_reads_past_the_size_at_open() {
+        // /proc files say they are empty and then produce bytes: the size at open wins.
+        let file = open(Path::new("/proc/self/status")).unwrap();
+        assert_eq!(file.len(), 0);
+        assert_eq!(file.read_all(1 << 20).unwrap(), Vec::<u8>::new());
+        let file = open(Path::new("/proc/self/status")).unwrap();
+        let mut seen = 0;
+        file.read_chunks(&mut [0u8; 64], |c| seen += c.len())
+            .unwrap();
+        assert_eq!(seen, 0);
+    }
+
+    #[test]
+    fn a_cap_refuses_unread_and_a_shrunk_file_is_changed() {
+        let dir = temp();
+        let path = dir.path().join("f");
+        std::fs::write(&path, [7u8; 100]).unwrap();
+        let e = read_capped(&path, 99).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                FileError::TooLarge {
+                    len: 100,
+                    cap: 99,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(read_capped(&path, 100).unwrap().len(), 100);
+        let file = open(&path).unwrap();
+        let mut buf = [0u8; 8];
+        file.read_exact_at(92, &mut buf).unwrap();
+        assert!(file.read_exact_at(93, &mut buf).is_err());
+        assert!(file.read_exact_at(u64::MAX, &mut buf).is_err());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(50)
+            .unwrap();
+        let e = file.read_exact_at(60, &mut buf).unwrap_err();
+        assert!(matches!(e, FileError::Changed { .. }), "{e}");
+        assert!(matches!(file.unchanged(), Err(FileError::Changed { .. })));
+        let e = file.read_all(1000).unwrap_err();
+        assert!(e.to_string().contains("changed while it was read"), "{e}");
+    }
+}
