@@ -3,7 +3,7 @@
 //! Every field is kept as a `Result` naming the field, so a check that needs a missing or mistyped
 //! field says so (UNDECIDED) instead of running on a default.
 
-use crate::limits::{MAX_DIMENSION, MAX_LAYERS};
+use crate::limits::{MAX_DIMENSION, MAX_LAYERS, MAX_VOCAB};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -103,8 +103,9 @@ impl DraftConfig {
             Lookup::Absent(_) => derive_head_dim(&hidden_size, &num_attention_heads),
             stated => dimension(stated).map(|v| (v, HeadDimSource::Stated)),
         };
-        let num_target_layers =
-            optional(at.either("num_target_layers", Order::TopFirst), dimension);
+        let num_target_layers = optional(at.either("num_target_layers", Order::TopFirst), |l| {
+            bounded(l, 1, MAX_LAYERS)
+        });
         Ok(DraftConfig {
             declared_as,
             num_hidden_layers: bounded(at.top("num_hidden_layers"), 1, MAX_LAYERS),
@@ -112,10 +113,12 @@ impl DraftConfig {
             intermediate_size: dimension(at.top("intermediate_size")),
             block_size: dimension(at.either("block_size", Order::TopFirst)),
             target_layer_ids: taps(at.either("target_layer_ids", Order::NestedFirst)),
-            mask_token_id: optional(at.either("mask_token_id", Order::NestedFirst), non_negative),
+            mask_token_id: optional(at.either("mask_token_id", Order::NestedFirst), |l| {
+                bounded(l, 0, MAX_VOCAB - 1)
+            }),
             sliding_window: sliding_window(at.top("sliding_window")),
-            embedding_scale: optional(at.top("embedding_scale"), float),
-            vocab_size: optional(at.top("vocab_size"), positive),
+            embedding_scale: optional(at.top("embedding_scale"), positive_f32),
+            vocab_size: optional(at.top("vocab_size"), |l| bounded(l, 1, MAX_VOCAB)),
             hidden_size,
             num_attention_heads,
             head_dim,
@@ -213,6 +216,10 @@ fn integer(field: &str, v: &Value) -> Field<i128> {
                 Ok(i128::from(u))
             } else if let Some(i) = n.as_i64() {
                 Ok(i128::from(i))
+            } else if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0) {
+                // An integer too long for 64 bits (serde_json keeps it as a float): beyond every
+                // limit, so it saturates and the bound names it as written.
+                Ok(if f < 0.0 { i128::MIN } else { i128::MAX })
             } else {
                 Err(FieldProblem::new(
                     field,
@@ -238,22 +245,25 @@ fn required(lookup: Lookup<'_>) -> Field<(String, &Value)> {
 fn bounded(lookup: Lookup<'_>, min: i128, max: u64) -> Field<u64> {
     let (name, v) = required(lookup)?;
     let i = integer(&name, v)?;
+    within(&name, v, i, min, max)
+}
+
+/// `i` (read from `v`) against `min..=max`: below is "not positive"/"not non-negative", above names
+/// the limit. Every integer the config gives goes through here, so none is unbounded.
+fn within(name: &str, v: &Value, i: i128, min: i128, max: u64) -> Field<u64> {
     if i < min {
         let want = if min > 0 { "positive" } else { "non-negative" };
         return Err(FieldProblem::new(
-            &name,
-            ProblemKind::Invalid(format!("is {i}, not {want}")),
+            name,
+            ProblemKind::Invalid(format!("is {v}, not {want}")),
         ));
     }
     if i > i128::from(max) {
-        let why = format!("is {i}, beyond the gate's limit of {max}");
-        return Err(FieldProblem::new(&name, ProblemKind::Invalid(why)));
+        let why = format!("is {v}, beyond the gate's limit of {max}");
+        return Err(FieldProblem::new(name, ProblemKind::Invalid(why)));
     }
-    Ok(i as u64)
-}
-
-fn positive(lookup: Lookup<'_>) -> Field<u64> {
-    bounded(lookup, 1, u64::MAX)
+    u64::try_from(i)
+        .map_err(|_| FieldProblem::new(name, ProblemKind::Invalid(format!("is {v}, out of range"))))
 }
 
 /// A model dimension: positive and at most `MAX_DIMENSION`, so no product of a few overflows.
@@ -261,21 +271,31 @@ fn dimension(lookup: Lookup<'_>) -> Field<u64> {
     bounded(lookup, 1, MAX_DIMENSION)
 }
 
-fn non_negative(lookup: Lookup<'_>) -> Field<u64> {
-    bounded(lookup, 0, u64::MAX)
-}
-
-fn float(lookup: Lookup<'_>) -> Field<f64> {
+/// A number that is finite and positive as the f32 the engine stores: a value that overflows f32 (to
+/// infinity) or underflows it (to zero) is refused, not compared.
+fn positive_f32(lookup: Lookup<'_>) -> Field<f64> {
     let (name, v) = required(lookup)?;
-    match v {
+    let f = match v {
         Value::Number(n) => n
             .as_f64()
-            .ok_or_else(|| FieldProblem::new(&name, ProblemKind::WrongType(n.to_string()))),
-        other => Err(FieldProblem::new(
+            .ok_or_else(|| FieldProblem::new(&name, ProblemKind::WrongType(n.to_string())))?,
+        other => {
+            return Err(FieldProblem::new(
+                &name,
+                ProblemKind::WrongType(format!("{}, not a number", kind(other))),
+            ))
+        }
+    };
+    let as_f32 = f as f32;
+    if !(f.is_finite() && f > 0.0 && as_f32.is_finite() && as_f32 > 0.0) {
+        return Err(FieldProblem::new(
             &name,
-            ProblemKind::WrongType(format!("{}, not a number", kind(other))),
-        )),
+            ProblemKind::Invalid(format!(
+                "is {v}, which is {as_f32} as f32: not a finite positive f32"
+            )),
+        ));
     }
+    Ok(f)
 }
 
 /// An optional field: absent is `None`; present but wrong is still a problem.
@@ -308,17 +328,20 @@ fn taps(lookup: Lookup<'_>) -> Field<Vec<u64>> {
             ProblemKind::Invalid("is empty".to_owned()),
         ));
     }
+    if items.len() as u64 > MAX_LAYERS {
+        return Err(FieldProblem::new(
+            &name,
+            ProblemKind::Invalid(format!(
+                "lists {} taps, beyond the gate's limit of {MAX_LAYERS}",
+                items.len()
+            )),
+        ));
+    }
     let mut out: Vec<u64> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let element = format!("{name}[{i}]");
         let tap = integer(&element, item)?;
-        if tap < 0 {
-            return Err(FieldProblem::new(
-                &element,
-                ProblemKind::Invalid(format!("is {tap}, negative")),
-            ));
-        }
-        let tap = tap as u64;
+        let tap = within(&element, item, tap, 0, MAX_LAYERS - 1)?;
         if let Some(&prev) = out.last() {
             if tap <= prev {
                 return Err(FieldProblem::new(

@@ -29,10 +29,15 @@ pub const MAX_JSON_DEPTH: usize = 64;
 /// ends on such a boundary is the one kind of hole accepted (spec section 3).
 pub const TENSOR_ALIGNMENT: u64 = 64;
 
-/// The most layers a draft config may declare: the gate expects names for every layer, so this bounds
-/// the work a config can ask for. Drafts have a handful.
+/// The most layers a draft config may declare, and the bound on a target's depth as the draft states
+/// it (`num_target_layers`, each tap): the gate expects names for every layer, so this bounds the work a
+/// config can ask for. Drafts have a handful, targets at most a few hundred.
 pub const MAX_LAYERS: u64 = 1024;
 
 /// The largest model dimension (hidden size, heads, head_dim, intermediate size, block size) accepted
 /// from a config; real ones are below 2^17.
 pub const MAX_DIMENSION: u64 = 1 << 20;
+
+/// The largest vocabulary a config may declare (and so the bound on `mask_token_id`); real ones are
+/// below 2^19.
+pub const MAX_VOCAB: u64 = 1 << 24;

@@ -119,14 +119,6 @@ pub fn check_geometry(c: &DraftConfig) -> Check {
             )));
         }
     }
-    if let Ok(Some(s)) = c.embedding_scale {
-        if !(s.is_finite() && s > 0.0) {
-            note(Err(invalid(
-                "embedding_scale",
-                format!("is {s}, not a finite positive number"),
-            )));
-        }
-    }
     let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
     if problems.iter().any(FieldProblem::is_invalid) {
         return Check::fail(

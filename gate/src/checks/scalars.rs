@@ -96,13 +96,26 @@ fn compare(id: &str, scalar: Scalar, stored: &Stored, inputs: &Inputs<'_, '_>) -
     let differs = |a: &str, b: &str| {
         format!("dflash.{field} in the container differs from config.json's {field} ({a} vs {b})")
     };
-    let ints = |want: Field<Option<Vec<i64>>>| -> Check {
+    // Exact integers on both sides: the container's as read (I32 or I64), the config's as u64, never
+    // cast into each other's type. Every field here is a size, an index or a count, so a negative
+    // stored value is refused as such, not compared.
+    let ints = |want: Field<Option<Vec<u64>>>| -> Check {
         let Stored::Ints(got) = stored else {
             return Check::fail(
                 id,
                 format!("{} holds a float, expected integers", scalar.tensor_name()),
             );
         };
+        if let Some(negative) = got.iter().find(|&&g| g < 0) {
+            return Check::fail(
+                id,
+                format!(
+                    "{} holds {negative} (in {got:?}): {field} cannot be negative",
+                    scalar.tensor_name()
+                ),
+            )
+            .with_evidence(json!({ "container": got }));
+        }
         match want {
             Err(p) => undecided(id, &p),
             Ok(None) => Check::undecided(
@@ -115,7 +128,12 @@ fn compare(id: &str, scalar: Scalar, stored: &Stored, inputs: &Inputs<'_, '_>) -
             Ok(Some(want)) => {
                 let (a, b) = (format!("{got:?}"), format!("{want:?}"));
                 let evidence = json!({ "container": got, "config": want });
-                if *got == want {
+                let equal = got.len() == want.len()
+                    && got
+                        .iter()
+                        .zip(&want)
+                        .all(|(&g, &w)| i128::from(g) == i128::from(w));
+                if equal {
                     Check::pass(id, statement(&a, &b)).with_evidence(evidence)
                 } else {
                     Check::fail(id, differs(&a, &b)).with_evidence(evidence)
@@ -123,20 +141,12 @@ fn compare(id: &str, scalar: Scalar, stored: &Stored, inputs: &Inputs<'_, '_>) -
             }
         }
     };
-    let one = |f: Field<u64>| f.map(|v| Some(vec![v as i64]));
+    let one = |f: Field<u64>| f.map(|v| Some(vec![v]));
     match scalar {
         Scalar::BlockSize => ints(one(c.block_size.clone())),
-        Scalar::TargetLayerIds => ints(
-            c.target_layer_ids
-                .clone()
-                .map(|v| Some(v.iter().map(|&t| t as i64).collect())),
-        ),
-        Scalar::MaskTokenId => ints(c.mask_token_id.clone().map(|o| o.map(|v| vec![v as i64]))),
-        Scalar::NumTargetLayers => ints(
-            c.num_target_layers
-                .clone()
-                .map(|o| o.map(|v| vec![v as i64])),
-        ),
+        Scalar::TargetLayerIds => ints(c.target_layer_ids.clone().map(Some)),
+        Scalar::MaskTokenId => ints(c.mask_token_id.clone().map(|o| o.map(|v| vec![v]))),
+        Scalar::NumTargetLayers => ints(c.num_target_layers.clone().map(|o| o.map(|v| vec![v]))),
         Scalar::SlidingWindow => match c.sliding_window.clone() {
             Ok(Some(None)) => Check::fail(
                 id,
@@ -146,7 +156,7 @@ fn compare(id: &str, scalar: Scalar, stored: &Stored, inputs: &Inputs<'_, '_>) -
                     stored.text()
                 ),
             ),
-            other => ints(other.map(|o| o.flatten().map(|w| vec![w as i64]))),
+            other => ints(other.map(|o| o.flatten().map(|w| vec![w]))),
         },
         Scalar::EmbeddingScale => {
             let Stored::Float(got) = stored else {
@@ -167,7 +177,7 @@ fn compare(id: &str, scalar: Scalar, stored: &Stored, inputs: &Inputs<'_, '_>) -
 }
 
 /// Compares the stored f32 with `f32(config value)`: exactly, else within a relative 1e-6, and says
-/// which.
+/// which. Both must be finite and positive first: an infinity or a zero equals nothing.
 fn compare_float(
     id: &str,
     got: f32,
@@ -178,7 +188,19 @@ fn compare_float(
     let want32 = want as f32;
     let (a, b) = (format!("[{got}]"), format!("[{want}]"));
     let evidence =
-        json!({ "container": f64::from(got), "config": want, "config_as_f32": f64::from(want32) });
+        json!({ "container": finite(got), "config": want, "config_as_f32": finite(want32) });
+    for (whose, value) in [("the container's", got), ("config.json's (as f32)", want32)] {
+        if !(value.is_finite() && value > 0.0) {
+            return Check::fail(
+                id,
+                format!(
+                    "{}: {whose} value {value} is not a finite positive f32",
+                    differs(&a, &b)
+                ),
+            )
+            .with_evidence(evidence);
+        }
+    }
     if got.to_bits() == want32.to_bits() {
         return Check::pass(id, format!("{}: equal as f32, exactly", statement(&a, &b)))
             .with_evidence(evidence);
@@ -202,6 +224,15 @@ fn compare_float(
         ),
     )
     .with_evidence(evidence)
+}
+
+/// JSON has no infinity or NaN: such a value is carried as its text.
+fn finite(v: f32) -> serde_json::Value {
+    if v.is_finite() {
+        json!(f64::from(v))
+    } else {
+        json!(v.to_string())
+    }
 }
 
 fn undecided(id: &str, p: &FieldProblem) -> Check {

@@ -5,6 +5,8 @@
 //! blocked by the failure (or being one the arm lists with its reason). A control that fails for
 //! another reason turns red.
 
+mod hostile;
+
 use crate::defects::{
     bf16_to_f16_bits, data_start, gain, half_float_fill, proj, set_header, stray, Scenario,
 };
@@ -286,6 +288,9 @@ pub fn all() -> Vec<Arm> {
             also: &[],
         }),
     ]
+    .into_iter()
+    .chain(hostile::all())
+    .collect()
 }
 
 // ---- census facts of the positive arms ----
