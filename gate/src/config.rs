@@ -1,16 +1,27 @@
-//! config.json: recognising a DFlash draft and reading its geometry (spec section 5).
+//! config.json: recognising a DFlash draft, its family, and reading its geometry (spec sections 5
+//! and 10).
 //!
 //! Every field is kept as a `Result` naming the field, so a check that needs a missing or mistyped
 //! field says so (UNDECIDED) instead of running on a default.
 
+use crate::family::{Family, ASSISTANT_HEAD, DFLASH, DFLASH2};
 use crate::limits::{MAX_DIMENSION, MAX_LAYERS, MAX_VOCAB};
 use serde_json::{Map, Value};
 use std::fmt;
 
 /// The architecture name released drafts carry.
 pub const DRAFT_ARCHITECTURE: &str = "DFlashDraftModel";
-/// The second family (per-layer convolutions and a candidate selector), refused by name.
+/// The second family (per-layer convolutions and a candidate selector).
 pub const SECOND_FAMILY_ARCHITECTURE: &str = "DFlash2DraftModel";
+/// A published head read as a first-family draft whose fc and hidden norm carry other names.
+pub const ASSISTANT_HEAD_ARCHITECTURE: &str = "MuseGlimmerAssistantModel";
+
+/// One entry of `layer_types`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayerType {
+    Full,
+    Sliding,
+}
 
 /// What is wrong with one config field; `field` is its JSON path, e.g. `dflash_config.block_size`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,7 +41,7 @@ pub enum ProblemKind {
 }
 
 impl FieldProblem {
-    fn new(field: &str, kind: ProblemKind) -> FieldProblem {
+    pub fn new(field: &str, kind: ProblemKind) -> FieldProblem {
         FieldProblem {
             field: field.to_owned(),
             kind,
@@ -67,6 +78,8 @@ pub enum HeadDimSource {
 pub struct DraftConfig {
     /// How the config declared itself a draft, for the first check's message.
     pub declared_as: String,
+    /// The table of roles this config's tensors are read against.
+    pub family: &'static Family,
     pub hidden_size: Field<u64>,
     pub num_hidden_layers: Field<u64>,
     pub num_attention_heads: Field<u64>,
@@ -81,6 +94,15 @@ pub struct DraftConfig {
     pub sliding_window: Field<Option<Option<u64>>>,
     pub embedding_scale: Field<Option<f64>>,
     pub vocab_size: Field<Option<u64>>,
+    /// `(conv_kernel_size, conv_group_size)` when the second family's convolutions are switched on.
+    pub conv: Field<Option<(u64, u64)>>,
+    /// `(selector_rank, selector_top_k)` when its candidate selector is switched on.
+    pub selector: Field<Option<(u64, u64)>>,
+    pub output_multiplier: Field<Option<f64>>,
+    pub final_logit_softcapping: Field<Option<f64>>,
+    pub is_causal: Field<Option<bool>>,
+    /// Read for any family; its length and sliding entries are checked against the geometry.
+    pub layer_types: Field<Option<Vec<LayerType>>>,
 }
 
 impl DraftConfig {
@@ -91,7 +113,7 @@ impl DraftConfig {
         let Value::Object(top) = value else {
             return Err("config.json is not a JSON object".to_owned());
         };
-        let declared_as = recognise(&top)?;
+        let (declared_as, family) = recognise(&top)?;
         let nested = match top.get("dflash_config") {
             Some(Value::Object(m)) => Some(m),
             _ => None,
@@ -106,8 +128,25 @@ impl DraftConfig {
         let num_target_layers = optional(at.either("num_target_layers", Order::TopFirst), |l| {
             bounded(l, 1, MAX_LAYERS)
         });
+        // The feature pairs mean something only to the family that has the features.
+        let (conv, selector) = if family.is_second() {
+            (
+                pair(&at, "conv_kernel_size", "conv_group_size"),
+                pair(&at, "selector_rank", "selector_top_k"),
+            )
+        } else {
+            (Ok(None), Ok(None))
+        };
+        let nested = |key| at.either(key, Order::NestedFirst);
         Ok(DraftConfig {
             declared_as,
+            family,
+            conv,
+            selector,
+            output_multiplier: optional(nested("output_multiplier"), finite_f32),
+            final_logit_softcapping: optional(nested("final_logit_softcapping"), finite_f32),
+            is_causal: optional(nested("is_causal"), boolean),
+            layer_types: optional(nested("layer_types"), layer_types),
             num_hidden_layers: bounded(at.top("num_hidden_layers"), 1, MAX_LAYERS),
             num_key_value_heads: dimension(at.top("num_key_value_heads")),
             intermediate_size: dimension(at.top("intermediate_size")),
@@ -127,24 +166,129 @@ impl DraftConfig {
     }
 }
 
-/// Returns how the config declares itself a draft, or the refusal.
-fn recognise(top: &Map<String, Value>) -> Result<String, String> {
+/// Derived dimensions, each still a `Field` so a check (or a family's shape formula) that needs a
+/// missing one can name it.
+#[derive(Clone, Copy)]
+pub struct Geometry<'c> {
+    pub config: &'c DraftConfig,
+}
+
+impl<'c> Geometry<'c> {
+    pub fn new(config: &'c DraftConfig) -> Geometry<'c> {
+        Geometry { config }
+    }
+
+    pub fn hidden(&self) -> Field<u64> {
+        self.config.hidden_size.clone()
+    }
+
+    pub fn layers(&self) -> Field<u64> {
+        self.config.num_hidden_layers.clone()
+    }
+
+    pub fn head_dim(&self) -> Field<u64> {
+        self.config.head_dim.clone().map(|(d, _)| d)
+    }
+
+    pub fn intermediate(&self) -> Field<u64> {
+        self.config.intermediate_size.clone()
+    }
+
+    pub fn taps(&self) -> Field<Vec<u64>> {
+        self.config.target_layer_ids.clone()
+    }
+
+    /// `num_attention_heads * head_dim`.
+    pub fn q_dim(&self) -> Field<u64> {
+        product(
+            "q_dim",
+            self.config.num_attention_heads.clone()?,
+            self.head_dim()?,
+        )
+    }
+
+    /// `num_key_value_heads * head_dim`.
+    pub fn kv_dim(&self) -> Field<u64> {
+        product(
+            "kv_dim",
+            self.config.num_key_value_heads.clone()?,
+            self.head_dim()?,
+        )
+    }
+
+    /// `vocab_size`, required by whatever asks for it.
+    pub fn vocab(&self) -> Field<u64> {
+        present("vocab_size", self.config.vocab_size.clone())
+    }
+
+    pub fn conv_kernel_size(&self) -> Field<u64> {
+        present("conv_kernel_size", self.config.conv.clone()).map(|(k, _)| k)
+    }
+
+    pub fn conv_group_size(&self) -> Field<u64> {
+        present("conv_group_size", self.config.conv.clone()).map(|(_, g)| g)
+    }
+
+    pub fn selector_rank(&self) -> Field<u64> {
+        present("selector_rank", self.config.selector.clone()).map(|(r, _)| r)
+    }
+}
+
+fn present<T>(field: &str, f: Field<Option<T>>) -> Field<T> {
+    f?.ok_or_else(|| FieldProblem::new(field, ProblemKind::Missing))
+}
+
+fn product(name: &str, a: u64, b: u64) -> Field<u64> {
+    a.checked_mul(b).ok_or_else(|| {
+        FieldProblem::new(name, ProblemKind::Invalid(format!("overflows ({a} x {b})")))
+    })
+}
+
+/// Returns how the config declares itself a draft and its family, or the refusal.
+fn recognise(top: &Map<String, Value>) -> Result<(String, &'static Family), String> {
     let model_type = top.get("model_type").and_then(Value::as_str);
     let architectures: Vec<&str> = match top.get("architectures") {
         Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     };
-    if architectures.contains(&SECOND_FAMILY_ARCHITECTURE) {
+    let declared: Vec<&str> = [
+        DRAFT_ARCHITECTURE,
+        SECOND_FAMILY_ARCHITECTURE,
+        ASSISTANT_HEAD_ARCHITECTURE,
+    ]
+    .into_iter()
+    .filter(|a| architectures.contains(a))
+    .collect();
+    if declared.len() > 1 {
         return Err(format!(
-            "architectures names {SECOND_FAMILY_ARCHITECTURE}: the second DFlash family (per-layer \
-             convolutions and a selector), which this gate does not read"
+            "architectures names {}: more than one draft family, and the gate does not guess which",
+            declared.join(" and ")
+        ));
+    }
+    if architectures.contains(&SECOND_FAMILY_ARCHITECTURE) {
+        return Ok((
+            format!(
+                "architectures: {SECOND_FAMILY_ARCHITECTURE}, the second family: per-layer \
+                 convolutions and a candidate selector"
+            ),
+            &DFLASH2,
+        ));
+    }
+    if architectures.contains(&ASSISTANT_HEAD_ARCHITECTURE) {
+        return Ok((
+            format!(
+                "architectures: {ASSISTANT_HEAD_ARCHITECTURE}, an assistant head read as a \
+                 first-family draft: encoder.fc.weight is fc, encoder.output_norm_enc.weight is \
+                 hidden_norm"
+            ),
+            &ASSISTANT_HEAD,
         ));
     }
     if architectures.contains(&DRAFT_ARCHITECTURE) {
-        return Ok(format!("architectures: {DRAFT_ARCHITECTURE}"));
+        return Ok((format!("architectures: {DRAFT_ARCHITECTURE}"), &DFLASH));
     }
     if model_type == Some("dflash") {
-        return Ok("model_type: dflash".to_owned());
+        return Ok(("model_type: dflash".to_owned(), &DFLASH));
     }
     let found = match (model_type, architectures.as_slice()) {
         (None, []) => "neither model_type nor architectures".to_owned(),
@@ -154,7 +298,7 @@ fn recognise(top: &Map<String, Value>) -> Result<String, String> {
             archs
         ),
     };
-    Err(format!("not a DFlash draft: {found} (want model_type \"dflash\" or architectures [\"{DRAFT_ARCHITECTURE}\"])"))
+    Err(format!("not a DFlash draft: {found} (want model_type \"dflash\" or architectures [\"{DRAFT_ARCHITECTURE}\"], [\"{SECOND_FAMILY_ARCHITECTURE}\"] or [\"{ASSISTANT_HEAD_ARCHITECTURE}\"])"))
 }
 
 /// A field looked up in one of its two homes.
@@ -298,12 +442,97 @@ fn positive_f32(lookup: Lookup<'_>) -> Field<f64> {
     Ok(f)
 }
 
+/// A number that is finite as the f32 a container stores (section 10's logit fields).
+fn finite_f32(lookup: Lookup<'_>) -> Field<f64> {
+    let (name, v) = required(lookup)?;
+    let Some(f) = v.as_f64() else {
+        return Err(FieldProblem::new(
+            &name,
+            ProblemKind::WrongType(format!("{}, not a number", kind(v))),
+        ));
+    };
+    if !(f as f32).is_finite() {
+        return Err(FieldProblem::new(
+            &name,
+            ProblemKind::Invalid(format!("is {v}, not finite as f32")),
+        ));
+    }
+    Ok(f)
+}
+
 /// An optional field: absent is `None`; present but wrong is still a problem.
 fn optional<T>(lookup: Lookup<'_>, read: impl Fn(Lookup<'_>) -> Field<T>) -> Field<Option<T>> {
     match lookup {
         Lookup::Absent(_) => Ok(None),
         found => read(found).map(Some),
     }
+}
+
+fn boolean(lookup: Lookup<'_>) -> Field<bool> {
+    let (name, v) = required(lookup)?;
+    v.as_bool().ok_or_else(|| {
+        FieldProblem::new(
+            &name,
+            ProblemKind::WrongType(format!("{}, not a boolean", kind(v))),
+        )
+    })
+}
+
+/// A feature pair (spec section 10): both or neither, each a positive dimension. Half a pair is a
+/// failure that names both fields and the value that is there.
+fn pair(at: &Placement<'_>, a: &str, b: &str) -> Field<Option<(u64, u64)>> {
+    let (la, lb) = (
+        at.either(a, Order::NestedFirst),
+        at.either(b, Order::NestedFirst),
+    );
+    match (la, lb) {
+        (Lookup::Absent(_), Lookup::Absent(_)) => Ok(None),
+        (Lookup::Absent(missing), found) | (found, Lookup::Absent(missing)) => {
+            let (name, v) = required(found)?;
+            Err(FieldProblem::new(
+                &missing,
+                ProblemKind::Invalid(format!(
+                    "is absent while {name} is {v}: the pair is both or neither"
+                )),
+            ))
+        }
+        (fa, fb) => Ok(Some((dimension(fa)?, dimension(fb)?))),
+    }
+}
+
+/// `layer_types`: an array of `"full_attention"` / `"sliding_attention"`; its length is checked
+/// against `num_hidden_layers` with the rest of the geometry.
+fn layer_types(lookup: Lookup<'_>) -> Field<Vec<LayerType>> {
+    let (name, v) = required(lookup)?;
+    let Value::Array(items) = v else {
+        return Err(FieldProblem::new(
+            &name,
+            ProblemKind::WrongType(format!("{}, not an array", kind(v))),
+        ));
+    };
+    if items.len() as u64 > MAX_LAYERS {
+        return Err(FieldProblem::new(
+            &name,
+            ProblemKind::Invalid(format!(
+                "has {} entries, beyond the gate's limit of {MAX_LAYERS} layers",
+                items.len()
+            )),
+        ));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match item.as_str() {
+            Some("full_attention") => Ok(LayerType::Full),
+            Some("sliding_attention") => Ok(LayerType::Sliding),
+            _ => Err(FieldProblem::new(
+                &format!("{name}[{i}]"),
+                ProblemKind::Invalid(format!(
+                    "is {item}, not \"full_attention\" or \"sliding_attention\""
+                )),
+            )),
+        })
+        .collect()
 }
 
 fn sliding_window(lookup: Lookup<'_>) -> Field<Option<Option<u64>>> {
@@ -478,8 +707,11 @@ mod tests {
             e.contains("\"llama\"") && e.contains("LlamaForCausalLM"),
             "{e}"
         );
-        let e = DraftConfig::from_json(br#"{"architectures":["DFlash2DraftModel"]}"#).unwrap_err();
-        assert!(e.contains("second DFlash family"), "{e}");
+        let e = DraftConfig::from_json(
+            br#"{"architectures":["DFlash2DraftModel","DFlashDraftModel"]}"#,
+        )
+        .unwrap_err();
+        assert!(e.contains("more than one draft family"), "{e}");
         assert!(DraftConfig::from_json(b"{")
             .unwrap_err()
             .contains("not valid JSON"));

@@ -1,6 +1,6 @@
 //! A package directory: finding its files, reading them safely, and running the checks in order.
 
-use crate::checks::{self, CONTAINER_CHECKS};
+use crate::checks;
 use crate::config::DraftConfig;
 use crate::container::Container;
 use crate::files::{self, FileError};
@@ -121,9 +121,9 @@ pub fn evaluate(
         Err(why) => {
             report.checks.push(Check::fail(PARSES, why));
             report.checks.extend(
-                CONTAINER_CHECKS
-                    .iter()
-                    .map(|id| Check::blocked(*id, PARSES, "the weight file was not read")),
+                checks::container_checks(&config)
+                    .into_iter()
+                    .map(|id| Check::blocked(id, PARSES, "the weight file was not read")),
             );
             return report;
         }
@@ -138,9 +138,9 @@ pub fn evaluate(
                 format!("{name} does not parse as a Q4NX table: {e}"),
             ));
             report.checks.extend(
-                CONTAINER_CHECKS
-                    .iter()
-                    .map(|id| Check::blocked(*id, PARSES, "the weight file did not parse")),
+                checks::container_checks(&config)
+                    .into_iter()
+                    .map(|id| Check::blocked(id, PARSES, "the weight file did not parse")),
             );
             return report;
         }
@@ -162,7 +162,9 @@ pub fn evaluate(
     ));
     let (container_checks, forms) = checks::run(&config, &container);
     report.checks.extend(container_checks);
-    let naming = crate::roles::Naming::detect(table.entries.iter().map(|e| e.name.as_str()));
+    let naming = config
+        .family
+        .naming(table.entries.iter().map(|e| e.name.as_str()));
     report.census.header_bytes = Some(table.header_bytes);
     report.census.naming = Some(
         if naming.prefix.is_empty() {

@@ -1,21 +1,45 @@
 //! The example configs under `fixtures/configs/`: each must be recognised (or refused) at the first
-//! check exactly as its name says.
+//! check exactly as its name says, and its geometry read as the second column says.
 
 use gate::report::Outcome;
 use libtest_mimic::{Failed, Trial};
 use std::path::PathBuf;
 
-/// (file, outcome of config.is_dflash, a phrase its message must carry)
-const EXAMPLES: [(&str, Outcome, &str); 3] = [
-    ("reference-draft.json", Outcome::Pass, "DFlashDraftModel"),
-    ("second-family.json", Outcome::Fail, "second DFlash family"),
-    ("not-dflash.json", Outcome::Fail, "not a DFlash draft"),
+/// (file, outcome of config.is_dflash, a phrase its message must carry, outcome of config.geometry
+/// when it runs)
+const EXAMPLES: [(&str, Outcome, &str, Option<Outcome>); 5] = [
+    (
+        "reference-draft.json",
+        Outcome::Pass,
+        "DFlashDraftModel",
+        Some(Outcome::Pass),
+    ),
+    (
+        "dflash2-reference.json",
+        Outcome::Pass,
+        "the second family",
+        Some(Outcome::Pass),
+    ),
+    (
+        "assistant-head.json",
+        Outcome::Pass,
+        "encoder.fc.weight is fc",
+        Some(Outcome::Pass),
+    ),
+    // Half a feature pair: conv_kernel_size without conv_group_size.
+    (
+        "second-family.json",
+        Outcome::Pass,
+        "the second family",
+        Some(Outcome::Fail),
+    ),
+    ("not-dflash.json", Outcome::Fail, "not a DFlash draft", None),
 ];
 
 pub fn trials() -> Vec<Trial> {
     EXAMPLES
         .iter()
-        .map(|&(file, want, phrase)| {
+        .map(|&(file, want, phrase, geometry)| {
             let stem = file.trim_end_matches(".json").replace('-', "_");
             Trial::test(format!("examples::configs::{stem}"), move || {
                 let path = configs_dir().join(file);
@@ -30,6 +54,10 @@ pub fn trials() -> Vec<Trial> {
                         "{}: {} {}",
                         first.id, first.outcome, first.message
                     )));
+                }
+                let got = report.check("config.geometry");
+                if got.map(|c| c.outcome) != geometry {
+                    return Err(Failed::from(format!("config.geometry: {got:?}")));
                 }
                 Ok(())
             })

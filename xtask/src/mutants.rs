@@ -17,7 +17,7 @@ struct Mutant {
 }
 
 const MUTANTS: &[Mutant] = &[
-    Mutant { check: "config.is_dflash", file: "gate/src/config.rs", from: "if architectures.contains(&SECOND_FAMILY_ARCHITECTURE) {", to: "if false {", filter: "arms::control::second_family_config" },
+    Mutant { check: "config.is_dflash", file: "gate/src/config.rs", from: "if architectures.contains(&DRAFT_ARCHITECTURE) {", to: "if true {", filter: "arms::control::not_a_dflash_config" },
     Mutant { check: "config.geometry", file: "gate/src/config.rs", from: "if tap <= prev {", to: "if false {", filter: "arms::control::taps_not_increasing" },
     Mutant { check: "container.parses", file: "gate/src/container.rs", from: "if entry.begin < cursor {", to: "if false {", filter: "arms::control::overlapping_offsets" },
     Mutant { check: "projections.present", file: "gate/src/checks/projections.rs", from: "if absent.is_empty() {", to: "if true {", filter: "arms::control::projection_absent" },

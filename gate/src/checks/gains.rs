@@ -4,8 +4,8 @@ use super::geometry::blocked_by_field;
 use super::{list, Forms, Inputs};
 use crate::container::TensorInfo;
 use crate::dtype::Dtype;
+use crate::family::{Form, Role};
 use crate::report::Check;
-use crate::roles::{LayerGain, Role};
 use crate::tile::median;
 use half::{bf16, f16};
 use serde_json::json;
@@ -76,17 +76,17 @@ fn expected_gains(inputs: &Inputs<'_, '_>) -> Result<Vec<(String, u64)>, Check> 
     let g = &inputs.geometry;
     let blocked = |id: &str, p| blocked_by_field(id, &p);
     let layers = g.layers().map_err(|p| blocked(SIZES, p))?;
-    let hidden = g.hidden().map_err(|p| blocked(SIZES, p))?;
-    let head_dim = g.head_dim().map_err(|p| blocked(SIZES, p))?;
     let mut out = Vec::new();
-    for layer in 0..layers {
-        for gain in LayerGain::ALL {
-            let len = if gain.is_per_head() { head_dim } else { hidden };
-            out.push((inputs.naming.name(Role::LayerGain { layer, gain }), len));
+    for (role, spec) in inputs
+        .config
+        .family
+        .roles(layers, |s| s.forms == [Form::Gain])
+    {
+        // A gain's shape has one dimension.
+        if let [len] = (spec.shape)(g).map_err(|p| blocked(SIZES, p))?.as_slice() {
+            out.push((inputs.naming.name(role), *len));
         }
     }
-    out.push((inputs.naming.name(Role::FinalNorm), hidden));
-    out.push((inputs.naming.name(Role::HiddenNorm), hidden));
     Ok(out)
 }
 

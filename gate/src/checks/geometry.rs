@@ -1,66 +1,10 @@
 //! `config.geometry`, and the derived dimensions every later check asks for.
 
 use super::GEOMETRY;
-use crate::config::{DraftConfig, Field, FieldProblem, HeadDimSource, ProblemKind};
+pub use crate::config::Geometry;
+use crate::config::{DraftConfig, FieldProblem, HeadDimSource, LayerType, ProblemKind};
 use crate::report::Check;
 use serde_json::json;
-
-/// Derived dimensions, each still a `Field` so a check that needs a missing one can name it.
-#[derive(Clone, Copy)]
-pub struct Geometry<'c> {
-    pub config: &'c DraftConfig,
-}
-
-impl<'c> Geometry<'c> {
-    pub fn new(config: &'c DraftConfig) -> Geometry<'c> {
-        Geometry { config }
-    }
-
-    pub fn hidden(&self) -> Field<u64> {
-        self.config.hidden_size.clone()
-    }
-
-    pub fn layers(&self) -> Field<u64> {
-        self.config.num_hidden_layers.clone()
-    }
-
-    pub fn head_dim(&self) -> Field<u64> {
-        self.config.head_dim.clone().map(|(d, _)| d)
-    }
-
-    pub fn intermediate(&self) -> Field<u64> {
-        self.config.intermediate_size.clone()
-    }
-
-    pub fn taps(&self) -> Field<Vec<u64>> {
-        self.config.target_layer_ids.clone()
-    }
-
-    /// `num_attention_heads * head_dim`.
-    pub fn q_dim(&self) -> Field<u64> {
-        product(
-            "q_dim",
-            self.config.num_attention_heads.clone()?,
-            self.head_dim()?,
-        )
-    }
-
-    /// `num_key_value_heads * head_dim`.
-    pub fn kv_dim(&self) -> Field<u64> {
-        product(
-            "kv_dim",
-            self.config.num_key_value_heads.clone()?,
-            self.head_dim()?,
-        )
-    }
-}
-
-fn product(name: &str, a: u64, b: u64) -> Field<u64> {
-    a.checked_mul(b).ok_or_else(|| FieldProblem {
-        field: name.to_owned(),
-        kind: ProblemKind::Invalid(format!("overflows ({a} x {b})")),
-    })
-}
 
 /// The UNDECIDED (or blocked) check for a field problem met by check `id`.
 pub fn blocked_by_field(id: &str, problem: &FieldProblem) -> Check {
@@ -89,6 +33,15 @@ pub fn check_geometry(c: &DraftConfig) -> Check {
     note(c.sliding_window.clone().map(drop));
     note(c.embedding_scale.clone().map(drop));
     note(c.vocab_size.clone().map(drop));
+    note(c.conv.clone().map(drop));
+    note(c.selector.clone().map(drop));
+    note(c.output_multiplier.clone().map(drop));
+    note(c.final_logit_softcapping.clone().map(drop));
+    note(c.is_causal.clone().map(drop));
+    note(c.layer_types.clone().map(drop));
+    for p in second_family(c) {
+        note(Err(p));
+    }
     if let (Ok(h), Ok(kv)) = (&c.num_attention_heads, &c.num_key_value_heads) {
         if h % kv != 0 {
             note(Err(invalid(
@@ -148,6 +101,75 @@ pub fn check_geometry(c: &DraftConfig) -> Check {
         "block_size": c.block_size.clone().ok(),
         "target_layer_ids": c.target_layer_ids.clone().ok(),
     }))
+}
+
+/// The rules of spec section 10: a DFlash2 config switches on a feature, a feature's pair fits the
+/// geometry, the softcap is not negative; and `layer_types`, for any family, has one entry per layer.
+fn second_family(c: &DraftConfig) -> Vec<FieldProblem> {
+    let mut out = Vec::new();
+    if c.family.is_second() && matches!((&c.conv, &c.selector), (Ok(None), Ok(None))) {
+        out.push(invalid(
+            "architectures",
+            "declares DFlash2DraftModel but switches on neither feature: conv_kernel_size and \
+             conv_group_size, selector_rank and selector_top_k are all absent"
+                .to_owned(),
+        ));
+    }
+    if let (Ok(Some((_, group))), Ok(hidden)) = (&c.conv, &c.hidden_size) {
+        if hidden % group != 0 {
+            out.push(invalid(
+                "conv_group_size",
+                format!("{group} does not divide hidden_size {hidden}"),
+            ));
+        }
+    }
+    if let Ok(Some((_, top_k))) = c.selector {
+        match &c.vocab_size {
+            Ok(Some(vocab)) if top_k > *vocab => out.push(invalid(
+                "selector_top_k",
+                format!("{top_k} exceeds vocab_size {vocab}"),
+            )),
+            Ok(Some(_)) | Err(_) => {}
+            Ok(None) => out.push(FieldProblem::new(
+                "vocab_size",
+                ProblemKind::WrongType(format!(
+                    "missing, and selector_top_k {top_k} must be checked against it"
+                )),
+            )),
+        }
+    }
+    if let Ok(Some(cap)) = c.final_logit_softcapping {
+        if cap < 0.0 {
+            out.push(invalid(
+                "final_logit_softcapping",
+                format!("is {cap}, negative"),
+            ));
+        }
+    }
+    if let (Ok(Some(types)), Ok(layers)) = (&c.layer_types, &c.num_hidden_layers) {
+        if types.len() as u64 != *layers {
+            out.push(invalid(
+                "layer_types",
+                format!("has {} entries, num_hidden_layers is {layers}", types.len()),
+            ));
+        }
+        let window = match &c.sliding_window {
+            Ok(Some(Some(w))) => Some(*w),
+            _ => None,
+        };
+        if let (Some(i), None) = (types.iter().position(|t| *t == LayerType::Sliding), window) {
+            let why = match &c.sliding_window {
+                Ok(None) => "absent",
+                Ok(Some(None)) => "null",
+                _ => "not readable",
+            };
+            out.push(invalid(
+                &format!("layer_types[{i}]"),
+                format!("is \"sliding_attention\" but sliding_window is {why}, not positive"),
+            ));
+        }
+    }
+    out
 }
 
 fn invalid(field: &str, why: String) -> FieldProblem {

@@ -3,10 +3,11 @@
 use super::list;
 use super::Inputs;
 use crate::dtype::Dtype;
+use crate::family::{looks_second_family, Role, Switch};
 use crate::report::Check;
-use crate::roles::{looks_second_family, Role};
 use crate::tile::GridGeometry;
 use serde_json::json;
+use std::collections::HashMap;
 
 pub const EXPLAINED: &str = "inventory.explained";
 
@@ -18,35 +19,25 @@ pub fn run(inputs: &Inputs<'_, '_>) -> Check {
     let entries = &inputs.container.table.entries;
     let mut unexplained = Vec::new();
     let mut undecided = Vec::new();
+    let mut seen: HashMap<Role, &str> = HashMap::new();
     for e in entries {
         let role = inputs.naming.role(&e.name);
-        let why = match role {
-            None if looks_second_family(&e.name) => {
-                Some("a second-family (DFlash2) selector or convolution tensor".to_owned())
+        if let Some(role) = role {
+            // A codebook with and without `.weight`, or a name and its alias: one role, two tensors.
+            if let Some(first) = seen.get(&role) {
+                unexplained.push(format!("{} (a second name for {role}: {first})", e.name));
+                continue;
             }
-            None => None,
-            Some(Role::Projection { layer, .. } | Role::LayerGain { layer, .. })
-                if layer >= layers =>
-            {
-                Some(format!("layer {layer}, but the config has {layers} layers"))
-            }
-            Some(Role::EmbedTokens) => match embed_problem(inputs, e) {
-                Ok(()) => continue,
-                Err(Some(why)) => Some(why),
-                Err(None) => {
-                    undecided.push(format!(
-                        "{}: an embedding table, but config.json has no vocab_size to size it",
-                        e.name
-                    ));
-                    continue;
-                }
-            },
-            Some(_) => continue,
-        };
-        unexplained.push(match why {
-            Some(why) => format!("{} ({why})", e.name),
-            None => e.name.clone(),
-        });
+            seen.insert(role, &e.name);
+        }
+        match judge(inputs, e, role, layers) {
+            Verdict::Explained => {}
+            Verdict::Undecided(why) => undecided.push(format!("{}: {why}", e.name)),
+            Verdict::Unexplained(why) => unexplained.push(match why {
+                Some(why) => format!("{} ({why})", e.name),
+                None => e.name.clone(),
+            }),
+        }
     }
     let evidence =
         json!({ "tensors": entries.len(), "unexplained": unexplained, "undecided": undecided });
@@ -79,6 +70,72 @@ pub fn run(inputs: &Inputs<'_, '_>) -> Check {
         ),
     )
     .with_evidence(evidence)
+}
+
+/// What the inventory makes of one tensor.
+enum Verdict {
+    Explained,
+    /// Unexplained, with why when there is more to say than its name.
+    Unexplained(Option<String>),
+    Undecided(String),
+}
+
+/// A tensor is explained when its name parses to a role of the config's family, in a layer the config
+/// has, switched on by the config (an embedding table also needs the shape the config gives it).
+fn judge(
+    inputs: &Inputs<'_, '_>,
+    e: &crate::container::TensorInfo,
+    role: Option<Role>,
+    layers: u64,
+) -> Verdict {
+    let family = inputs.config.family;
+    let Some(role) = role else {
+        return Verdict::Unexplained(
+            looks_second_family(&e.name)
+                .then(|| "a second-family (DFlash2) selector or convolution tensor".to_owned()),
+        );
+    };
+    let second = |what: String| {
+        Verdict::Unexplained(Some(format!(
+            "a second-family (DFlash2) {what}, but config.json declares the {} family",
+            family.name
+        )))
+    };
+    if let Some(layer) = role.layer().filter(|l| *l >= layers) {
+        return Verdict::Unexplained(Some(format!(
+            "layer {layer}, but the config has {layers} layers"
+        )));
+    }
+    let Some(kind) = role.kind() else {
+        return match role {
+            Role::Scalar(s) if !family.scalars.contains(&s) => second("scalar".to_owned()),
+            _ => Verdict::Explained,
+        };
+    };
+    let Some(spec) = family.spec(kind) else {
+        return second(format!("{role} tensor"));
+    };
+    match (spec.switch, role) {
+        (Switch::Feature(f), _) => match f.is_on(inputs.config) {
+            Ok(true) => Verdict::Explained,
+            Ok(false) => {
+                let [a, b] = f.fields();
+                Verdict::Unexplained(Some(format!(
+                    "a DFlash2 {} tensor, but config.json sets no {a}/{b}",
+                    f.noun()
+                )))
+            }
+            Err(p) => Verdict::Undecided(format!("needs {p}")),
+        },
+        (_, Role::EmbedTokens) => match embed_problem(inputs, e) {
+            Ok(()) => Verdict::Explained,
+            Err(Some(why)) => Verdict::Unexplained(Some(why)),
+            Err(None) => Verdict::Undecided(
+                "an embedding table, but config.json has no vocab_size to size it".to_owned(),
+            ),
+        },
+        _ => Verdict::Explained,
+    }
 }
 
 /// `Ok` when an embedding table is BF16 `[vocab, hidden]` or a q4_1 grid of that size; `Err(None)`

@@ -4,6 +4,7 @@
 //! earlier check let it down is UNDECIDED with `blocked_by` naming that check, so a reader (and a
 //! negative control) can tell "failed here" from "could not be asked".
 
+mod dflash2;
 mod gains;
 mod geometry;
 mod inventory;
@@ -14,8 +15,8 @@ pub use geometry::{check_geometry, Geometry};
 
 use crate::config::DraftConfig;
 use crate::container::Container;
+use crate::family::Naming;
 use crate::report::{Check, GridCensus};
-use crate::roles::Naming;
 use std::collections::HashMap;
 
 pub const GEOMETRY: &str = "config.geometry";
@@ -42,7 +43,9 @@ pub struct Inputs<'r, 'a> {
 
 /// Runs every container-reading check, in report order.
 pub fn run(config: &DraftConfig, container: &Container<'_>) -> (Vec<Check>, Forms) {
-    let naming = Naming::detect(container.table.entries.iter().map(|e| e.name.as_str()));
+    let naming = config
+        .family
+        .naming(container.table.entries.iter().map(|e| e.name.as_str()));
     let inputs = Inputs {
         config,
         geometry: Geometry::new(config),
@@ -50,11 +53,29 @@ pub fn run(config: &DraftConfig, container: &Container<'_>) -> (Vec<Check>, Form
         naming,
     };
     let mut forms = Forms::default();
-    let mut checks = projections::run(&inputs, &mut forms);
+    // The second family's matrices are decided first: those found gridded join the tile checks.
+    let features = dflash2::run(&inputs, &mut forms);
+    let mut checks = projections::run(&inputs, &mut forms, &features.grids);
     checks.extend(scalars::run(&inputs, &mut forms));
     checks.extend(gains::run(&inputs, &mut forms));
+    checks.extend(features.checks);
     checks.push(inventory::run(&inputs));
     (checks, forms)
+}
+
+/// The ids `run` produces for this config whatever the container holds: [`CONTAINER_CHECKS`] and
+/// the checks of the features the config switches on.
+pub fn container_checks(config: &DraftConfig) -> Vec<&'static str> {
+    let mut ids = CONTAINER_CHECKS.to_vec();
+    ids.extend(
+        config
+            .family
+            .features()
+            .into_iter()
+            .filter(|f| f.is_on(config) != Ok(false))
+            .map(crate::family::Feature::check_id),
+    );
+    ids
 }
 
 /// The ids of the checks `run` produces whatever the container holds, for reports where the container

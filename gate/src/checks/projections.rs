@@ -4,8 +4,8 @@ use super::geometry::blocked_by_field;
 use super::{list, Forms, Inputs};
 use crate::config::Field;
 use crate::container::TensorInfo;
+use crate::family::Kind;
 use crate::report::{Check, GridCensus};
-use crate::roles::{Projection, Role};
 use crate::tile::{GridGeometry, GridScan, TileGrid};
 use serde_json::json;
 
@@ -27,7 +27,13 @@ struct Slot<'a> {
     grid: Option<Result<TileGrid<'a>, String>>,
 }
 
-pub fn run(inputs: &Inputs<'_, '_>, forms: &mut Forms) -> Vec<Check> {
+/// The projection checks, and the tile checks over the projections and `extra`: further tensors
+/// (the second family's matrices) already proven to be grids.
+pub fn run<'a>(
+    inputs: &Inputs<'_, 'a>,
+    forms: &mut Forms,
+    extra: &[(String, TileGrid<'a>)],
+) -> Vec<Check> {
     let layers = match inputs.geometry.layers() {
         Ok(l) => l,
         Err(p) => {
@@ -37,19 +43,21 @@ pub fn run(inputs: &Inputs<'_, '_>, forms: &mut Forms) -> Vec<Check> {
                 .collect();
         }
     };
+    let family = inputs.config.family;
     let mut slots = Vec::new();
-    for layer in 0..layers {
-        for projection in Projection::ALL {
-            let name = inputs.naming.name(Role::Projection { layer, projection });
-            let info = inputs.container.get(&name);
-            let geometry = dims(inputs, projection).map(|(n, k)| GridGeometry::new(n, k));
-            slots.push(Slot {
-                name,
-                geometry,
-                info,
-                grid: None,
-            });
-        }
+    for (role, spec) in family.roles(layers, |s| matches!(s.kind, Kind::Projection(_))) {
+        let name = inputs.naming.name(role);
+        let info = inputs.container.get(&name);
+        let geometry = (spec.shape)(&inputs.geometry).map(|dims| match dims.as_slice() {
+            [n, k] => GridGeometry::new(*n, *k),
+            _ => None,
+        });
+        slots.push(Slot {
+            name,
+            geometry,
+            info,
+            grid: None,
+        });
     }
     let mut checks = vec![present(&slots, layers)];
     for slot in &mut slots {
@@ -58,12 +66,17 @@ pub fn run(inputs: &Inputs<'_, '_>, forms: &mut Forms) -> Vec<Check> {
         }
     }
     checks.push(tile_grid(&slots));
-    let grids: Vec<(&str, TileGrid<'_>)> = slots
+    let proven: Vec<(&str, TileGrid<'_>)> = slots
         .iter()
         .filter_map(|s| match &s.grid {
             Some(Ok(g)) => Some((s.name.as_str(), *g)),
             _ => None,
         })
+        .collect();
+    let all_grids = proven.len() == slots.len();
+    let grids: Vec<(&str, TileGrid<'_>)> = proven
+        .into_iter()
+        .chain(extra.iter().map(|(n, g)| (n.as_str(), *g)))
         .collect();
     let scans = scan_all(&grids);
     for ((name, grid), scan) in grids.iter().zip(&scans) {
@@ -92,28 +105,15 @@ pub fn run(inputs: &Inputs<'_, '_>, forms: &mut Forms) -> Vec<Check> {
             );
         }
     }
-    let all_grids = grids.len() == slots.len();
     checks.push(headers(&grids, &scans, all_grids));
-    if slots
+    let padded = slots
         .iter()
-        .any(|s| matches!(s.geometry, Ok(Some(g)) if g.is_padded()))
-    {
+        .any(|s| matches!(s.geometry, Ok(Some(g)) if g.is_padded()));
+    if padded || extra.iter().any(|(_, g)| g.geometry.is_padded()) {
         checks.push(padding(&grids, &scans, all_grids));
     }
     checks.push(signature(&grids, &scans, all_grids));
     checks
-}
-
-/// N x K of a projection: rows are output features, columns input features.
-fn dims(inputs: &Inputs<'_, '_>, projection: Projection) -> Field<(u64, u64)> {
-    let g = &inputs.geometry;
-    Ok(match projection {
-        Projection::Q => (g.q_dim()?, g.hidden()?),
-        Projection::K | Projection::V => (g.kv_dim()?, g.hidden()?),
-        Projection::O => (g.hidden()?, g.q_dim()?),
-        Projection::Gate | Projection::Up => (g.intermediate()?, g.hidden()?),
-        Projection::Down => (g.hidden()?, g.intermediate()?),
-    })
 }
 
 fn present(slots: &[Slot<'_>], layers: u64) -> Check {

@@ -4,8 +4,8 @@ use super::{Forms, Inputs};
 use crate::config::{Field, FieldProblem};
 use crate::container::TensorInfo;
 use crate::dtype::Dtype;
+use crate::family::Scalar;
 use crate::report::Check;
-use crate::roles::Scalar;
 use serde_json::json;
 
 /// Relative tolerance accepted for `embedding_scale` when the f32 values are not identical.
@@ -13,7 +13,8 @@ pub const EMBEDDING_SCALE_REL_TOL: f64 = 1e-6;
 
 pub fn run(inputs: &Inputs<'_, '_>, forms: &mut Forms) -> Vec<Check> {
     let mut checks = Vec::new();
-    for scalar in Scalar::ALL {
+    // Only the family's scalars: another family's is left to inventory.explained.
+    for &scalar in inputs.config.family.scalars {
         let name = scalar.tensor_name();
         let Some(info) = inputs.container.get(&name) else {
             continue;
@@ -59,7 +60,7 @@ impl Stored {
 fn read(scalar: Scalar, info: &TensorInfo, bytes: &[u8]) -> Result<Stored, String> {
     let declared = format!("declared {} {}", info.dtype, info.shape_text());
     let one = matches!(info.shape.as_slice(), [] | [1]);
-    if scalar == Scalar::EmbeddingScale {
+    if scalar.is_float() {
         if info.dtype != Dtype::F32 || !one {
             return Err(format!("{declared}, expected F32 [1]"));
         }
@@ -158,30 +159,45 @@ fn compare(id: &str, scalar: Scalar, stored: &Stored, inputs: &Inputs<'_, '_>) -
             ),
             other => ints(other.map(|o| o.flatten().map(|w| vec![w]))),
         },
-        Scalar::EmbeddingScale => {
+        Scalar::EmbeddingScale | Scalar::OutputMultiplier | Scalar::FinalLogitSoftcapping => {
             let Stored::Float(got) = stored else {
-                return Check::fail(id, "dflash.embedding_scale is not a float");
+                return Check::fail(id, format!("{} is not a float", scalar.tensor_name()));
             };
-            match c.embedding_scale.clone() {
+            let want = match scalar {
+                Scalar::OutputMultiplier => c.output_multiplier.clone(),
+                Scalar::FinalLogitSoftcapping => c.final_logit_softcapping.clone(),
+                _ => c.embedding_scale.clone(),
+            };
+            match want {
                 Err(p) => undecided(id, &p),
                 Ok(None) => Check::undecided(
                     id,
-                    format!(
-                        "cannot decide: config.json has no embedding_scale to compare with {got}"
-                    ),
+                    format!("cannot decide: config.json has no {field} to compare with {got}"),
                 ),
-                Ok(Some(want)) => compare_float(id, *got, want, statement, differs),
+                // embedding_scale multiplies embeddings: zero or negative is no scale. The logit
+                // fields need only be finite (a softcap of 0 is "off").
+                Ok(Some(want)) => compare_float(
+                    id,
+                    (*got, want),
+                    scalar == Scalar::EmbeddingScale,
+                    statement,
+                    differs,
+                ),
             }
         }
+        Scalar::ConvKernelSize => ints(c.conv.clone().map(|o| o.map(|(k, _)| vec![k]))),
+        Scalar::ConvGroupSize => ints(c.conv.clone().map(|o| o.map(|(_, g)| vec![g]))),
+        Scalar::SelectorRank => ints(c.selector.clone().map(|o| o.map(|(r, _)| vec![r]))),
+        Scalar::SelectorTopK => ints(c.selector.clone().map(|o| o.map(|(_, k)| vec![k]))),
     }
 }
 
 /// Compares the stored f32 with `f32(config value)`: exactly, else within a relative 1e-6, and says
-/// which. Both must be finite and positive first: an infinity or a zero equals nothing.
+/// which. Both must be finite (and positive, when `positive`) first: an infinity equals nothing.
 fn compare_float(
     id: &str,
-    got: f32,
-    want: f64,
+    (got, want): (f32, f64),
+    positive: bool,
     statement: impl Fn(&str, &str) -> String,
     differs: impl Fn(&str, &str) -> String,
 ) -> Check {
@@ -190,18 +206,24 @@ fn compare_float(
     let evidence =
         json!({ "container": finite(got), "config": want, "config_as_f32": finite(want32) });
     for (whose, value) in [("the container's", got), ("config.json's (as f32)", want32)] {
-        if !(value.is_finite() && value > 0.0) {
+        if !(value.is_finite() && (value > 0.0 || !positive)) {
+            let want = if positive {
+                "finite positive"
+            } else {
+                "finite"
+            };
             return Check::fail(
                 id,
                 format!(
-                    "{}: {whose} value {value} is not a finite positive f32",
+                    "{}: {whose} value {value} is not a {want} f32",
                     differs(&a, &b)
                 ),
             )
             .with_evidence(evidence);
         }
     }
-    if got.to_bits() == want32.to_bits() {
+    // Both are finite here, so == is exact equality (and 0 equals -0).
+    if got == want32 {
         return Check::pass(id, format!("{}: equal as f32, exactly", statement(&a, &b)))
             .with_evidence(evidence);
     }

@@ -202,7 +202,6 @@ pub fn all() -> Vec<Arm> {
         arm("control::second_family_tensor", Base::Small, second_family_tensor, fail("inventory.explained", &["model.selector.weight", "second-family"])),
         arm("control::not_a_dflash_config", Base::Small, not_dflash, fail("config.is_dflash", &["LlamaForCausalLM"])),
         // The spec's further controls.
-        arm("control::second_family_config", Base::Small, second_family_config, fail("config.is_dflash", &["DFlash2DraftModel", "second DFlash family"])),
         arm("control::zeroed_tile_header", Base::Small, zeroed_tile_header, fail("tiles.headers_sane", &["model.layers.0.mlp.up_proj.weight", "tile 5", "zero scale over non-zero codes"])),
         arm("control::sliding_window_mismatch", Base::Small, sliding_window_mismatch, fail("scalars.sliding_window", &["[128] vs [64]"])),
         arm("control::f16_gain_labelled_bf16", Base::Small, f16_gain, fail("norms.bf16", &["model.norm.weight", "reads as f16"])),
@@ -594,11 +593,6 @@ fn not_dflash(s: &mut Scenario) {
     let c = s.config_mut();
     c.insert("model_type".into(), json!("llama"));
     c.insert("architectures".into(), json!(["LlamaForCausalLM"]));
-}
-
-fn second_family_config(s: &mut Scenario) {
-    s.config_mut()
-        .insert("architectures".into(), json!(["DFlash2DraftModel"]));
 }
 
 fn zeroed_tile_header(s: &mut Scenario) {
