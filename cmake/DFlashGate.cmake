@@ -22,7 +22,7 @@ add_test(NAME tool_selftest_dflash_draft_info
   WORKING_DIRECTORY "${DFLASH_GATE_ROOT}")
 
 execute_process(
-  COMMAND "${DFLASH_GATE_CARGO}" test --quiet --package gate-tests --test suite -- --list
+  COMMAND "${DFLASH_GATE_CARGO}" test --quiet --package dflash-gate --test suite -- --list
   WORKING_DIRECTORY "${DFLASH_GATE_ROOT}"
   OUTPUT_VARIABLE _dflash_gate_list
   ERROR_VARIABLE _dflash_gate_list_err
@@ -36,7 +36,7 @@ foreach(_line IN LISTS _dflash_gate_lines)
   if(_line MATCHES "^(.+): test$")
     set(_trial "${CMAKE_MATCH_1}")
     add_test(NAME "dflash_gate::${_trial}"
-      COMMAND "${DFLASH_GATE_CARGO}" test --quiet --package gate-tests --test suite -- --exact ${_trial}
+      COMMAND "${DFLASH_GATE_CARGO}" test --quiet --package dflash-gate --test suite -- --exact ${_trial}
       WORKING_DIRECTORY "${DFLASH_GATE_ROOT}")
     # A filter that matches nothing exits 0: demand that exactly this trial ran and passed.
     set_tests_properties("dflash_gate::${_trial}" PROPERTIES

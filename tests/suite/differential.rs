@@ -48,7 +48,8 @@ fn stricter(e: &ContainerError) -> Option<&'static str> {
 fn compare(python: PathBuf) -> Result<(), Failed> {
     let mut cases = gate_tests::campaign::header_mutants(0xd1ff, CASES);
     cases.extend(hand_written());
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("differential/reference.py");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/differential/reference.py");
     let mut child = Command::new(&python)
         .arg(&script)
         .stdin(Stdio::piped())

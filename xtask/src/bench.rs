@@ -9,6 +9,7 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
         sh,
         "{cargo} bench --quiet --package gate-tests --bench gate -- {args...}"
     )
+    .quiet()
     .run()
     .map_err(|e| format!("bench: {e}"))?;
     Ok(ExitCode::SUCCESS)

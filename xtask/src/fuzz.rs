@@ -27,6 +27,7 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
             sh,
             "{cargo} run --quiet --package gate-tests --bin synth -- {geometry} {dir}"
         )
+        .quiet()
         .run()
         .map_err(|e| format!("writing seed {geometry}: {e}"))?;
         let config = std::fs::read(dir.join("config.json")).map_err(|e| e.to_string())?;
@@ -50,6 +51,7 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
         sh,
         "{cargo} fuzz run {target} -- -max_len=700000 {max_total} -print_final_stats=1"
     )
+    .quiet()
     .run()
     .map_err(|e| format!("cargo fuzz: {e}"))?;
     Ok(ExitCode::SUCCESS)

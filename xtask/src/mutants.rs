@@ -65,7 +65,7 @@ pub fn run(_: &[String]) -> Result<ExitCode, String> {
         let filter = m.filter;
         let output = xshell::cmd!(
             sh,
-            "{cargo} test --quiet --package gate-tests --test suite -- {filter}"
+            "{cargo} test --quiet --package dflash-gate --test suite -- {filter}"
         )
         .ignore_status()
         .output();

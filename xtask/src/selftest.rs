@@ -8,7 +8,7 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
     let cargo = crate::cargo();
     let output = xshell::cmd!(
         sh,
-        "{cargo} test --quiet --package gate-tests --test suite -- --format pretty {args...}"
+        "{cargo} test --quiet --package dflash-gate --test suite -- --format pretty {args...}"
     )
     .ignore_status()
     .output()
@@ -64,8 +64,9 @@ pub fn bless(_: &[String]) -> Result<ExitCode, String> {
     ] {
         xshell::cmd!(
             sh,
-            "{cargo} test --quiet --package gate-tests --test suite -- --exact {trial}"
+            "{cargo} test --quiet --package dflash-gate --test suite -- --exact {trial}"
         )
+        .quiet()
         .run()
         .map_err(|e| format!("blessing {trial}: {e}"))?;
     }
