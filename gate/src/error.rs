@@ -4,12 +4,15 @@
 
 use crate::files::FileError;
 use std::fmt;
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 
 /// The gate could not run at all: exit 2, not a verdict on the package.
 #[derive(Debug)]
 pub enum PackageError {
-    /// The path is not a directory (or does not exist).
+    /// Nothing exists at the path.
+    NoSuchDirectory { path: PathBuf },
+    /// Something exists at the path, but it is not a directory (a file, a device).
     NotADirectory { path: PathBuf },
     /// The directory has no config.json.
     NoConfig { path: PathBuf },
@@ -21,8 +24,11 @@ pub enum PackageError {
 impl fmt::Display for PackageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            PackageError::NoSuchDirectory { path } => {
+                write!(f, "{}: no such directory", path.display())
+            }
             PackageError::NotADirectory { path } => {
-                write!(f, "{}: not a package directory", path.display())
+                write!(f, "{}: a file, not a package directory", path.display())
             }
             PackageError::NoConfig { path } => write!(f, "{}: no config.json", path.display()),
             PackageError::File(e) => e.fmt(f),
@@ -42,5 +48,43 @@ impl std::error::Error for PackageError {
 impl From<FileError> for PackageError {
     fn from(e: FileError) -> Self {
         PackageError::File(e)
+    }
+}
+
+impl PackageError {
+    /// A stable token for the JSON document's `reason` (schema/report.schema.json lists every one).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            PackageError::NoSuchDirectory { .. } => "no_such_directory",
+            PackageError::NotADirectory { .. } => "not_a_directory",
+            PackageError::NoConfig { .. } => "no_config",
+            PackageError::File(FileError::NotFound { .. }) => "file_not_found",
+            PackageError::File(FileError::NotRegular { .. }) => "not_a_regular_file",
+            PackageError::File(FileError::TooLarge { .. }) => "file_too_large",
+            PackageError::File(FileError::Unreadable { .. }) => "unreadable",
+            PackageError::File(FileError::Changed { .. }) => "changed_while_read",
+        }
+    }
+
+    /// The path the error is about (the package, or the file in it at fault).
+    pub fn path(&self) -> &Path {
+        match self {
+            PackageError::NoSuchDirectory { path }
+            | PackageError::NotADirectory { path }
+            | PackageError::NoConfig { path } => path,
+            PackageError::File(e) => e.path(),
+        }
+    }
+}
+
+/// `dir` is a directory: "no such directory" and "a file, not a package directory" are told apart.
+/// Every reader of a package directory (the draft's, the target's, `--all`'s) asks this first.
+pub fn require_dir(dir: &Path) -> Result<(), PackageError> {
+    let path = dir.to_owned();
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(PackageError::NotADirectory { path }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(PackageError::NoSuchDirectory { path }),
+        Err(source) => Err(PackageError::File(FileError::Unreadable { path, source })),
     }
 }

@@ -28,11 +28,7 @@ pub struct Options {
 /// Gates the package in `dir`.
 pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     let start = Instant::now();
-    if !dir.is_dir() {
-        return Err(PackageError::NotADirectory {
-            path: dir.to_owned(),
-        });
-    }
+    crate::error::require_dir(dir)?;
     let config = read_config(dir)?;
     let files = list_files(dir)?;
     let weight = locate_weights(&files);

@@ -1,22 +1,23 @@
 //! `cargo xtask gate`: builds `dflash-gate` optimised (the tile scan is far too slow unoptimised on a
-//! 270 MB package) and runs it with the given arguments, passing its exit status through.
+//! 270 MB package), asks cargo where it put it (so `CARGO_TARGET_DIR` is respected and a stale binary
+//! elsewhere is never run), and runs it with the given arguments, passing its exit status through.
+//!
+//! The arguments are checked with the binary's own parser first, so a typo or `--help` answers at
+//! once, before any build.
 
-use std::process::ExitCode;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
 
 /// Gated when no directory is named, so the quick start works on a fresh clone.
 pub const DEFAULT_PACKAGE: &str = "fixtures/tiny";
 
 pub fn run(args: &[String]) -> Result<ExitCode, String> {
-    let sh = crate::shell()?;
-    let cargo = crate::cargo();
-    xshell::cmd!(
-        sh,
-        "{cargo} build --quiet --release --package gate --bin dflash-gate"
-    )
-    .run()
-    .map_err(|e| format!("building dflash-gate: {e}"))?;
+    let raw: Vec<OsString> = args.iter().map(OsString::from).collect();
+    let parsed = crate::gate_cli::parse(raw, crate::gate_cli::OPTIONS)
+        .map_err(|e| format!("gate: {e}\nfor more, run 'cargo xtask gate --help'"))?;
     let mut args = args.to_vec();
-    if !args.iter().any(|a| !a.starts_with('-')) {
+    if parsed.operands.is_empty() && !parsed.has("--all") && !parsed.has("--version") {
         eprintln!("xtask: no package named; gating the bundled {DEFAULT_PACKAGE}");
         args.push(
             crate::root()
@@ -25,11 +26,59 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
                 .into_owned(),
         );
     }
-    let binary = crate::root().join("target/release/dflash-gate");
+    let binary = build()?;
     // The user's working directory, not the workspace, resolves their relative paths.
-    let status = std::process::Command::new(binary)
+    let status = Command::new(&binary)
         .args(&args)
         .status()
-        .map_err(|e| format!("running dflash-gate: {e}"))?;
+        .map_err(|e| format!("running {}: {e}", binary.display()))?;
     Ok(ExitCode::from(status.code().map_or(2, |c| c as u8)))
+}
+
+/// Builds the release binary and returns the path cargo reports for it.
+pub fn build() -> Result<PathBuf, String> {
+    let output = Command::new(crate::cargo())
+        .current_dir(crate::root())
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "--package",
+            "dflash-gate",
+            "--bin",
+            "dflash-gate",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("running cargo build: {e}"))?;
+    if !output.status.success() {
+        return Err("building dflash-gate failed (cargo's errors are above)".to_owned());
+    }
+    executable(&String::from_utf8_lossy(&output.stdout), "dflash-gate")
+        .ok_or_else(|| "cargo built dflash-gate but did not say where".to_owned())
+}
+
+/// The `executable` of the `compiler-artifact` message for binary `name` in cargo's JSON messages.
+fn executable(messages: &str, name: &str) -> Option<PathBuf> {
+    messages
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == name)
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_executable_is_read_from_cargos_messages() {
+        let messages = r#"{"reason":"compiler-artifact","target":{"name":"gate","kind":["lib"]},"executable":null}
+{"reason":"compiler-artifact","target":{"name":"dflash-gate","kind":["bin"]},"executable":"/t/release/dflash-gate"}
+{"reason":"build-finished","success":true}"#;
+        assert_eq!(
+            super::executable(messages, "dflash-gate"),
+            Some("/t/release/dflash-gate".into())
+        );
+        assert_eq!(super::executable("", "dflash-gate"), None);
+    }
 }

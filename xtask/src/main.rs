@@ -1,5 +1,6 @@
 //! `cargo xtask <task>`: the project's commands, so that CI and a person at a terminal run the same
-//! thing. Each task is a small module; the table below is both the dispatch and the help.
+//! thing. Each task is a small module; the table below is the dispatch, `cargo xtask help`, and each
+//! task's `--help` at once, so they cannot drift.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
@@ -9,20 +10,93 @@ mod gate;
 mod mutants;
 mod selftest;
 
+/// The `dflash-gate` binary's own option table and parser: `cargo xtask gate` validates its
+/// arguments and prints its help from them, without building the binary.
+#[allow(dead_code)]
+#[path = "../../gate/src/bin/dflash-gate/cli.rs"]
+mod gate_cli;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-type Task = fn(&[String]) -> Result<ExitCode, String>;
+type Run = fn(&[String]) -> Result<ExitCode, String>;
 
-const TASKS: &[(&str, Task, &str)] = &[
-    ("gate", gate::run, "gate <dir>... [--json] [--census]: gate packages with the optimised binary (default: fixtures/tiny)"),
-    ("selftest", selftest::run, "selftest: run every arm of the test suite; PASS/FAIL per arm, exit 0 only if all hold"),
-    ("cmake", cmake::run, "cmake [--out FILE | --check FILE]: print the CMake module that registers the gate's ctest rows"),
-    ("cmake-smoke", cmake::smoke, "cmake-smoke: configure a throwaway CMake project with the module; good rows pass, a broken row fails"),
-    ("bench", bench::run, "bench [--runs N]: time the gate against the floor on the reference and a 1.4 GB package"),
-    ("fuzz", fuzz::run, "fuzz <container|package> [seconds]: seed a corpus from synthetic packages and run cargo fuzz"),
-    ("mutants", mutants::run, "mutants: break each check on purpose; every mutant must turn an arm red"),
-    ("bless", selftest::bless, "bless: rewrite fixtures/tiny and its golden report from the generator"),
+/// One task: its name, what it runs, its arguments, what it does, and its options (`(option, help)`).
+struct Task {
+    name: &'static str,
+    run: Run,
+    usage: &'static str,
+    about: &'static str,
+    options: &'static [(&'static str, &'static str)],
+}
+
+const TASKS: &[Task] = &[
+    Task {
+        name: "gate",
+        run: gate::run,
+        usage: "gate [options] [<package-dir>...]",
+        about: "build dflash-gate optimised (once; cargo says where) and run it; no directory: fixtures/tiny",
+        options: &[("(the options of dflash-gate)", "listed by `cargo xtask gate --help`")],
+    },
+    Task {
+        name: "selftest",
+        run: selftest::run,
+        usage: "selftest [<filter>] [libtest options]",
+        about: "run every trial of the suite; PASS/FAIL per trial and a count; exit 0 only if all hold",
+        options: &[("<filter>", "only the trials whose name contains it (as `cargo test`)")],
+    },
+    Task {
+        name: "cmake",
+        run: cmake::run,
+        usage: "cmake [--out FILE | --check FILE]",
+        about: "print the CMake module that registers the gate's ctest rows",
+        options: &[
+            ("--out FILE", "write it to FILE (it works wherever it is put)"),
+            ("--check FILE", "exit 1 if FILE is not what would be written"),
+        ],
+    },
+    Task {
+        name: "cmake-smoke",
+        run: cmake::smoke,
+        usage: "cmake-smoke",
+        about: "a throwaway consumer project: rows pass and fail as they must, a trial that did not run is not Passed",
+        options: &[],
+    },
+    Task {
+        name: "bench",
+        run: bench::run,
+        usage: "bench [--runs N]",
+        about: "time the gate against the floor on the reference and a 1.4 GB package",
+        options: &[("--runs N", "timed runs per row (default 7)")],
+    },
+    Task {
+        name: "fuzz",
+        run: fuzz::run,
+        usage: "fuzz <container|package> [seconds]",
+        about: "seed a corpus from synthetic packages and run cargo fuzz (default 60 s)",
+        options: &[],
+    },
+    Task {
+        name: "mutants",
+        run: mutants::run,
+        usage: "mutants",
+        about: "break each check on purpose; every mutant must turn an arm red",
+        options: &[],
+    },
+    Task {
+        name: "bless",
+        run: selftest::bless,
+        usage: "bless",
+        about: "rewrite fixtures/tiny and its golden report from the generator",
+        options: &[],
+    },
+    Task {
+        name: "help",
+        run: help_task,
+        usage: "help [<task>]",
+        about: "list every task with its options, or one task's help",
+        options: &[],
+    },
 ];
 
 fn main() -> ExitCode {
@@ -38,24 +112,78 @@ fn main() -> ExitCode {
 
 fn try_main(args: &[String]) -> Result<ExitCode, String> {
     let Some((name, rest)) = args.split_first() else {
-        help();
+        eprint!("{}", overview());
         return Ok(ExitCode::from(2));
     };
-    match TASKS.iter().find(|(n, _, _)| n == name) {
-        Some((_, task, _)) => task(rest),
-        None => {
-            eprintln!("xtask: unknown task {name:?}");
-            help();
-            Ok(ExitCode::from(2))
-        }
+    if matches!(name.as_str(), "-h" | "--help") {
+        print!("{}", overview());
+        return Ok(ExitCode::SUCCESS);
     }
+    let Some(task) = TASKS.iter().find(|t| t.name == name) else {
+        let nearest = TASKS
+            .iter()
+            .map(|t| (gate_cli::distance(name, t.name), t.name))
+            .min()
+            .filter(|(d, _)| *d <= 2)
+            .map(|(_, n)| format!(" (did you mean {n}?)"))
+            .unwrap_or_default();
+        return Err(format!(
+            "unknown task {name:?}{nearest}; `cargo xtask help` lists them"
+        ));
+    };
+    // `--help` before any `--` answers for the task, and runs nothing.
+    if rest
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--help" || a == "-h")
+    {
+        print!("{}", task_help(task));
+        return Ok(ExitCode::SUCCESS);
+    }
+    (task.run)(rest)
 }
 
-fn help() {
-    eprintln!("usage: cargo xtask <task> [args]\n\ntasks:");
-    for (_, _, text) in TASKS {
-        eprintln!("  {text}");
+/// `cargo xtask help [<task>]`.
+fn help_task(args: &[String]) -> Result<ExitCode, String> {
+    match args {
+        [] => print!("{}", overview()),
+        [name] => match TASKS.iter().find(|t| t.name == name) {
+            Some(task) => print!("{}", task_help(task)),
+            None => return Err(format!("unknown task {name:?}")),
+        },
+        _ => return Err("usage: cargo xtask help [<task>]".to_owned()),
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every task, its arguments, and its options.
+fn overview() -> String {
+    let mut out =
+        "usage: cargo xtask <task> [args]   (cargo xtask <task> --help for one task)\n\ntasks:\n"
+            .to_owned();
+    for task in TASKS {
+        out.push_str(&format!("  {:<38} {}\n", task.usage, task.about));
+        for (option, help) in task.options {
+            out.push_str(&format!("      {option:<34} {help}\n"));
+        }
+    }
+    out
+}
+
+fn task_help(task: &Task) -> String {
+    let mut out = format!("usage: cargo xtask {}\n\n{}\n", task.usage, task.about);
+    if task.name == "gate" {
+        out.push_str(&format!(
+            "\noptions (those of dflash-gate, passed through):\n{}",
+            gate_cli::options_help(gate_cli::OPTIONS)
+        ));
+    } else if !task.options.is_empty() {
+        out.push_str("\noptions:\n");
+        for (option, help) in task.options {
+            out.push_str(&format!("  {option:<18} {help}\n"));
+        }
+    }
+    out
 }
 
 /// The workspace root: the parent of this crate's manifest directory.
@@ -76,4 +204,44 @@ pub fn shell() -> Result<xshell::Shell, String> {
     let sh = xshell::Shell::new().map_err(|e| e.to_string())?;
     sh.change_dir(root());
     Ok(sh)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_every_task_with_its_options() {
+        let text = overview();
+        for task in TASKS {
+            assert!(text.contains(task.usage), "{} missing:\n{text}", task.name);
+            for (option, _) in task.options {
+                assert!(text.contains(option), "{option} missing:\n{text}");
+            }
+        }
+        // A task's own help: the gate's names every option of the binary.
+        let gate = TASKS.iter().find(|t| t.name == "gate").unwrap();
+        let help = task_help(gate);
+        for opt in gate_cli::OPTIONS {
+            assert!(help.contains(opt.long), "{} missing:\n{help}", opt.long);
+        }
+    }
+
+    #[test]
+    fn help_answers_without_running_the_task() {
+        // `gate --help` would build the binary if it ran the task; `bless --help` would rewrite the
+        // fixture. Both must answer with exit 0 at once.
+        for task in ["gate", "bless", "mutants"] {
+            let args = [task.to_owned(), "--help".to_owned()];
+            assert_eq!(try_main(&args), Ok(ExitCode::SUCCESS), "{task}");
+        }
+    }
+
+    #[test]
+    fn a_mistyped_task_or_option_is_answered_with_the_nearest() {
+        let err = try_main(&["gaet".to_owned()]).unwrap_err();
+        assert!(err.contains("did you mean gate?"), "{err}");
+        let err = try_main(&["gate".to_owned(), "--jsn".to_owned()]).unwrap_err();
+        assert!(err.contains("did you mean --json?"), "{err}");
+    }
 }

@@ -31,11 +31,7 @@ pub struct Target {
 
 /// Reads the target's config and weight-file header. A target that cannot be read is a usage error.
 pub fn read(dir: &Path) -> Result<Target, PackageError> {
-    if !dir.is_dir() {
-        return Err(PackageError::NotADirectory {
-            path: dir.to_owned(),
-        });
-    }
+    crate::error::require_dir(dir)?;
     let bytes = match files::read_capped(&dir.join(CONFIG_FILE), MAX_CONFIG_BYTES) {
         Ok(bytes) => bytes,
         Err(FileError::NotFound { .. }) => {

@@ -1,0 +1,255 @@
+//! The command-line conventions users expect of a tool like ripgrep or cargo: help and version on
+//! stdout with exit 0, `--` ending options, the nearest option suggested for a typo, a repeated
+//! single-valued option refused, "no such directory" told from "a file", and a report that cannot be
+//! written never read as a verdict (exit 2).
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/tiny")
+}
+
+fn gate_in(cwd: Option<&Path>, args: &[&OsStr]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dflash-gate"));
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    cmd.args(args).output().expect("runs")
+}
+
+fn gate(args: &[&str]) -> Output {
+    let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    gate_in(None, &args)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn copy(root: &Path, name: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["config.json", "model.q4nx"] {
+        std::fs::copy(fixture().join(file), dir.join(file)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn help_goes_to_stdout_with_exit_0_and_names_every_option() {
+    for flag in ["--help", "-h"] {
+        let o = gate(&[flag]);
+        assert_eq!(o.status.code(), Some(0), "{flag}");
+        assert!(o.stderr.is_empty(), "{flag}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert!(out.contains("usage: dflash-gate"), "{out}");
+        for option in [
+            "--json",
+            "--census",
+            "--target DIR",
+            "--manifest",
+            "--all DIR",
+            "--full",
+            "--version",
+        ] {
+            assert!(
+                out.contains(option),
+                "{flag} does not mention {option}:\n{out}"
+            );
+        }
+        assert!(out.contains("exit status"), "{out}");
+    }
+    // Help wins over everything else on the line, and gates nothing.
+    let o = gate(&["/nonexistent", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+}
+
+#[test]
+fn version_goes_to_stdout_with_exit_0() {
+    for flag in ["--version", "-V"] {
+        let o = gate(&[flag]);
+        assert_eq!(o.status.code(), Some(0));
+        assert_eq!(
+            text(&o.stdout),
+            format!("dflash-gate {}\n", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}
+
+#[test]
+fn double_dash_ends_options() {
+    let root = tempfile::tempdir().unwrap();
+    copy(root.path(), "-x");
+    let o = gate_in(Some(root.path()), &["--".as_ref(), "-x".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("VERDICT      PASS"));
+    // Without `--`, `-x` is an (unknown) option.
+    let o = gate_in(Some(root.path()), &["-x".as_ref()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("unknown option -x"),
+        "{}",
+        text(&o.stderr)
+    );
+    // After `--`, even `--json` is a directory name.
+    let o = gate_in(Some(root.path()), &["--".as_ref(), "--json".as_ref()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--json: no such directory"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn a_typo_is_answered_with_the_nearest_option() {
+    let dir = fixture();
+    let dir = dir.to_str().unwrap();
+    for (typo, nearest) in [
+        ("--jsn", "--json"),
+        ("--taget", "--target"),
+        ("--manfest", "--manifest"),
+        ("--censsus", "--census"),
+        ("--verison", "--version"),
+    ] {
+        let o = gate(&[dir, typo]);
+        assert_eq!(o.status.code(), Some(2), "{typo}");
+        assert!(
+            o.stdout.is_empty(),
+            "{typo}: nothing gated, nothing on stdout"
+        );
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(&format!("unknown option {typo} (did you mean {nearest}?)")),
+            "{typo}: {err}"
+        );
+        assert!(err.contains("dflash-gate --help"), "{err}");
+    }
+    let err = text(&gate(&[dir, "--zzzzzzzzzz"]).stderr);
+    assert!(
+        err.contains("unknown option --zzzzzzzzzz") && !err.contains("did you mean"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_repeated_single_valued_option_is_refused() {
+    let dir = fixture();
+    let dir = dir.to_str().unwrap();
+    let o = gate(&[dir, "--target", "a", "--target=b"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("--target given twice"), "{err}");
+    assert!(err.contains("\"a\"") && err.contains("\"b\""), "{err}");
+    // A repeated switch changes nothing.
+    assert_eq!(gate(&[dir, "--census", "--census"]).status.code(), Some(0));
+    // A value where none is taken, and none where one is needed.
+    assert!(text(&gate(&[dir, "--json=yes"]).stderr).contains("--json takes no value"));
+    let err = text(&gate(&[dir, "--target"]).stderr);
+    assert!(
+        err.contains("--target needs a value: --target DIR"),
+        "{err}"
+    );
+}
+
+#[test]
+fn equals_form_is_the_same_option() {
+    let root = tempfile::tempdir().unwrap();
+    let models = root.path().join("models");
+    copy(&models, "one");
+    let all = format!("--all={}", models.display());
+    let o = gate(&[all.as_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("1 packages: 1 pass"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+#[test]
+fn no_such_directory_is_told_from_a_file() {
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("config.json");
+    std::fs::write(&file, b"{}").unwrap();
+    let absent = root.path().join("absent");
+    for (path, said) in [
+        (&absent, "no such directory"),
+        (&file, "a file, not a package directory"),
+    ] {
+        let o = gate(&[path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(&format!("{}: {said}", path.display())),
+            "{err}"
+        );
+        // --all says the same of its folder.
+        let o = gate(&["--all", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(text(&o.stderr).contains(said), "{}", text(&o.stderr));
+    }
+}
+
+/// `dflash-gate pkg >/dev/full`: the report could not be written, so the exit is 2, never the
+/// verdict's 0.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_report_that_cannot_be_written_is_exit_2() {
+    for args in [vec![], vec!["--json"], vec!["--census"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+            .arg(fixture())
+            .args(&args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&o.stderr).contains("cannot write the report to stdout"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+        .arg("--help")
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "--help into /dev/full");
+}
+
+/// `dflash-gate --all models | (reader that went away)`: every write fails with a broken pipe; the
+/// exit is 2 and stderr says how many packages went unreported.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_in_all_mode_is_exit_2() {
+    let root = tempfile::tempdir().unwrap();
+    let models = root.path().join("models");
+    for name in ["a", "b", "c"] {
+        copy(&models, name);
+    }
+    for extra in [&[][..], &["--full"][..], &["--json"][..]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+            .arg("--all")
+            .arg(&models)
+            .args(extra)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains("of 3 package(s) not reported"), "{err}");
+    }
+}
