@@ -6,8 +6,9 @@ use serde_json::{json, Value};
 use std::fmt;
 use std::time::Duration;
 
-/// Version of the JSON document. Bump on any change that is not purely additive.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the JSON document. Bump on any change that is not purely additive. The document's
+/// schema is `schema/report.schema.json`; a test validates real reports against it.
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Outcome {
@@ -95,6 +96,7 @@ impl Check {
 
     pub fn to_json(&self) -> Value {
         json!({
+            "kind": "check",
             "id": self.id,
             "outcome": self.outcome.label(),
             "message": self.message,
@@ -194,6 +196,7 @@ impl Census {
             .iter()
             .map(|t| {
                 json!({
+                    "kind": "tensor",
                     "name": t.name,
                     "role": t.role,
                     "dtype": t.dtype,
@@ -202,6 +205,7 @@ impl Census {
                     "bytes": t.offsets.1 - t.offsets.0,
                     "form": t.form,
                     "grid": t.grid.as_ref().map(|g| json!({
+                        "kind": "q4_1_grid",
                         "n": g.n,
                         "k": g.k,
                         "tiles": g.tiles,
@@ -216,7 +220,7 @@ impl Census {
         let files: Vec<Value> = self
             .files
             .iter()
-            .map(|f| json!({"name": f.name, "bytes": f.bytes, "use": f.use_}))
+            .map(|f| json!({"kind": "file", "name": f.name, "bytes": f.bytes, "use": f.use_}))
             .collect();
         let metadata: serde_json::Map<String, Value> = self
             .metadata
@@ -224,6 +228,7 @@ impl Census {
             .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect();
         json!({
+            "kind": "census",
             "files": files,
             "weight_file": self.weight_file,
             "header_bytes": self.header_bytes,
@@ -234,6 +239,19 @@ impl Census {
             "tensors": tensors,
         })
     }
+}
+
+/// The JSON document for a package the gate could not run on (exit 2): what it was named, why, and the
+/// path at fault. `reason` is a token a program can branch on; `message` is the human line.
+pub fn error_json(package: &str, error: &crate::PackageError) -> Value {
+    json!({
+        "kind": "error",
+        "schema_version": SCHEMA_VERSION,
+        "package": package,
+        "reason": error.reason(),
+        "path": error.path().to_string_lossy(),
+        "message": error.to_string(),
+    })
 }
 
 /// The whole answer for one package.
@@ -264,19 +282,24 @@ impl Report {
     }
 
     pub fn passed(&self) -> usize {
-        self.checks
-            .iter()
-            .filter(|c| c.outcome == Outcome::Pass)
-            .count()
+        self.count(Outcome::Pass)
     }
 
-    /// The JSON document (schema in the README). Deterministic: no timings, checks in run order.
+    /// How many checks ended with `outcome`.
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.checks.iter().filter(|c| c.outcome == outcome).count()
+    }
+
+    /// The JSON document (`schema/report.schema.json`). Deterministic: no timings, checks in run order.
     pub fn to_json(&self) -> Value {
         json!({
+            "kind": "report",
             "schema_version": SCHEMA_VERSION,
             "package": self.package,
             "verdict": self.verdict().label(),
             "checks_passed": self.passed(),
+            "checks_failed": self.count(Outcome::Fail),
+            "checks_undecided": self.count(Outcome::Undecided),
             "checks_total": self.checks.len(),
             "checks": self.checks.iter().map(Check::to_json).collect::<Vec<_>>(),
             "not_checked": self.not_checked,

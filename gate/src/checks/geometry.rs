@@ -73,24 +73,10 @@ pub fn check_geometry(c: &DraftConfig) -> Check {
         }
     }
     let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
-    if problems.iter().any(FieldProblem::is_invalid) {
-        return Check::fail(
-            GEOMETRY,
-            format!(
-                "the config's geometry is inconsistent: {}",
-                listed.join("; ")
-            ),
-        )
-        .with_evidence(json!({ "problems": listed }));
-    }
-    if !problems.is_empty() {
-        return Check::undecided(
-            GEOMETRY,
-            format!("cannot decide the config's geometry: {}", listed.join("; ")),
-        )
-        .with_evidence(json!({ "problems": listed }));
-    }
-    Check::pass(GEOMETRY, summary(c)).with_evidence(json!({
+    // One evidence shape whatever the outcome: each field as read (null when it could not be), and
+    // the problems found (none on a PASS).
+    let evidence = json!({
+        "problems": listed,
         "hidden_size": c.hidden_size.clone().ok(),
         "num_hidden_layers": c.num_hidden_layers.clone().ok(),
         "num_attention_heads": c.num_attention_heads.clone().ok(),
@@ -100,7 +86,25 @@ pub fn check_geometry(c: &DraftConfig) -> Check {
         "intermediate_size": c.intermediate_size.clone().ok(),
         "block_size": c.block_size.clone().ok(),
         "target_layer_ids": c.target_layer_ids.clone().ok(),
-    }))
+    });
+    if problems.iter().any(FieldProblem::is_invalid) {
+        return Check::fail(
+            GEOMETRY,
+            format!(
+                "the config's geometry is inconsistent: {}",
+                listed.join("; ")
+            ),
+        )
+        .with_evidence(evidence);
+    }
+    if !problems.is_empty() {
+        return Check::undecided(
+            GEOMETRY,
+            format!("cannot decide the config's geometry: {}", listed.join("; ")),
+        )
+        .with_evidence(evidence);
+    }
+    Check::pass(GEOMETRY, summary(c)).with_evidence(evidence)
 }
 
 /// The rules of spec section 10: a DFlash2 config switches on a feature, a feature's pair fits the

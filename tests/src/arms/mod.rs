@@ -773,6 +773,8 @@ pub fn gate_arm(
 /// Runs one arm: `Ok` when the gate said exactly what the arm expects.
 pub fn run(arm: &Arm) -> Result<(), String> {
     let report = gate_arm(arm.base, arm.encoding, arm.defect, arm.extra)?;
+    // Every arm's report, passing or refused, is also a test of the published JSON schema.
+    crate::schema::validate(&report.to_json())?;
     match &arm.expect {
         Expect::Pass { facts } => {
             if report.verdict() != Outcome::Pass {

@@ -1,0 +1,243 @@
+//! The `--json` document against the published schema (`schema/report.schema.json`): real reports
+//! from the binary (pass, fail, undecided, unreadable, several packages) validate, and a document that
+//! drifts from the schema (a field added, a field removed, a kind changed) does not. Every arm of the
+//! suite validates its report too (`gate_tests::arms::run`).
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/tiny")
+}
+
+/// Runs the binary with `--json`; returns the document and the exit status.
+fn json(args: &[&std::ffi::OsStr]) -> (Value, i32) {
+    let o = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("runs");
+    let doc = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}):\n{}",
+            String::from_utf8_lossy(&o.stdout)
+        )
+    });
+    (doc, o.status.code().unwrap_or(-1))
+}
+
+fn valid(doc: &Value) {
+    if let Err(e) = gate_tests::schema::validate(doc) {
+        panic!("{e}\n{}", serde_json::to_string_pretty(doc).unwrap());
+    }
+}
+
+fn copy(root: &Path, name: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["config.json", "model.q4nx"] {
+        std::fs::copy(fixture().join(file), dir.join(file)).unwrap();
+    }
+    dir
+}
+
+fn edit_config(dir: &Path, f: impl FnOnce(&mut serde_json::Map<String, Value>)) {
+    let path = dir.join("config.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    f(v.as_object_mut().unwrap());
+    std::fs::write(path, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+/// A folder of packages: good, failing (a scalar disagrees), undecided (a field missing).
+fn models(root: &Path) -> PathBuf {
+    let models = root.join("models");
+    copy(&models, "a-good");
+    let fail = copy(&models, "b-fail");
+    edit_config(&fail, |c| {
+        c.insert("block_size".into(), 4.into());
+    });
+    let undecided = copy(&models, "c-undecided");
+    edit_config(&undecided, |c| {
+        c.remove("intermediate_size");
+    });
+    models
+}
+
+#[test]
+fn pass_fail_and_undecided_reports_validate() {
+    let root = tempfile::tempdir().unwrap();
+    let models = models(root.path());
+    for (name, verdict, code) in [
+        ("a-good", "PASS", 0),
+        ("b-fail", "FAIL", 1),
+        ("c-undecided", "UNDECIDED", 3),
+    ] {
+        let (doc, status) = json(&[models.join(name).as_os_str()]);
+        valid(&doc);
+        assert_eq!((doc["kind"].as_str(), status), (Some("report"), code));
+        assert_eq!(doc["verdict"], verdict);
+        let counts: u64 = ["checks_passed", "checks_failed", "checks_undecided"]
+            .iter()
+            .map(|k| doc[k].as_u64().unwrap())
+            .sum();
+        assert_eq!(counts, doc["checks_total"].as_u64().unwrap());
+    }
+}
+
+#[test]
+fn the_census_validates() {
+    let (doc, _) = json(&[fixture().as_os_str(), "--census".as_ref()]);
+    valid(&doc);
+    assert_eq!(doc["census"]["kind"], "census");
+    assert!(doc["census"]["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["kind"] == "tensor"));
+}
+
+#[test]
+fn unreadable_packages_are_a_documented_error_shape() {
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("a-file");
+    std::fs::write(&file, b"not a package").unwrap();
+    let no_config = root.path().join("no-config");
+    std::fs::create_dir(&no_config).unwrap();
+    for (dir, reason) in [
+        (root.path().join("absent"), "no_such_directory"),
+        (file, "not_a_directory"),
+        (no_config, "no_config"),
+    ] {
+        let (doc, status) = json(&[dir.as_os_str()]);
+        valid(&doc);
+        assert_eq!(status, 2);
+        assert_eq!(doc["kind"], "error");
+        assert_eq!(doc["reason"], reason, "{doc}");
+        assert_eq!(doc["schema_version"], 2);
+    }
+}
+
+#[test]
+fn several_packages_are_an_array_even_when_all_holds_one() {
+    let root = tempfile::tempdir().unwrap();
+    let models = models(root.path());
+    let (doc, status) = json(&["--all".as_ref(), models.as_os_str()]);
+    valid(&doc);
+    assert_eq!(status, 1);
+    let verdicts: Vec<&str> = doc
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["PASS", "FAIL", "UNDECIDED"]);
+    // A report and an error side by side.
+    let absent = root.path().join("absent");
+    let (doc, status) = json(&[fixture().as_os_str(), absent.as_os_str()]);
+    valid(&doc);
+    assert_eq!(status, 2);
+    let kinds: Vec<&str> = doc
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["report", "error"]);
+    // --all over a folder that holds one package: still the array the README documents.
+    let one = root.path().join("one");
+    copy(&one, "only");
+    let (doc, status) = json(&["--all".as_ref(), one.as_os_str()]);
+    valid(&doc);
+    assert_eq!(status, 0);
+    assert_eq!(doc.as_array().map(Vec::len), Some(1), "{doc}");
+}
+
+/// What a drift is, and how to make it.
+type Drift = (&'static str, fn(&mut Value));
+
+/// The schema is closed: a report that gained, lost or renamed a field is refused, so the schema and
+/// the report types cannot drift apart unnoticed.
+#[test]
+fn drift_from_the_schema_is_refused() {
+    let (good, _) = json(&[fixture().as_os_str()]);
+    valid(&good);
+    let schema = gate_tests::schema::load().unwrap();
+    let drifts: [Drift; 6] = [
+        ("a report field added", |d| {
+            d["new_field"] = json!(1);
+        }),
+        ("a report field removed", |d| {
+            d.as_object_mut().unwrap().remove("checks_total");
+        }),
+        ("a census field added", |d| {
+            d["census"]["tensors"][0]["new_field"] = json!("x");
+        }),
+        ("an evidence field added", |d| {
+            d["checks"][1]["evidence"]["new_field"] = json!(0);
+        }),
+        ("an unknown check id", |d| {
+            d["checks"][0]["id"] = json!("made.up");
+        }),
+        ("a wrong kind", |d| {
+            d["checks"][0]["kind"] = json!("report");
+        }),
+    ];
+    for (what, drift) in drifts {
+        let mut doc = good.clone();
+        drift(&mut doc);
+        assert!(
+            !gate_tests::schema::errors(&schema, &doc).is_empty(),
+            "{what}: the schema did not notice"
+        );
+    }
+}
+
+/// The checker itself refuses what a schema forbids, and a keyword it does not know.
+#[test]
+fn the_checker_refuses_what_a_schema_forbids() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer", "minimum": 0}, "b": {"enum": ["x"]}},
+        "required": ["a"],
+        "additionalProperties": false,
+    });
+    let errors = |v: Value| gate_tests::schema::errors(&schema, &v).len();
+    assert_eq!(errors(json!({"a": 1, "b": "x"})), 0);
+    assert_eq!(errors(json!({"b": "x"})), 1, "missing a");
+    assert_eq!(errors(json!({"a": -1})), 1, "below minimum");
+    assert_eq!(errors(json!({"a": 1.5})), 1, "not an integer");
+    assert_eq!(errors(json!({"a": 1, "c": 0})), 1, "extra field");
+    assert_eq!(errors(json!({"a": 1, "b": "y"})), 1, "not in enum");
+    let unknown = json!({"pattern": "x"});
+    assert_eq!(
+        gate_tests::schema::errors(&unknown, &json!("x")).len(),
+        1,
+        "an unknown keyword is an error"
+    );
+}
+
+/// Every evidence shape in the schema is one object for PASS, FAIL and UNDECIDED of its check (or
+/// null): no check id has two different object shapes.
+#[test]
+fn each_check_documents_one_evidence_shape() {
+    let schema = gate_tests::schema::load().unwrap();
+    let defs = schema["$defs"].as_object().unwrap();
+    let ids = schema["$defs"]["check"]["properties"]["id"]["enum"]
+        .as_array()
+        .unwrap();
+    for id in ids {
+        let id = id.as_str().unwrap();
+        let def = &defs[&format!("evidence:{id}")];
+        let objects = match def.get("oneOf") {
+            Some(branches) => branches
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|b| b["type"] == "object")
+                .count(),
+            None => usize::from(def["type"] == "object"),
+        };
+        assert!(objects <= 1, "{id} has {objects} evidence object shapes");
+    }
+}
