@@ -84,7 +84,9 @@ pub fn require_dir(dir: &Path) -> Result<(), PackageError> {
     match std::fs::metadata(dir) {
         Ok(meta) if meta.is_dir() => Ok(()),
         Ok(_) => Err(PackageError::NotADirectory { path }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(PackageError::NoSuchDirectory { path }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(PackageError::NoSuchDirectory { path })
+        }
         Err(source) => Err(PackageError::File(FileError::Unreadable { path, source })),
     }
 }

@@ -193,10 +193,15 @@ fn matches(root: &Value, branches: &[Value], value: &Value, at: &str) -> (usize,
     for branch in branches {
         let mut errors = Vec::new();
         check(root, branch, value, at, &mut errors);
+        // A branch of another type is the furthest miss of all.
+        let wrong_type = errors
+            .iter()
+            .any(|e| e.starts_with(&format!("{at}: ")) && e.contains("is not of type"));
         let depth = errors
             .iter()
-            .map(|e| e.split(": ").next().unwrap_or("").matches('/').count())
-            .max();
+            .map(|e| e.split(": ").next().unwrap_or("").matches('/').count() + 1)
+            .max()
+            .map(|d| if wrong_type { 0 } else { d });
         match depth {
             None => matched += 1,
             Some(d) if nearest.as_ref().is_none_or(|(best, _)| d > *best) => {

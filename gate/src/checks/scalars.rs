@@ -115,7 +115,8 @@ fn compare(id: &str, scalar: Scalar, stored: &Stored, inputs: &Inputs<'_, '_>) -
                     scalar.tensor_name()
                 ),
             )
-            .with_evidence(json!({ "container": got }));
+            // The same evidence shape as a comparison's, the config's side as read.
+            .with_evidence(json!({ "container": got, "config": want.clone().ok().flatten() }));
         }
         match want {
             Err(p) => undecided(id, &p),
