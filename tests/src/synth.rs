@@ -1,5 +1,9 @@
 //! The seeded generator of well-formed packages.
 
+pub mod dflash2;
+
+pub use dflash2::Features;
+
 use gate::dtype::Dtype;
 use gate::roles::{LayerGain, Naming, Projection, Role, Scalar};
 use gate::tile::{GridGeometry, GROUPS_PER_TILE, TILE_BYTES, TILE_COLS, TILE_ROWS};
@@ -25,6 +29,19 @@ pub struct Geometry {
     pub mask_token_id: u64,
     pub num_target_layers: u64,
     pub vocab_size: u64,
+    /// Which family the package is (and, for the second, which features it switches on).
+    pub draft: Draft,
+}
+
+/// The family a generated package declares.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Draft {
+    /// `DFlashDraftModel`.
+    DFlash,
+    /// `MuseGlimmerAssistantModel`: the first family with fc and hidden_norm under the encoder's names.
+    AssistantHead,
+    /// `DFlash2DraftModel` with these features.
+    DFlash2(Features),
 }
 
 impl Geometry {
@@ -43,6 +60,7 @@ impl Geometry {
             mask_token_id: 262_143,
             num_target_layers: 36,
             vocab_size: 262_144,
+            draft: Draft::DFlash,
         }
     }
 
@@ -61,6 +79,7 @@ impl Geometry {
             mask_token_id: 999,
             num_target_layers: 8,
             vocab_size: 1000,
+            draft: Draft::DFlash,
         }
     }
 
@@ -89,6 +108,7 @@ impl Geometry {
             mask_token_id: 7,
             num_target_layers: 2,
             vocab_size: 64,
+            draft: Draft::DFlash,
         }
     }
 
@@ -101,6 +121,9 @@ impl Geometry {
             "padded" => Geometry::padded(),
             "bolt" => Geometry::bolt(),
             "large" => Geometry::large(),
+            "dflash2-small" => Geometry::dflash2_small(),
+            "dflash2-reference" => Geometry::dflash2_reference(),
+            "assistant-head" => Geometry::assistant_head(),
             _ => return None,
         })
     }
@@ -121,6 +144,7 @@ impl Geometry {
             mask_token_id: 5,
             num_target_layers: 4,
             vocab_size: 512,
+            draft: Draft::DFlash,
         }
     }
 
@@ -140,6 +164,7 @@ impl Geometry {
             mask_token_id: 151_669,
             num_target_layers: 36,
             vocab_size: 151_936,
+            draft: Draft::DFlash,
         }
     }
 
@@ -159,6 +184,27 @@ impl Geometry {
             Projection::O => (self.hidden, self.q_dim()),
             Projection::Gate | Projection::Up => (self.intermediate, self.hidden),
             Projection::Down => (self.hidden, self.intermediate),
+        }
+    }
+
+    /// How a package of this geometry spells its names under `encoding`.
+    pub fn naming(&self, encoding: Encoding) -> Naming {
+        let naming = if encoding.prefixed {
+            Naming::PREFIXED
+        } else {
+            Naming::BARE
+        };
+        match self.draft {
+            Draft::AssistantHead => naming.with_aliases(gate::family::ASSISTANT_HEAD.aliases),
+            _ => naming,
+        }
+    }
+
+    /// The small geometry as an assistant head (`MuseGlimmerAssistantModel`).
+    pub fn assistant_head() -> Geometry {
+        Geometry {
+            draft: Draft::AssistantHead,
+            ..Geometry::small()
         }
     }
 
@@ -185,6 +231,12 @@ pub struct Encoding {
     pub model_type_dflash: bool,
     /// Align every tensor to 64 bytes with zero gaps, as the engine's own packer does.
     pub aligned: bool,
+    /// DFlash2: the kernel and hidden projections as BF16 matrices instead of q4_1 grids.
+    pub dflash2_matrices_bf16: bool,
+    /// DFlash2: the codebooks as q4_1 grids instead of BF16 matrices.
+    pub codebooks_gridded: bool,
+    /// DFlash2: the codebooks named with `.weight`, as one loader writes them.
+    pub codebooks_weight_suffix: bool,
 }
 
 impl Default for Encoding {
@@ -198,6 +250,9 @@ impl Default for Encoding {
             head_dim_stated: true,
             model_type_dflash: false,
             aligned: false,
+            dflash2_matrices_bf16: false,
+            codebooks_gridded: false,
+            codebooks_weight_suffix: false,
         }
     }
 }
@@ -234,11 +289,7 @@ pub struct Package {
 impl Package {
     /// A well-formed package. Same geometry, encoding and seed: same bytes.
     pub fn generate(geometry: &Geometry, encoding: Encoding, seed: u64) -> Package {
-        let naming = if encoding.prefixed {
-            Naming::PREFIXED
-        } else {
-            Naming::BARE
-        };
+        let naming = geometry.naming(encoding);
         let mut tensors = Vec::new();
         let mut jobs = Vec::new();
         for layer in 0..geometry.layers {
@@ -303,6 +354,9 @@ impl Package {
             &mut rng,
         ));
         tensors.extend(scalar_tensors(geometry));
+        if let Draft::DFlash2(features) = &geometry.draft {
+            tensors.extend(dflash2::tensors(geometry, features, encoding, naming, seed));
+        }
         Package {
             geometry: geometry.clone(),
             encoding,
@@ -326,14 +380,9 @@ impl Package {
             .unwrap_or_else(|| panic!("no tensor {name}"))
     }
 
-    /// The name of a role under this package's spelling.
+    /// The name of a role under this package's spelling (and its family's aliases).
     pub fn name(&self, role: Role) -> String {
-        let naming = if self.encoding.prefixed {
-            Naming::PREFIXED
-        } else {
-            Naming::BARE
-        };
-        naming.name(role)
+        self.geometry.naming(self.encoding).name(role)
     }
 
     /// Tensors in the order safetensors' writer puts them: by dtype alignment descending, then name.
@@ -475,8 +524,22 @@ fn config_json(g: &Geometry, e: Encoding) -> Value {
         top.remove("architectures");
         top.insert("model_type".into(), json!("dflash"));
     }
-    let dflash = json!({ "block_size": g.block_size, "target_layer_ids": g.taps, "mask_token_id": g.mask_token_id });
-    if e.nested_dflash_config {
+    let mut dflash = json!({ "block_size": g.block_size, "target_layer_ids": g.taps, "mask_token_id": g.mask_token_id });
+    match &g.draft {
+        Draft::DFlash => {}
+        Draft::AssistantHead => {
+            top.insert("architectures".into(), json!(["MuseGlimmerAssistantModel"]));
+            top.remove("model_type");
+        }
+        Draft::DFlash2(features) => {
+            top.insert("architectures".into(), json!(["DFlash2DraftModel"]));
+            if let Value::Object(nested) = &mut dflash {
+                features.config_fields(g, top, nested);
+            }
+        }
+    }
+    // The assistant head keeps every field at the top level.
+    if e.nested_dflash_config && g.draft != Draft::AssistantHead {
         top.insert("dflash_config".into(), dflash);
     } else if let Value::Object(fields) = dflash {
         top.extend(fields);
@@ -486,7 +549,7 @@ fn config_json(g: &Geometry, e: Encoding) -> Value {
 
 /// Roughly normal samples from one `u64` (the sum of four 16-bit uniforms), cheap enough for the
 /// reference geometry's 327 million weights.
-fn normal(rng: &mut StdRng) -> f32 {
+pub(crate) fn normal(rng: &mut StdRng) -> f32 {
     let x = rng.next_u64();
     let sum = (x & 0xffff) + ((x >> 16) & 0xffff) + ((x >> 32) & 0xffff) + (x >> 48);
     // Irwin-Hall(4) scaled to unit variance: mean 2, variance 4/12.
@@ -547,7 +610,7 @@ pub fn set_code(tile: &mut [u8], col: usize, r: usize, q: u8) {
 }
 
 /// A norm gain: values spread over several binades (0.12 .. 1.05, as real gains are), bf16.
-fn gain_tensor(name: String, len: u64, rng: &mut StdRng) -> Tensor {
+pub(crate) fn gain_tensor(name: String, len: u64, rng: &mut StdRng) -> Tensor {
     let (lo, hi) = (0.12f32.ln(), 1.05f32.ln());
     let data = (0..len)
         .flat_map(|_| {

@@ -36,15 +36,33 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "manifest.sha256", file: "gate/src/beyond/manifest.rs", from: "if hex != want {", to: "if false {", filter: "arms::control::manifest_flipped_byte" },
     Mutant { check: "target.hidden_size", file: "gate/src/beyond/target.rs", from: "(Ok(d), Some(t)) if *d == t =>", to: "(Ok(d), Some(t)) if *d == t || t > 0 =>", filter: "arms::control::target_hidden_differs" },
     Mutant { check: "target.tokenizer", file: "gate/src/beyond/target.rs", from: "if target.tokenizer {", to: "if true {", filter: "arms::control::target_without_tokenizer" },
+    Mutant { check: "dflash2.conv", file: "gate/src/checks/dflash2.rs", from: "if !absent.is_empty() || !refused.is_empty() {", to: "if false {", filter: "arms::control::dflash2_mlp_conv_missing" },
+    Mutant { check: "dflash2.selector", file: "gate/src/checks/dflash2.rs", from: "Some(form) if info.dtype == Dtype::Bf16 && info.shape == shape => {", to: "Some(form) if info.dtype == Dtype::Bf16 => {", filter: "arms::control::dflash2_codebook_one_row_short" },
+    Mutant { check: "tiles.* on DFlash2 grids", file: "gate/src/checks/mod.rs", from: "projections::run(&inputs, &mut forms, &features.grids)", to: "projections::run(&inputs, &mut forms, &[])", filter: "arms::control::dflash2_nan_scale_in_gridded_kernel_projection" },
+    Mutant { check: "config.geometry (DFlash2)", file: "gate/src/checks/geometry.rs", from: "if c.family.is_second() && matches!((&c.conv, &c.selector), (Ok(None), Ok(None))) {", to: "if false {", filter: "arms::control::dflash2_neither_feature" },
+    Mutant { check: "config.geometry (DFlash2)", file: "gate/src/checks/geometry.rs", from: "if hidden % group != 0 {", to: "if false {", filter: "arms::control::dflash2_group_size_does_not_divide_hidden" },
+    Mutant { check: "config.geometry (DFlash2)", file: "gate/src/checks/geometry.rs", from: "Ok(Some(vocab)) if top_k > *vocab =>", to: "Ok(Some(vocab)) if top_k > *vocab && false =>", filter: "arms::control::dflash2_top_k_above_vocab" },
+    Mutant { check: "config.geometry (layer_types)", file: "gate/src/checks/geometry.rs", from: "if types.len() as u64 != *layers {", to: "if false {", filter: "arms::control::layer_types_wrong_length" },
+    Mutant { check: "inventory.explained (DFlash2)", file: "gate/src/checks/inventory.rs", from: "Ok(true) => Verdict::Explained,", to: "Ok(_) => Verdict::Explained,", filter: "arms::control::dflash2_selector_tensors_without_fields" },
+    Mutant { check: "inventory.explained (DFlash2)", file: "gate/src/checks/inventory.rs", from: "return second(format!(\"{role} tensor\"));", to: "return Verdict::Explained;", filter: "arms::control::conv_tensors_in_first_family" },
+    Mutant { check: "assistant-head aliases", file: "gate/src/family/names.rs", from: "if let Some(a) = self.aliases.iter().find(|a| a.name == rest) {", to: "if let Some(a) = self.aliases.iter().find(|a| a.name == rest && false) {", filter: "arms::pass::assistant_head" },
     Mutant { check: "allocation bound", file: "gate/src/container.rs", from: "    if n > MAX_HEADER_BYTES {", to: "    std::hint::black_box(Vec::<u8>::with_capacity(n.min(1 << 31) as usize));\n    if n > MAX_HEADER_BYTES {", filter: "campaign::mutations_seed_1" },
 ];
 
-pub fn run(_: &[String]) -> Result<ExitCode, String> {
+/// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of
+/// the words (to see one check go red without breaking all the others).
+pub fn run(words: &[String]) -> Result<ExitCode, String> {
     let sh = crate::shell()?;
     let cargo = crate::cargo();
     let root = crate::root();
     let (mut killed, mut survived) = (0, 0);
-    for m in MUTANTS {
+    let chosen = MUTANTS.iter().filter(|m| {
+        words.is_empty()
+            || words
+                .iter()
+                .any(|w| m.check.contains(w.as_str()) || m.filter.contains(w.as_str()))
+    });
+    for m in chosen {
         let path = root.join(m.file);
         let original = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", m.file))?;
         // Only the code under test is mutated, never a test's own reference copy of a line.

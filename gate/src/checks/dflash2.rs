@@ -201,7 +201,7 @@ fn describe(form: Form, shape: &[u64]) -> String {
     let dims = crate::container::shape_text(shape);
     match (form, shape) {
         (Form::Grid, [n, k]) => format!("a q4_1 grid of {n} x {k}"),
-        (Form::Bf16Matrix, [n, k]) => format!("BF16 matrix [{n}, {k}]"),
+        (Form::Bf16Matrix, [n, k]) => format!("BF16 matrix {n} x {k}"),
         _ => format!("BF16 {dims}"),
     }
 }

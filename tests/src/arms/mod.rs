@@ -5,6 +5,7 @@
 //! blocked by the failure (or being one the arm lists with its reason). A control that fails for
 //! another reason turns red.
 
+mod dflash2;
 mod hostile;
 
 use crate::defects::{
@@ -29,6 +30,12 @@ pub enum Base {
     Tiny,
     Padded,
     Bolt,
+    /// The small geometry as DFlash2 drafts: both features, convolutions only, the selector only.
+    Dflash2,
+    Dflash2ConvOnly,
+    Dflash2SelectorOnly,
+    /// The small geometry as the assistant head (first family, aliased names).
+    AssistantHead,
 }
 
 impl Base {
@@ -38,6 +45,10 @@ impl Base {
             Base::Tiny => Geometry::tiny(),
             Base::Padded => Geometry::padded(),
             Base::Bolt => Geometry::bolt(),
+            Base::Dflash2 => Geometry::dflash2_small(),
+            Base::Dflash2ConvOnly => dflash2::conv_only(),
+            Base::Dflash2SelectorOnly => dflash2::selector_only(),
+            Base::AssistantHead => Geometry::assistant_head(),
         }
     }
 }
@@ -289,6 +300,7 @@ pub fn all() -> Vec<Arm> {
     ]
     .into_iter()
     .chain(hostile::all())
+    .chain(dflash2::all())
     .collect()
 }
 

@@ -1,5 +1,6 @@
 //! `synth <geometry> <dir> [seed]`: writes a well-formed synthetic package (micro, tiny, small, padded,
-//! bolt or large) into `dir`, for fuzz seeds and for trying the gate by hand.
+//! bolt, large, dflash2-small, dflash2-reference or assistant-head) into `dir`, for fuzz seeds and
+//! for trying the gate by hand.
 #![allow(clippy::print_stderr)]
 
 use gate_tests::synth::{Encoding, Geometry, Package};
@@ -8,7 +9,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(name), Some(dir)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: synth <micro|tiny|small|padded|bolt|large> <dir> [seed]");
+        eprintln!("usage: synth <micro|tiny|small|padded|bolt|large|dflash2-small|dflash2-reference|assistant-head> <dir> [seed]");
         return ExitCode::from(2);
     };
     let Some(geometry) = Geometry::named(name) else {
