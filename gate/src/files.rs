@@ -11,6 +11,9 @@
 //!   being appended to) yields at most the bytes it had when opened; a file found shorter than that
 //!   while reading is [`FileError::Changed`], not a short read passed on as data.
 //! - **Small files are read, large ones mapped** ([`Bytes`]): everyone sees one `&[u8]`.
+//! - **A map never kills the process.** A file truncated while mapped would raise `SIGBUS` on the next
+//!   read of a vanished page; a guard (`sigbus.rs`) turns that page into zeros and marks the map, and
+//!   [`Bytes::unchanged`] then reports [`FileError::Changed`], so the zeros are never judged.
 //! - **Errors name the path and keep kinds apart**: not found, not a regular file, too large,
 //!   unreadable, changed while read.
 //!
@@ -32,6 +35,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
+
+mod sigbus;
 
 /// The config file every package (draft or target) has, next to its weights.
 pub const CONFIG_FILE: &str = "config.json";
@@ -283,22 +288,25 @@ impl RegularFile {
         Ok(())
     }
 
-    /// The whole file as one slice: read when smaller than [`READ_BELOW`], mapped otherwise.
+    /// The whole file as one slice: read when smaller than [`READ_BELOW`], mapped (under the
+    /// `SIGBUS` guard) otherwise. Should the guard be unavailable, the file is read instead: a map
+    /// that could kill the process is never handed out.
     pub fn into_bytes(self) -> Result<Bytes, FileError> {
-        let held = if self.len < READ_BELOW {
-            Held::Read(self.read_whole()?)
-        } else {
-            Held::Mapped(map(&self.file).map_err(FileError::unreadable(&self.path))?)
-        };
-        if let Held::Mapped(m) = &held {
-            if m.len() as u64 != self.len {
-                return Err(self.changed(format!(
-                    "{} bytes at open, {} mapped",
-                    self.len,
-                    m.len()
-                )));
-            }
+        if self.len < READ_BELOW {
+            let held = Held::Read(self.read_whole()?);
+            return Ok(Bytes { held, file: self });
         }
+        let map = map(&self.file).map_err(FileError::unreadable(&self.path))?;
+        if map.len() as u64 != self.len {
+            return Err(self.changed(format!("{} bytes at open, {} mapped", self.len, map.len())));
+        }
+        let held = match sigbus::register(map.as_ptr(), map.len()) {
+            Some(registration) => Held::Mapped(Guarded { registration, map }),
+            None => {
+                drop(map);
+                Held::Read(self.read_whole()?)
+            }
+        };
         Ok(Bytes { held, file: self })
     }
 
@@ -324,8 +332,15 @@ pub struct Bytes {
 }
 
 enum Held {
-    Mapped(memmap2::Mmap),
+    Mapped(Guarded),
     Read(Vec<u8>),
+}
+
+/// A map and its registration with the `SIGBUS` guard. Fields drop in order: the registration is
+/// withdrawn before the map is unmapped.
+struct Guarded {
+    registration: sigbus::Registration,
+    map: memmap2::Mmap,
 }
 
 /// Opens `path` as a regular file and holds its bytes: [`open`] then [`RegularFile::into_bytes`].
@@ -336,7 +351,7 @@ pub fn bytes(path: &Path) -> Result<Bytes, FileError> {
 impl Bytes {
     pub fn as_slice(&self) -> &[u8] {
         match &self.held {
-            Held::Mapped(m) => m,
+            Held::Mapped(g) => &g.map,
             Held::Read(v) => v,
         }
     }
@@ -355,18 +370,30 @@ impl Bytes {
         &self.file
     }
 
-    /// Whether these bytes are still the file's: see [`RegularFile::unchanged`].
+    /// Whether these bytes are still the file's: no read of the map met a truncated page, and the
+    /// file has its size and modification time at open (see [`RegularFile::unchanged`]). Call it after
+    /// using the bytes and before trusting any conclusion drawn from them.
     pub fn unchanged(&self) -> Result<(), FileError> {
+        if let Held::Mapped(g) = &self.held {
+            if g.registration.faulted() {
+                return Err(self.file.changed(
+                    "it was truncated while mapped: the pages past its new end read as zeros"
+                        .to_owned(),
+                ));
+            }
+        }
         self.file.unchanged()
     }
 }
 
 /// The one memory map of the gate.
 fn map(file: &File) -> io::Result<memmap2::Mmap> {
-    // SAFETY: the map is read-only and lives no longer than one gate run. We assume the package is not
-    // modified while it is gated (the same assumption every mmap-based safetensors reader makes); a
-    // concurrent truncation could fault, but cannot make the gate read outside the mapping, since every
-    // offset is checked against the length taken at map time.
+    // SAFETY: the map is read-only, of a regular file, and lives no longer than its `Bytes`. Its
+    // contents may change under us if another process writes the file: the gate then judges bytes that
+    // are not the file's, which `Bytes::unchanged` (size, modification time, faulted pages) reports
+    // afterwards. A truncation makes pages past the new end fault with SIGBUS: the map is registered
+    // with the guard in `sigbus.rs` before any read, which turns such a page into zeros. Every offset
+    // is checked against the length taken at map time, so no read leaves the mapping.
     unsafe { memmap2::Mmap::map(file) }
 }
 
@@ -449,6 +476,33 @@ mod tests {
         file.read_chunks(&mut [0u8; 64], |c| seen += c.len())
             .unwrap();
         assert_eq!(seen, 0);
+    }
+
+    #[test]
+    fn a_map_truncated_under_the_reader_reads_zeros_and_is_changed_not_a_signal() {
+        let dir = temp();
+        for (len, cut) in [(READ_BELOW as usize * 4, 0u64), (3 << 20, 4097)] {
+            let path = dir.path().join(format!("big{len}"));
+            std::fs::write(&path, vec![0xa5u8; len]).unwrap();
+            let bytes = bytes(&path).unwrap();
+            assert!(matches!(bytes.held, Held::Mapped(_)));
+            bytes.unchanged().unwrap();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_len(cut)
+                .unwrap();
+            // Without the guard this loop dies by SIGBUS at the first page past `cut`.
+            let sum: u64 = bytes.as_slice().iter().map(|&b| u64::from(b)).sum();
+            assert!(sum < 0xa5 * len as u64, "pages past the cut read as zeros");
+            let e = bytes.unchanged().unwrap_err();
+            assert!(e.to_string().contains("truncated while mapped"), "{e}");
+        }
+        // The slot is free again, and the guard is not left armed for a later map of the same range.
+        let path = dir.path().join("again");
+        std::fs::write(&path, vec![1u8; READ_BELOW as usize]).unwrap();
+        bytes(&path).unwrap().unchanged().unwrap();
     }
 
     #[test]

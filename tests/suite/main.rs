@@ -9,6 +9,7 @@ mod differential;
 mod examples;
 mod fixtures;
 mod generator;
+mod hostile;
 mod packages;
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -34,5 +35,6 @@ fn main() -> ExitCode {
     trials.extend(packages::trials());
     trials.extend(campaign::trials());
     trials.extend(differential::trials());
+    trials.extend(hostile::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }

@@ -1,0 +1,80 @@
+//! Hostile conditions around the bytes rather than in them: a weight file truncated while the gate
+//! reads it. The gate runs in this process, so a `SIGBUS` would end the whole suite.
+
+use gate::files::FileError;
+use gate::PackageError;
+use gate_tests::arms::SEED;
+use gate_tests::synth::{Encoding, Geometry, Package};
+use libtest_mimic::{Failed, Trial};
+use std::time::{Duration, Instant};
+
+pub fn trials() -> Vec<Trial> {
+    vec![Trial::test(
+        "hostile::weight_file_truncated_while_read_is_changed_never_a_signal",
+        truncated_while_read,
+    )]
+}
+
+/// Truncates the reference-sized weight file at a spread of moments during a gate run. Each run must
+/// end as one of: refused as changed (truncated mid-read), a failed container (truncated before it was
+/// opened), or a pass (truncated after it was read); and the middle must have been hit at least once.
+fn truncated_while_read() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let dir = root.path();
+    Package::generate(&Geometry::bolt(), Encoding::default(), SEED).write(dir)?;
+    let path = dir.join("model.q4nx");
+    let whole = std::fs::read(&path)?;
+    let options = gate::Options::default();
+    let start = Instant::now();
+    let report = gate::gate(dir, &options)?;
+    let full = start.elapsed();
+    if report.verdict() != gate::Outcome::Pass {
+        return Err("the untouched package does not pass".into());
+    }
+    const TRIES: u32 = 6;
+    let (mut changed, mut before, mut after) = (0, 0, 0);
+    for i in 0..TRIES {
+        std::fs::write(&path, &whole)?;
+        let run = {
+            let dir = dir.to_owned();
+            let options = options.clone();
+            std::thread::spawn(move || gate::gate(&dir, &options))
+        };
+        std::thread::sleep(full * (i + 1) / (TRIES + 2) + Duration::from_micros(50));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)?
+            .set_len(whole.len() as u64 / 3)?;
+        match run.join().map_err(|_| "the gate panicked")? {
+            Err(PackageError::File(FileError::Changed { why, .. })) => {
+                changed += 1;
+                if !why.contains("truncated while mapped") && !why.contains("bytes at open") {
+                    return Err(format!("changed, but the reason is not named: {why}").into());
+                }
+            }
+            Err(e) => return Err(format!("try {i}: unexpected error: {e}").into()),
+            Ok(r) if r.verdict() == gate::Outcome::Pass => after += 1,
+            Ok(r) => {
+                let parses = r.check("container.parses").map(|c| c.message.clone());
+                if !parses
+                    .as_deref()
+                    .is_some_and(|m| m.contains("file is short"))
+                {
+                    return Err(format!(
+                        "try {i}: refused for another reason: {}",
+                        r.to_text(false)
+                    )
+                    .into());
+                }
+                before += 1;
+            }
+        }
+    }
+    if changed == 0 {
+        return Err(format!(
+            "no try truncated the file mid-read ({before} before, {after} after, a full run takes {full:?})"
+        )
+        .into());
+    }
+    Ok(())
+}
