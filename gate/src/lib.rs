@@ -25,6 +25,7 @@ pub mod config;
 pub mod container;
 pub mod dtype;
 pub mod error;
+pub mod escape;
 pub mod family;
 pub mod files;
 pub mod limits;

@@ -3,9 +3,11 @@
 use crate::checks;
 use crate::config::DraftConfig;
 use crate::container::Container;
+use crate::escape;
 use crate::files::{self, FileError};
 use crate::limits::MAX_CONFIG_BYTES;
 use crate::report::{Census, Check, FileCensus, Report, TensorCensus};
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -30,10 +32,10 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     let start = Instant::now();
     crate::error::require_dir(dir)?;
     let config = read_config(dir)?;
-    let files = list_files(dir)?;
-    let weight = locate_weights(&files);
+    let (names, files) = list_files(dir)?;
+    let weight = locate_weights(&names);
     let held = match &weight {
-        Ok(name) => Ok((name.clone(), files::bytes(&dir.join(name))?)),
+        Ok(name) => Ok((escape::name(name), files::bytes(&dir.join(name))?)),
         Err(why) => Err(why.clone()),
     };
     let weights = match &held {
@@ -42,7 +44,6 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     };
     let package = dir.to_string_lossy().into_owned();
     let config_bytes = config.clone();
-    let file_names: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
     let mut report = evaluate(&package, config, weights, files);
     if let Ok((_, bytes)) = &held {
         bytes.unchanged()?;
@@ -69,9 +70,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
             .not_checked
             .retain(|l| !l.starts_with(NOT_CHECKED_PROVENANCE));
         if !refused {
-            report
-                .checks
-                .push(crate::beyond::manifest::check(dir, &file_names));
+            report.checks.push(crate::beyond::manifest::check(dir)?);
         }
     }
     report.elapsed = start.elapsed();
@@ -222,53 +221,65 @@ fn read_config(dir: &Path) -> Result<Result<Vec<u8>, String>, PackageError> {
     }
 }
 
-fn list_files(dir: &Path) -> Result<Vec<FileCensus>, PackageError> {
-    let mut files = Vec::new();
+/// The directory's entries: their names as the file system spells them (sorted by bytes), and the
+/// census of each.
+fn list_files(dir: &Path) -> Result<(Vec<OsString>, Vec<FileCensus>), PackageError> {
     let unreadable = |source| FileError::Unreadable {
         path: dir.to_owned(),
         source,
     };
+    let mut names = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(unreadable)? {
         let entry = entry.map_err(unreadable)?;
-        let name = entry.file_name().to_string_lossy().into_owned();
         let bytes = entry.metadata().map(|m| m.len()).unwrap_or(0);
-        let use_ = match name.as_str() {
-            CONFIG_FILE => "config",
-            "MANIFEST.sha256" => "manifest",
-            _ if name.ends_with(".q4nx") => "weights",
-            _ => "not checked",
-        };
-        files.push(FileCensus {
-            name,
-            bytes,
-            use_: use_.to_owned(),
-        });
+        names.push((entry.file_name(), bytes));
     }
-    files.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(files)
+    names.sort();
+    let files = names
+        .iter()
+        .map(|(raw, bytes)| {
+            let use_ = if raw == CONFIG_FILE {
+                "config"
+            } else if raw == crate::beyond::manifest::MANIFEST_FILE {
+                "manifest"
+            } else if is_weight_file(raw) {
+                "weights"
+            } else {
+                "not checked"
+            };
+            FileCensus {
+                name: escape::name(raw),
+                bytes: *bytes,
+                use_: use_.to_owned(),
+            }
+        })
+        .collect();
+    Ok((names.into_iter().map(|(n, _)| n).collect(), files))
 }
 
-/// `model.q4nx`, else the single `*.q4nx`. `Err` inside is a package failure (none, or ambiguous).
-fn locate_weights(files: &[FileCensus]) -> Result<String, String> {
-    if files.iter().any(|f| f.name == WEIGHT_FILE) {
-        return Ok(WEIGHT_FILE.to_owned());
+fn is_weight_file(name: &OsStr) -> bool {
+    Path::new(name)
+        .extension()
+        .is_some_and(|e| e == WEIGHT_EXTENSION)
+}
+
+/// `model.q4nx`, else the single `*.q4nx` (its name as the file system spells it, so a name that is
+/// not UTF-8 still opens). `Err` inside is a package failure (none, or ambiguous).
+fn locate_weights(names: &[OsString]) -> Result<OsString, String> {
+    if names.iter().any(|n| n == WEIGHT_FILE) {
+        return Ok(WEIGHT_FILE.into());
     }
-    let candidates: Vec<&str> = files
-        .iter()
-        .filter(|f| {
-            Path::new(&f.name)
-                .extension()
-                .is_some_and(|e| e == WEIGHT_EXTENSION)
-        })
-        .map(|f| f.name.as_str())
-        .collect();
+    let candidates: Vec<&OsString> = names.iter().filter(|n| is_weight_file(n)).collect();
     match candidates.as_slice() {
         [] => Err("no weight file: neither model.q4nx nor any *.q4nx in the package".to_owned()),
-        [one] => Ok((*one).to_owned()),
+        [one] => Ok((*one).clone()),
         many => Err(format!(
             "{} *.q4nx files and no model.q4nx ({}): the gate does not guess which is the draft's",
             many.len(),
-            many.join(", ")
+            many.iter()
+                .map(|n| escape::name(n))
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }

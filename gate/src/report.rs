@@ -308,24 +308,30 @@ impl Report {
     }
 
     /// The human report: one line per check, the census line, the NOT CHECKED lines, the verdict,
-    /// and the count.
+    /// and the count. Every line goes through [`crate::escape::line`]: names from the package cannot
+    /// start a line of their own, move the cursor or hide text, and no line runs past
+    /// [`crate::escape::MAX_LINE_CHARS`].
     pub fn to_text(&self, with_census: bool) -> String {
-        let mut out = format!("dflash-gate {}\n", self.package);
+        let mut out = String::new();
+        let mut line = |text: String| {
+            out.push_str(&crate::escape::line(&text));
+            out.push('\n');
+        };
+        line(format!("dflash-gate {}", self.package));
         for c in &self.checks {
-            out.push_str(&format!(
-                "{:<10} {:<28} {}\n",
+            line(format!(
+                "{:<10} {:<28} {}",
                 c.outcome.label(),
                 c.id,
                 c.message
             ));
         }
-        out.push_str(&self.census.summary());
-        out.push('\n');
+        line(self.census.summary());
         if with_census {
             for t in &self.census.tensors {
                 let role = t.role.as_deref().unwrap_or("UNEXPLAINED");
-                out.push_str(&format!(
-                    "  {:<48} {:<5} {:<22} {:<26} {}\n",
+                line(format!(
+                    "  {:<48} {:<5} {:<22} {:<26} {}",
                     t.name,
                     t.dtype,
                     crate::container::shape_text(&t.shape),
@@ -334,13 +340,13 @@ impl Report {
                 ));
             }
         }
-        for line in &self.not_checked {
-            out.push_str(&format!("NOT CHECKED  {line}\n"));
+        for text in &self.not_checked {
+            line(format!("NOT CHECKED  {text}"));
         }
         // The spec's closing line, preceded by the verdict it adds up to.
-        out.push_str(&format!("VERDICT      {}\n", self.verdict()));
-        out.push_str(&format!(
-            "{} of {} checks passed ({:.2} s)\n",
+        line(format!("VERDICT      {}", self.verdict()));
+        line(format!(
+            "{} of {} checks passed ({:.2} s)",
             self.passed(),
             self.checks.len(),
             self.elapsed.as_secs_f64()

@@ -165,12 +165,13 @@ fn run(args: &Args, out: &mut impl Write, gated: &mut Gated) -> io::Result<()> {
                 (report.verdict().exit_code(), text)
             }
             Err(e) => {
-                eprintln!("dflash-gate: {e}");
+                eprintln!("dflash-gate: {}", gate::escape::line(&e.to_string()));
                 if args.json {
                     documents.push(gate::report::error_json(&dir.to_string_lossy(), &e));
                 }
                 let text = if args.many {
-                    format!("ERROR      {}  {e}\n", dir.display())
+                    let line = format!("ERROR      {}  {e}", dir.display());
+                    format!("{}\n", gate::escape::line(&line))
                 } else {
                     String::new()
                 };
@@ -223,7 +224,8 @@ fn verdict_line(report: &Report) -> String {
             report.checks.len()
         ),
     };
-    format!("{:<10} {}  {detail}\n", verdict.label(), report.package)
+    let line = format!("{:<10} {}  {detail}", verdict.label(), report.package);
+    format!("{}\n", gate::escape::line(&line))
 }
 
 /// Orders exit statuses by badness: 2 (could not run) over 1 (fail) over 3 (undecided) over 0.
