@@ -19,6 +19,9 @@ pub enum PackageError {
     /// A file the gate must read could not be opened or read, is not a regular file, or changed while
     /// it was read.
     File(FileError),
+    /// A file was read but is not what it must be (a checkpoint shard that does not parse, an index
+    /// naming a shard that is not there): `why` says what, naming the file's contents.
+    Malformed { path: PathBuf, why: String },
 }
 
 impl fmt::Display for PackageError {
@@ -32,6 +35,7 @@ impl fmt::Display for PackageError {
             }
             PackageError::NoConfig { path } => write!(f, "{}: no config.json", path.display()),
             PackageError::File(e) => e.fmt(f),
+            PackageError::Malformed { path, why } => write!(f, "{}: {why}", path.display()),
         }
     }
 }
@@ -63,6 +67,7 @@ impl PackageError {
             PackageError::File(FileError::TooLarge { .. }) => "file_too_large",
             PackageError::File(FileError::Unreadable { .. }) => "unreadable",
             PackageError::File(FileError::Changed { .. }) => "changed_while_read",
+            PackageError::Malformed { .. } => "malformed",
         }
     }
 
@@ -71,7 +76,8 @@ impl PackageError {
         match self {
             PackageError::NoSuchDirectory { path }
             | PackageError::NotADirectory { path }
-            | PackageError::NoConfig { path } => path,
+            | PackageError::NoConfig { path }
+            | PackageError::Malformed { path, .. } => path,
             PackageError::File(e) => e.path(),
         }
     }

@@ -20,6 +20,7 @@
 //! ```
 
 pub mod beyond;
+pub mod checkpoint;
 pub mod checks;
 pub mod config;
 pub mod container;

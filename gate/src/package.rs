@@ -25,6 +25,12 @@ pub struct Options {
     pub target: Option<PathBuf>,
     /// Verify `MANIFEST.sha256`.
     pub manifest: bool,
+    /// Compare every weight with the checkpoint the package was converted from (`source.*`).
+    pub source: Option<PathBuf>,
+    /// Run `source.q4_1`'s plain scalar loop instead of the vectorized one (same outcome; for the
+    /// bench's comparison).
+    #[doc(hidden)]
+    pub scalar_source_loop: bool,
 }
 
 /// Gates the package in `dir`.
@@ -63,6 +69,28 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
             report
                 .checks
                 .extend(crate::beyond::target::checks(&draft, &target));
+        }
+    }
+    if let Some(source_dir) = &options.source {
+        let source = crate::checkpoint::Checkpoint::open(source_dir)?;
+        let weights = held.as_ref().ok().map(|(_, b)| b.as_slice());
+        if let (false, Ok(config)) = (refused, &config_bytes) {
+            crate::beyond::source::run(
+                &mut report,
+                config,
+                weights,
+                &source,
+                options.scalar_source_loop,
+            );
+        }
+        report
+            .not_checked
+            .retain(|l| !l.starts_with(NOT_CHECKED_PROVENANCE));
+        if !options.manifest {
+            report.not_checked.insert(1, format!("{NOT_CHECKED_PROVENANCE} beyond the --source checkpoint: whether that checkpoint and these files are the publisher's (give --manifest to verify MANIFEST.sha256)"));
+        }
+        if let Ok((_, bytes)) = &held {
+            bytes.unchanged()?;
         }
     }
     if options.manifest {

@@ -2,4 +2,5 @@
 //! (`--target`) and the files' provenance (`--manifest`).
 
 pub mod manifest;
+pub mod source;
 pub mod target;

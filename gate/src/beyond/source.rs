@@ -1,0 +1,389 @@
+//! `source.*` (`--source DIR`, spec section 11): the package against the checkpoint it was converted
+//! from, element by element. Sections 4 to 7 prove form; these prove content: a grid in the wrong tile
+//! order, with swapped nibbles, a transposed scale plane, another layer's matrix, or an fc whose bytes
+//! are plain row-major under a row-blocked shape, is well formed and fails here.
+//!
+//! Each package tensor is compared in the form the package checks proved for it (a q4_1 grid, found
+//! in the census, or BF16), so whichever form a converter chose for a matrix is compared as such.
+
+mod bf16;
+mod config;
+pub mod kernel;
+mod q4_1;
+mod values;
+
+use crate::checkpoint::Checkpoint;
+use crate::container::{Container, TensorInfo};
+use crate::dtype::Dtype;
+use crate::report::{Check, SourceGridCensus, TensorCensus};
+use crate::roles::SCALAR_PREFIX;
+use crate::tile::{GridGeometry, TileGrid};
+use serde_json::json;
+use values::Matrix;
+
+pub const CONFIG: &str = config::ID;
+pub const INVENTORY: &str = "source.inventory";
+pub const BF16: &str = "source.bf16";
+pub const Q4_1: &str = "source.q4_1";
+/// Every check `--source` adds, in report order.
+pub const CHECKS: [&str; 4] = [CONFIG, INVENTORY, BF16, Q4_1];
+
+/// Names one tensor goes by across writers: the assistant head's fc and hidden norm, and DFlash2's
+/// codebooks with and without `.weight` (spec section 10).
+const ALIASES: [(&str, &str); 4] = [
+    ("fc.weight", "encoder.fc.weight"),
+    ("hidden_norm.weight", "encoder.output_norm_enc.weight"),
+    (
+        "candidate_selector.predecessor_codebook",
+        "candidate_selector.predecessor_codebook.weight",
+    ),
+    (
+        "candidate_selector.successor_codebook",
+        "candidate_selector.successor_codebook.weight",
+    ),
+];
+
+/// The names a package tensor's source counterpart may have: without `model.`, then its alias.
+fn source_names(package_name: &str) -> Vec<&str> {
+    let bare = package_name.strip_prefix("model.").unwrap_or(package_name);
+    let mut names = vec![bare];
+    for (a, b) in ALIASES {
+        if bare == a {
+            names.push(b);
+        } else if bare == b {
+            names.push(a);
+        }
+    }
+    names
+}
+
+fn is_fc(package_name: &str) -> bool {
+    source_names(package_name).contains(&"fc.weight")
+}
+
+/// How a package tensor is compared, from the form the package checks proved.
+enum Form {
+    Grid(GridGeometry),
+    Bf16(bf16::Layout),
+    /// Neither a proven grid nor BF16: shapes are compared, elements are not.
+    Other(String),
+}
+
+/// One package tensor and its source counterpart.
+struct Pair<'a> {
+    name: &'a str,
+    info: &'a TensorInfo,
+    form: Form,
+    source: Matrix<'a>,
+}
+
+/// The package tensor's logical shape (rows x columns, or its length), and how it is compared.
+fn form_of(info: &TensorInfo, census: Option<&TensorCensus>) -> (Vec<u64>, Form) {
+    if let Some(g) = census.and_then(|c| c.grid.as_ref()) {
+        if let Some(geometry) = GridGeometry::new(g.n, g.k) {
+            return (vec![g.n, g.k], Form::Grid(geometry));
+        }
+    }
+    let form = || {
+        census.map_or_else(
+            || format!("{} {}", info.dtype, info.shape_text()),
+            |c| c.form.clone(),
+        )
+    };
+    if info.dtype != Dtype::Bf16 {
+        return (info.shape.clone(), Form::Other(form()));
+    }
+    match info.shape.as_slice() {
+        [blocks, cols, 32] if is_fc(&info.name) => (
+            vec![blocks.saturating_mul(32), *cols],
+            Form::Bf16(bf16::Layout::RowBlocked),
+        ),
+        _ => (info.shape.clone(), Form::Bf16(bf16::Layout::Plain)),
+    }
+}
+
+/// `[N, K]` as rows and columns; a 1-D tensor is one row.
+fn rows_cols(shape: &[u64]) -> Option<(u64, u64)> {
+    match shape {
+        [n] => Some((1, *n)),
+        [n, k] => Some((*n, *k)),
+        _ => None,
+    }
+}
+
+/// The `source.*` checks and the census of every compared grid. `scalar` runs the plain comparison
+/// loop instead of the vectorized one (the bench's baseline; the outcome is the same).
+pub fn checks(
+    package_config: &[u8],
+    container: &Container<'_>,
+    census: &[TensorCensus],
+    source: &Checkpoint,
+    scalar: bool,
+) -> (Vec<Check>, Vec<SourceGridCensus>) {
+    let mut checks = vec![config::check(package_config, &source.headers.config)];
+    let mut pairs = Vec::new();
+    let mut claimed = std::collections::HashSet::new();
+    let (mut missing, mut misshapen, mut other) = (Vec::new(), Vec::new(), Vec::new());
+    for info in &container.table.entries {
+        if info.name.starts_with(SCALAR_PREFIX) {
+            continue;
+        }
+        let Some((source_name, (source_info, bytes))) = source_names(&info.name)
+            .into_iter()
+            .find_map(|n| source.tensor(n).map(|t| (n, t)))
+        else {
+            missing.push(format!("{} has no source tensor", info.name));
+            continue;
+        };
+        claimed.insert(source_name.to_owned());
+        let entry = census.iter().find(|c| c.name == info.name);
+        let (shape, form) = form_of(info, entry);
+        let source_shape = &source_info.shape;
+        let dims = rows_cols(source_shape);
+        if shape != *source_shape || !values::is_float(source_info.dtype) || dims.is_none() {
+            misshapen.push(format!(
+                "{} is {} in the package, source {source_name} is {} {}",
+                info.name,
+                crate::container::shape_text(&shape),
+                source_info.dtype,
+                source_info.shape_text()
+            ));
+            continue;
+        }
+        if let Form::Other(what) = &form {
+            other.push(format!("{} ({what})", info.name));
+        }
+        let (rows, cols) = dims.unwrap_or_default();
+        pairs.push(Pair {
+            name: &info.name,
+            info,
+            form,
+            source: Matrix {
+                name: &source_info.name,
+                dtype: source_info.dtype,
+                rows,
+                cols,
+                bytes,
+            },
+        });
+    }
+    let mut extra: Vec<String> = source
+        .headers
+        .entries()
+        .filter(|e| !claimed.contains(&e.name))
+        .map(|e| format!("source tensor {} has no package counterpart", e.name))
+        .collect();
+    extra.sort();
+    checks.push(inventory(&pairs, &missing, &extra, &misshapen));
+    checks.push(compare_bf16(container, &pairs, &other));
+    let (q4_1, grids) = compare_grids(container, &pairs, scalar);
+    checks.push(q4_1);
+    (checks, grids)
+}
+
+fn inventory(
+    pairs: &[Pair<'_>],
+    missing: &[String],
+    extra: &[String],
+    misshapen: &[String],
+) -> Check {
+    let evidence = json!({ "paired": pairs.len(), "missing": missing, "extra": extra, "misshapen": misshapen });
+    let problems: Vec<&String> = missing.iter().chain(extra).chain(misshapen).collect();
+    if problems.is_empty() {
+        return Check::pass(
+            INVENTORY,
+            format!(
+                "every one of the {} package tensors has a source tensor of its logical shape, and every source tensor a package counterpart",
+                pairs.len()
+            ),
+        )
+        .with_evidence(evidence);
+    }
+    Check::fail(
+        INVENTORY,
+        format!(
+            "the package and its source do not hold the same tensors: {}",
+            crate::checks::list(&problems, 6)
+        ),
+    )
+    .with_evidence(evidence)
+}
+
+fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String]) -> Check {
+    let jobs: Vec<bf16::Job<'_>> = pairs
+        .iter()
+        .filter_map(|p| match p.form {
+            Form::Bf16(layout) => Some(bf16::Job {
+                name: p.name,
+                package: container.data(p.info),
+                layout,
+                source: p.source,
+            }),
+            _ => None,
+        })
+        .collect();
+    let outcomes = bf16::compare(&jobs);
+    let differing: Vec<(&bf16::Job<'_>, &bf16::Outcome)> = jobs
+        .iter()
+        .zip(&outcomes)
+        .filter(|(_, o)| o.differing > 0)
+        .collect();
+    let evidence = json!({
+        "compared": jobs.iter().map(|j| j.name).collect::<Vec<_>>(),
+        "differing": differing.iter().map(|(j, o)| json!({"name": j.name, "elements": o.differing})).collect::<Vec<_>>(),
+        "not_compared": other,
+    });
+    if let Some((job, o)) = differing.first() {
+        let (row, col, p, s) = o.first.unwrap_or_default();
+        let fc = if job.layout == bf16::Layout::RowBlocked {
+            " (read row-blocked)"
+        } else {
+            ""
+        };
+        return Check::fail(
+            BF16,
+            format!(
+                "{}{fc} differs from source {} at row {row}, column {col}: package {}, source {} ({} of its elements differ; {} of {} BF16 tensors differ)",
+                job.name,
+                job.source.name,
+                bf16::value(p),
+                bf16::value(s),
+                o.differing,
+                differing.len(),
+                jobs.len()
+            ),
+        )
+        .with_evidence(evidence);
+    }
+    if !other.is_empty() {
+        return Check::undecided(
+            BF16,
+            format!(
+                "cannot decide: neither a proven q4_1 grid nor BF16, so not compared element by element: {}",
+                crate::checks::list(other, 4)
+            ),
+        )
+        .with_evidence(evidence);
+    }
+    if jobs.is_empty() {
+        return Check::undecided(
+            BF16,
+            "cannot decide: no BF16 tensor was paired with a source tensor",
+        )
+        .with_evidence(evidence);
+    }
+    Check::pass(
+        BF16,
+        format!(
+            "every one of the {} BF16 tensors equals its source bit for bit",
+            jobs.len()
+        ),
+    )
+    .with_evidence(evidence)
+}
+
+fn compare_grids(
+    container: &Container<'_>,
+    pairs: &[Pair<'_>],
+    scalar: bool,
+) -> (Check, Vec<SourceGridCensus>) {
+    let jobs: Vec<q4_1::Job<'_>> = pairs
+        .iter()
+        .filter_map(|p| match p.form {
+            Form::Grid(geometry) => Some(q4_1::Job {
+                name: p.name,
+                grid: TileGrid::new(p.info, container.data(p.info), geometry).ok()?,
+                source: p.source,
+            }),
+            _ => None,
+        })
+        .collect();
+    let outcomes = q4_1::compare(&jobs, scalar);
+    let census: Vec<SourceGridCensus> = jobs
+        .iter()
+        .zip(&outcomes)
+        .map(|(j, o)| SourceGridCensus {
+            name: j.name.to_owned(),
+            elements: o.elements,
+            max_error_steps: o.stats.max_steps,
+            relative_rms: o.relative_rms(),
+            out_of_bound: o.stats.out,
+        })
+        .collect();
+    let evidence = json!({ "grids": census.iter().map(|g| json!({
+        "name": g.name,
+        "max_error_steps": f64::from(g.max_error_steps),
+        "relative_rms": g.relative_rms,
+        "out_of_bound": g.out_of_bound,
+    })).collect::<Vec<_>>() });
+    let worst_steps = census
+        .iter()
+        .map(|g| g.max_error_steps)
+        .fold(0f32, f32::max);
+    let worst_rms = census.iter().map(|g| g.relative_rms).fold(0f64, f64::max);
+    let failing: Vec<(&q4_1::Job<'_>, &q4_1::Outcome)> = jobs
+        .iter()
+        .zip(&outcomes)
+        .filter(|(_, o)| o.stats.out > 0)
+        .collect();
+    let check = if let Some((job, o)) = failing.first() {
+        let first = o.first.as_ref().map_or_else(String::new, |f| f.describe());
+        Check::fail(
+            Q4_1,
+            format!(
+                "{} is not a faithful quantization of source {}: {} of {} elements are more than one step from their source value (largest error {:.2} steps, relative RMS {:.3}); first at {first}; {} of {} grids fail",
+                job.name,
+                job.source.name,
+                o.stats.out,
+                o.elements,
+                o.stats.max_steps,
+                o.relative_rms(),
+                failing.len(),
+                jobs.len()
+            ),
+        )
+    } else if jobs.is_empty() {
+        Check::undecided(
+            Q4_1,
+            "cannot decide: no q4_1 grid was paired with a source matrix",
+        )
+    } else {
+        let elements: u64 = outcomes.iter().map(|o| o.elements).sum();
+        Check::pass(
+            Q4_1,
+            format!(
+                "every one of the {} grids is a faithful quantization of its source: {elements} elements within one step (largest error {worst_steps:.2} steps, worst relative RMS {worst_rms:.3})",
+                jobs.len()
+            ),
+        )
+    };
+    (check.with_evidence(evidence), census)
+}
+
+/// Adds the `source.*` checks and grid census to a report whose draft config was recognised; blocked
+/// by `container.parses` when the weight file was not read or did not parse.
+pub fn run(
+    report: &mut crate::report::Report,
+    config: &[u8],
+    weights: Option<&[u8]>,
+    source: &Checkpoint,
+    scalar: bool,
+) {
+    let container = weights.and_then(|w| Container::parse(w).ok());
+    let Some(container) = container else {
+        report
+            .checks
+            .push(config::check(config, &source.headers.config));
+        report.checks.extend(CHECKS[1..].iter().map(|id| {
+            Check::blocked(
+                *id,
+                crate::package::PARSES,
+                "the weight file was not read or did not parse",
+            )
+        }));
+        return;
+    };
+    let (checks, grids) = checks(config, &container, &report.census.tensors, source, scalar);
+    report.checks.extend(checks);
+    report.census.source_grids = grids;
+}

@@ -1,0 +1,197 @@
+//! The element comparison of `source.q4_1`, one 32-weight group at a time: a vectorizing loop over
+//! fixed-size arrays, and the plain scalar loop it must agree with (the test oracle, and the bench's
+//! baseline).
+//!
+//! A real element passes when `|code * d + m - clamp(source, m, m + 15 d)| <= d` and its source value
+//! is finite (spec section 11).
+
+/// Lanes of the running sums: independent accumulators let the compiler keep them in vector registers
+/// (one running float sum would force the elements into order).
+const LANES: usize = 8;
+pub const GROUP: usize = 32;
+
+/// What one group (or a sum of groups) contributed.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// Elements out of bound (or whose source value is not finite).
+    pub out: u64,
+    /// Largest error `|w - clamp(s)|` in steps of `d`, over groups with `d > 0`.
+    pub max_steps: f32,
+    /// Sum of `(w - s)^2`, and of `s^2`: their ratio's root is the relative RMS error.
+    pub sq_err: f64,
+    pub sq_src: f64,
+}
+
+impl Stats {
+    pub fn add(&mut self, other: &Stats) {
+        self.out += other.out;
+        self.max_steps = self.max_steps.max(other.max_steps);
+        self.sq_err += other.sq_err;
+        self.sq_src += other.sq_src;
+    }
+}
+
+fn is_finite_bits(x: f32) -> bool {
+    x.to_bits() & 0x7f80_0000 != 0x7f80_0000
+}
+
+/// One group with a finite positive scale `d` and a finite minimum `m`, vectorized.
+#[inline(always)]
+pub fn group(codes: &[u8; GROUP], source: &[f32; GROUP], d: f32, m: f32) -> Stats {
+    let hi = m + 15.0 * d;
+    let mut out = [0u32; LANES];
+    let mut max = [0f32; LANES];
+    let mut sq_err = [0f32; LANES];
+    let mut sq_src = [0f32; LANES];
+    for j in 0..GROUP / LANES {
+        for l in 0..LANES {
+            let i = j * LANES + l;
+            let s = source[i];
+            let w = f32::from(codes[i]) * d + m;
+            let clamped = if s < m {
+                m
+            } else if s > hi {
+                hi
+            } else {
+                s
+            };
+            let e = (w - clamped).abs();
+            let bad = (e > d) | !is_finite_bits(s);
+            out[l] += u32::from(bad);
+            max[l] = if e > max[l] { e } else { max[l] };
+            let diff = w - s;
+            sq_err[l] += diff * diff;
+            sq_src[l] += s * s;
+        }
+    }
+    let max_err = max.iter().fold(0f32, |a, &b| a.max(b));
+    Stats {
+        out: out.iter().map(|&o| u64::from(o)).sum(),
+        max_steps: max_err / d,
+        sq_err: sq_err.iter().map(|&x| f64::from(x)).sum(),
+        sq_src: sq_src.iter().map(|&x| f64::from(x)).sum(),
+    }
+}
+
+/// The same comparison, one element at a time with plain control flow: the oracle.
+pub fn group_scalar(codes: &[u8], source: &[f32], d: f32, m: f32) -> Stats {
+    let mut stats = Stats::default();
+    let mut max_err = 0f32;
+    for (&q, &s) in codes.iter().zip(source) {
+        let w = f32::from(q) * d + m;
+        let e = (w - s.clamp(m, m + 15.0 * d)).abs();
+        if !s.is_finite() || e > d {
+            stats.out += 1;
+        }
+        if e > max_err {
+            max_err = e;
+        }
+        stats.sq_err += f64::from((w - s) * (w - s));
+        stats.sq_src += f64::from(s * s);
+    }
+    stats.max_steps = max_err / d;
+    stats
+}
+
+/// Whether element `i` of a group is in bound (the scalar rule, for naming the first offender).
+pub fn element_ok(q: u8, s: f32, d: f32, m: f32) -> bool {
+    let w = f32::from(q) * d + m;
+    s.is_finite() && (w - s.clamp(m, m + 15.0 * d)).abs() <= d
+}
+
+/// A constant group (`d = 0`): every source value must round to the minimum as bf16.
+pub fn constant_group(source: &[f32], m: f32) -> Stats {
+    let mut stats = Stats::default();
+    for &s in source {
+        if !(s.is_finite() && round_to_bf16(s) == m) {
+            stats.out += 1;
+        }
+        stats.sq_err += f64::from((m - s) * (m - s));
+        stats.sq_src += f64::from(s * s);
+    }
+    stats
+}
+
+/// Rounds an f32 to the nearest bf16, ties to even, returned as f32 (NaN stays NaN).
+pub fn round_to_bf16(x: f32) -> f32 {
+    f32::from_bits(u32::from(bf16_bits_of(x)) << 16)
+}
+
+/// The bf16 bits nearest `x` (ties to even); a NaN keeps a set mantissa bit.
+pub fn bf16_bits_of(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if x.is_nan() {
+        return ((bits >> 16) | 0x40) as u16;
+    }
+    let round = 0x7fff + ((bits >> 16) & 1);
+    (bits.wrapping_add(round) >> 16) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    #[test]
+    fn the_vectorized_loop_agrees_with_the_scalar_one() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..20_000 {
+            let mut codes = [0u8; GROUP];
+            let mut source = [0f32; GROUP];
+            for i in 0..GROUP {
+                codes[i] = (next(&mut state) % 16) as u8;
+                let u = (next(&mut state) % 2001) as f32 / 1000.0 - 1.0;
+                source[i] = u * 0.05;
+            }
+            if round % 97 == 0 {
+                source[round % GROUP] = f32::NAN;
+            }
+            if round % 89 == 0 {
+                source[(round + 3) % GROUP] = f32::INFINITY;
+            }
+            let d = 0.1 / 15.0 * (1.0 + (next(&mut state) % 100) as f32 / 100.0);
+            let m = -0.05 + (next(&mut state) % 100) as f32 / 10_000.0;
+            let fast = group(&codes, &source, d, m);
+            let plain = group_scalar(&codes, &source, d, m);
+            assert_eq!(fast.out, plain.out, "round {round}");
+            let out = (0..GROUP)
+                .filter(|&i| !element_ok(codes[i], source[i], d, m))
+                .count() as u64;
+            assert_eq!(fast.out, out, "round {round}");
+            if source.iter().all(|s| s.is_finite()) {
+                assert_eq!(fast.max_steps, plain.max_steps, "round {round}");
+                assert!((fast.sq_err - plain.sq_err).abs() <= 1e-5 * plain.sq_err.max(1e-12));
+                assert!((fast.sq_src - plain.sq_src).abs() <= 1e-5 * plain.sq_src.max(1e-12));
+            }
+        }
+    }
+
+    #[test]
+    fn one_step_is_the_bound() {
+        let d = 0.25;
+        let m = -1.0;
+        // Code 4 dequantizes to 0.0: a source of 0.25 is one step off (in), 0.3 is more (out).
+        assert!(element_ok(4, 0.25, d, m));
+        assert!(!element_ok(4, 0.3, d, m));
+        // Clamped to the range: far below the minimum counts from m.
+        assert!(element_ok(0, -50.0, d, m));
+        assert!(!element_ok(0, f32::NAN, d, m));
+    }
+
+    #[test]
+    fn bf16_rounding_is_nearest_even() {
+        assert_eq!(bf16_bits_of(1.0), 0x3f80);
+        // Halfway between 0x3f80 and 0x3f81 rounds to even (0x3f80); just above rounds up.
+        assert_eq!(bf16_bits_of(f32::from_bits(0x3f80_8000)), 0x3f80);
+        assert_eq!(bf16_bits_of(f32::from_bits(0x3f81_8000)), 0x3f82);
+        assert_eq!(bf16_bits_of(f32::from_bits(0x3f80_8001)), 0x3f81);
+        assert!(f32::from_bits(u32::from(bf16_bits_of(f32::NAN)) << 16).is_nan());
+        assert_eq!(round_to_bf16(f32::MAX), f32::INFINITY);
+    }
+}

@@ -1,0 +1,202 @@
+//! `source.q4_1`: every real element of a q4_1 grid against its source value, tile by tile on every
+//! core. Memory follows the workers (one decoded tile and one source row each), never a tensor.
+
+use super::kernel::{self, Stats, GROUP};
+use super::values::Matrix;
+use crate::parallel;
+use crate::tile::dequant::{DecodedTile, COLUMN_GROUPS};
+use crate::tile::{TileGrid, TILE_BYTES, TILE_COLS, TILE_ROWS};
+
+/// Tiles handed to a worker at a time: small enough to balance two cores over one large grid, large
+/// enough that handing out costs nothing.
+const TILES_PER_ITEM: u64 = 32;
+
+/// One grid and the source matrix it was quantized from (already proven the same N x K).
+pub struct Job<'a> {
+    pub name: &'a str,
+    pub grid: TileGrid<'a>,
+    pub source: Matrix<'a>,
+}
+
+/// The first element out of bound, located every way a reader may look for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Offender {
+    pub row: u64,
+    pub col: u64,
+    pub tile: u64,
+    /// 32-column group inside the tile (0..8).
+    pub group: usize,
+    pub code: u8,
+    pub source: f32,
+    pub dequantized: f32,
+    pub scale: f32,
+    pub minimum: f32,
+}
+
+impl Offender {
+    pub fn describe(&self) -> String {
+        format!(
+            "row {}, column {} (tile {}, group {}, code {}): source {}, dequantized {} (scale {}, minimum {})",
+            self.row, self.col, self.tile, self.group, self.code, self.source, self.dequantized, self.scale, self.minimum
+        )
+    }
+}
+
+/// What one grid's comparison found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    pub stats: Stats,
+    pub first: Option<Offender>,
+    pub elements: u64,
+}
+
+impl Outcome {
+    fn add(&mut self, other: Outcome) {
+        self.stats.add(&other.stats);
+        self.elements += other.elements;
+        if self.first.is_none() {
+            self.first = other.first;
+        }
+    }
+
+    /// Root of the squared error over the squared source: about 0.08 for a faithful 4-bit grid.
+    pub fn relative_rms(&self) -> f64 {
+        if self.stats.sq_src > 0.0 {
+            (self.stats.sq_err / self.stats.sq_src).sqrt()
+        } else {
+            self.stats.sq_err.sqrt()
+        }
+    }
+}
+
+/// Compares every job, in order; `scalar` selects the plain loop (the bench's baseline).
+pub fn compare(jobs: &[Job<'_>], scalar: bool) -> Vec<Outcome> {
+    let mut items = Vec::new();
+    for (j, job) in jobs.iter().enumerate() {
+        let tiles = job.grid.geometry.tiles();
+        let mut t = 0;
+        while t < tiles {
+            items.push((j, t, (t + TILES_PER_ITEM).min(tiles)));
+            t += TILES_PER_ITEM;
+        }
+    }
+    let parts = parallel::map(&items, Worker::default, |worker, &(j, from, to)| {
+        (j, worker.tiles(&jobs[j], from, to, scalar))
+    });
+    let mut outcomes = vec![Outcome::default(); jobs.len()];
+    for (j, part) in parts {
+        outcomes[j].add(part);
+    }
+    outcomes
+}
+
+/// A worker's reusable state: one decoded tile and one row of source values.
+struct Worker {
+    tile: Box<DecodedTile>,
+    row: [f32; TILE_COLS as usize],
+}
+
+impl Default for Worker {
+    fn default() -> Worker {
+        Worker {
+            tile: Box::default(),
+            row: [0.0; TILE_COLS as usize],
+        }
+    }
+}
+
+impl Worker {
+    fn tiles(&mut self, job: &Job<'_>, from: u64, to: u64, scalar: bool) -> Outcome {
+        let g = job.grid.geometry;
+        let mut outcome = Outcome::default();
+        for t in from..to {
+            let at = (t * TILE_BYTES) as usize;
+            let Some(bytes) = job.grid.bytes().get(at..at + TILE_BYTES as usize) else {
+                continue;
+            };
+            self.tile.decode(bytes);
+            let row0 = (t / g.col_blocks) * TILE_ROWS;
+            let col0 = (t % g.col_blocks) * TILE_COLS;
+            let rows = (g.n - row0).min(TILE_ROWS) as usize;
+            let groups = ((g.k - col0).min(TILE_COLS) / GROUP as u64) as usize;
+            for r in 0..rows {
+                let row = row0 + r as u64;
+                let real = &mut self.row[..groups * GROUP];
+                let read = job.source.read_f32(row, col0, real);
+                for c in 0..groups.min(COLUMN_GROUPS) {
+                    let at = c * GROUP;
+                    let codes: &[u8; GROUP] = self.tile.codes[r][at..at + GROUP]
+                        .try_into()
+                        .unwrap_or(&[0; GROUP]);
+                    let source: &[f32; GROUP] = self.row[at..at + GROUP]
+                        .try_into()
+                        .unwrap_or(&[f32::NAN; GROUP]);
+                    let (d, m) = (self.tile.scales[r][c], self.tile.minimums[r][c]);
+                    let stats = if !read {
+                        Stats {
+                            out: GROUP as u64,
+                            ..Stats::default()
+                        }
+                    } else if d > 0.0 && d.is_finite() && m.is_finite() {
+                        if scalar {
+                            kernel::group_scalar(codes, source, d, m)
+                        } else {
+                            kernel::group(codes, source, d, m)
+                        }
+                    } else if d == 0.0 && m.is_finite() {
+                        kernel::constant_group(source, m)
+                    } else {
+                        // A broken header (tiles.headers_sane names it): no element of it is in bound.
+                        Stats {
+                            out: GROUP as u64,
+                            ..Stats::default()
+                        }
+                    };
+                    if stats.out > 0 && outcome.first.is_none() {
+                        outcome.first = Some(self.offender(t, r, c, row, col0, source, d, m));
+                    }
+                    outcome.stats.add(&stats);
+                    outcome.elements += GROUP as u64;
+                }
+            }
+        }
+        outcome
+    }
+
+    /// The first element of group `c` in row `r` that is out of bound.
+    #[allow(clippy::too_many_arguments)]
+    fn offender(
+        &self,
+        tile: u64,
+        r: usize,
+        c: usize,
+        row: u64,
+        col0: u64,
+        source: &[f32; GROUP],
+        d: f32,
+        m: f32,
+    ) -> Offender {
+        let codes = &self.tile.codes[r][c * GROUP..c * GROUP + GROUP];
+        let i = (0..GROUP)
+            .find(|&i| {
+                let (q, s) = (codes[i], source[i]);
+                if d == 0.0 {
+                    !(s.is_finite() && kernel::round_to_bf16(s) == m)
+                } else {
+                    !kernel::element_ok(q, s, d, m)
+                }
+            })
+            .unwrap_or(0);
+        Offender {
+            row,
+            col: col0 + (c * GROUP + i) as u64,
+            tile,
+            group: c,
+            code: codes[i],
+            source: source[i],
+            dequantized: f32::from(codes[i]) * d + m,
+            scale: d,
+            minimum: m,
+        }
+    }
+}
