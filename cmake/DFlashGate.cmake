@@ -5,10 +5,10 @@
 # adds the row tool_selftest_dflash_draft_info (every arm of the gate's suite in one run), one row per
 # trial of the suite (named dflash_gate::<trial>, from the suite's own --list), and the function
 #
-#   dflash_gate_add_package(<name> <package-dir> [TARGET <target-dir>] [MANIFEST])
+#   dflash_gate_add_package(<name> <package-dir> [TARGET <target-dir>] [SOURCE <checkpoint-dir>] [MANIFEST])
 #
-# which adds the row dflash_gate_package_<name>: the gate on a real package (against its target, and
-# verifying its MANIFEST.sha256, when asked), failing unless every check passes (a FAIL exits 1, an
+# which adds the row dflash_gate_package_<name>: the gate on a real package (against its target, against
+# the checkpoint it was converted from, and verifying its MANIFEST.sha256, when asked), failing unless every check passes (a FAIL exits 1, an
 # UNDECIDED 3, an unreadable package 2).
 
 include_guard(GLOBAL)
@@ -50,12 +50,16 @@ if(_dflash_gate_count EQUAL 0)
 endif()
 
 function(dflash_gate_add_package name dir)
-  cmake_parse_arguments(PARSE_ARGV 2 _gate "MANIFEST" "TARGET" "")
+  cmake_parse_arguments(PARSE_ARGV 2 _gate "MANIFEST" "TARGET;SOURCE" "")
   get_filename_component(_dir "${dir}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
   set(_options)
   if(_gate_TARGET)
     get_filename_component(_target "${_gate_TARGET}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     list(APPEND _options --target "${_target}")
+  endif()
+  if(_gate_SOURCE)
+    get_filename_component(_source "${_gate_SOURCE}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND _options --source "${_source}")
   endif()
   if(_gate_MANIFEST)
     list(APPEND _options --manifest)

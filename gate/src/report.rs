@@ -260,6 +260,7 @@ impl Census {
                 .iter()
                 .map(|g| {
                     json!({
+                        "kind": "source_grid",
                         "name": g.name,
                         "elements": g.elements,
                         "max_error_steps": f64::from(g.max_error_steps),

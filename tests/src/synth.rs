@@ -14,6 +14,8 @@ use serde_json::{json, Value};
 use std::io::{self, Write};
 use std::path::Path;
 
+pub mod source;
+
 /// A draft's geometry and config values.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Geometry {

@@ -29,6 +29,10 @@ fn main() -> ExitCode {
             gate_tests::arms::run(&arm).map_err(Failed::from)
         }));
     }
+    trials.push(Trial::test(
+        "arms::control::source_shard_missing_is_exit_2",
+        || gate_tests::arms::source::shard_missing_is_an_error().map_err(Failed::from),
+    ));
     trials.extend(generator::trials());
     trials.extend(examples::trials());
     trials.extend(fixtures::trials());

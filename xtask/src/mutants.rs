@@ -46,6 +46,11 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "inventory.explained (DFlash2)", file: "gate/src/checks/inventory.rs", from: "Ok(true) => Verdict::Explained,", to: "Ok(_) => Verdict::Explained,", filter: "arms::control::dflash2_selector_tensors_without_fields" },
     Mutant { check: "inventory.explained (DFlash2)", file: "gate/src/checks/inventory.rs", from: "return second(format!(\"{role} tensor\"));", to: "return Verdict::Explained;", filter: "arms::control::conv_tensors_in_first_family" },
     Mutant { check: "assistant-head aliases", file: "gate/src/family/names.rs", from: "if let Some(a) = self.aliases.iter().find(|a| a.name == rest) {", to: "if let Some(a) = self.aliases.iter().find(|a| a.name == rest && false) {", filter: "arms::pass::assistant_head" },
+    Mutant { check: "source.q4_1", file: "gate/src/beyond/source/kernel.rs", from: "let bad = (e > d) | !is_finite_bits(s);", to: "let bad = (e > 8.0 * d) | !is_finite_bits(s);", filter: "arms::control::source_one_code_flipped" },
+    Mutant { check: "source.bf16", file: "gate/src/beyond/source.rs", from: "Form::Bf16(bf16::Layout::RowBlocked),", to: "Form::Bf16(bf16::Layout::Plain),", filter: "arms::control::source_fc_unblocked" },
+    Mutant { check: "source.inventory", file: "gate/src/beyond/source.rs", from: "if problems.is_empty() {", to: "if true {", filter: "arms::control::source_tensor_missing_from_source" },
+    Mutant { check: "source.config", file: "gate/src/beyond/source/config.rs", from: "(Some(p), Some(s)) if p == s => compared.push(field),", to: "(Some(_), Some(_)) => compared.push(field),", filter: "arms::control::source_config_field_differs" },
+    Mutant { check: "source.q4_1 tile order", file: "gate/src/beyond/source/q4_1.rs", from: "let row0 = (t / g.col_blocks) * TILE_ROWS;", to: "let row0 = (t % g.row_blocks) * TILE_ROWS;", filter: "arms::control::source_tiles_column_block_major" },
     Mutant { check: "allocation bound", file: "gate/src/container.rs", from: "    if n > MAX_HEADER_BYTES {", to: "    std::hint::black_box(Vec::<u8>::with_capacity(n.min(1 << 31) as usize));\n    if n > MAX_HEADER_BYTES {", filter: "campaign::mutations_seed_1" },
 ];
 

@@ -15,8 +15,8 @@ mod values;
 use crate::checkpoint::Checkpoint;
 use crate::container::{Container, TensorInfo};
 use crate::dtype::Dtype;
+use crate::family::{source_name, Role, SCALAR_PREFIX};
 use crate::report::{Check, SourceGridCensus, TensorCensus};
-use crate::roles::SCALAR_PREFIX;
 use crate::tile::{GridGeometry, TileGrid};
 use serde_json::json;
 use values::Matrix;
@@ -28,37 +28,20 @@ pub const Q4_1: &str = "source.q4_1";
 /// Every check `--source` adds, in report order.
 pub const CHECKS: [&str; 4] = [CONFIG, INVENTORY, BF16, Q4_1];
 
-/// Names one tensor goes by across writers: the assistant head's fc and hidden norm, and DFlash2's
-/// codebooks with and without `.weight` (spec section 10).
-const ALIASES: [(&str, &str); 4] = [
-    ("fc.weight", "encoder.fc.weight"),
-    ("hidden_norm.weight", "encoder.output_norm_enc.weight"),
-    (
-        "candidate_selector.predecessor_codebook",
-        "candidate_selector.predecessor_codebook.weight",
-    ),
-    (
-        "candidate_selector.successor_codebook",
-        "candidate_selector.successor_codebook.weight",
-    ),
-];
-
-/// The names a package tensor's source counterpart may have: without `model.`, then its alias.
-fn source_names(package_name: &str) -> Vec<&str> {
+/// The names a package tensor's source counterpart may have: its own name without `model.` first,
+/// then every spelling its family gives the role (the assistant head's aliases, a codebook with and
+/// without `.weight`). A name no family explains is looked up as it is.
+fn source_names(package_name: &str) -> Vec<String> {
     let bare = package_name.strip_prefix("model.").unwrap_or(package_name);
-    let mut names = vec![bare];
-    for (a, b) in ALIASES {
-        if bare == a {
-            names.push(b);
-        } else if bare == b {
-            names.push(a);
-        }
+    let mut names = vec![bare.to_owned()];
+    if let Some(s) = source_name(package_name) {
+        names.extend(s.spellings.into_iter().filter(|n| n != bare));
     }
     names
 }
 
 fn is_fc(package_name: &str) -> bool {
-    source_names(package_name).contains(&"fc.weight")
+    source_name(package_name).is_some_and(|s| s.role == Role::Fc)
 }
 
 /// How a package tensor is compared, from the form the package checks proved.
@@ -128,14 +111,14 @@ pub fn checks(
         if info.name.starts_with(SCALAR_PREFIX) {
             continue;
         }
-        let Some((source_name, (source_info, bytes))) = source_names(&info.name)
+        let found = source_names(&info.name)
             .into_iter()
-            .find_map(|n| source.tensor(n).map(|t| (n, t)))
-        else {
+            .find_map(|n| source.tensor(&n).map(|t| (n, t)));
+        let Some((source_name, (source_info, bytes))) = found else {
             missing.push(format!("{} has no source tensor", info.name));
             continue;
         };
-        claimed.insert(source_name.to_owned());
+        claimed.insert(source_name.clone());
         let entry = census.iter().find(|c| c.name == info.name);
         let (shape, form) = form_of(info, entry);
         let source_shape = &source_info.shape;
@@ -228,9 +211,13 @@ fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String])
         .zip(&outcomes)
         .filter(|(_, o)| o.differing > 0)
         .collect();
+    let counts: serde_json::Map<String, serde_json::Value> = differing
+        .iter()
+        .map(|(j, o)| (j.name.to_owned(), o.differing.into()))
+        .collect();
     let evidence = json!({
         "compared": jobs.iter().map(|j| j.name).collect::<Vec<_>>(),
-        "differing": differing.iter().map(|(j, o)| json!({"name": j.name, "elements": o.differing})).collect::<Vec<_>>(),
+        "differing": counts,
         "not_compared": other,
     });
     if let Some((job, o)) = differing.first() {
@@ -310,12 +297,17 @@ fn compare_grids(
             out_of_bound: o.stats.out,
         })
         .collect();
-    let evidence = json!({ "grids": census.iter().map(|g| json!({
-        "name": g.name,
-        "max_error_steps": f64::from(g.max_error_steps),
-        "relative_rms": g.relative_rms,
-        "out_of_bound": g.out_of_bound,
-    })).collect::<Vec<_>>() });
+    let per_grid = |f: fn(&SourceGridCensus) -> serde_json::Value| {
+        census
+            .iter()
+            .map(|g| (g.name.clone(), f(g)))
+            .collect::<serde_json::Map<_, _>>()
+    };
+    let evidence = json!({
+        "max_error_steps": per_grid(|g| f64::from(g.max_error_steps).into()),
+        "relative_rms": per_grid(|g| g.relative_rms.into()),
+        "out_of_bound": per_grid(|g| g.out_of_bound.into()),
+    });
     let worst_steps = census
         .iter()
         .map(|g| g.max_error_steps)

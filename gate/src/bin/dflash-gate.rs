@@ -69,6 +69,8 @@ fn request(raw: Vec<OsString>) -> Result<Request, String> {
         options: Options {
             target: parsed.value("--target").map(PathBuf::from),
             manifest: parsed.has("--manifest"),
+            source: parsed.value("--source").map(PathBuf::from),
+            ..Options::default()
         },
     }))
 }

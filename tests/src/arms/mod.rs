@@ -20,6 +20,8 @@ use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+pub mod source;
+
 /// The generator seed every arm uses: fixed, so a failure reproduces.
 pub const SEED: u64 = 0x0df1_a5a0;
 
@@ -87,6 +89,9 @@ pub enum Extra {
     Target(fn(&mut TargetPackage)),
     /// `--manifest`: a manifest written over the finished package, then this applied to the directory.
     Manifest(fn(&Path)),
+    /// `--source`: the checkpoint written beside the package (its grids quantized from it) before the
+    /// defect, then bent as this says.
+    Source(source::Source),
 }
 
 fn none(_: &mut Scenario) {}
@@ -301,6 +306,7 @@ pub fn all() -> Vec<Arm> {
     .into_iter()
     .chain(hostile::all())
     .chain(dflash2::all())
+    .chain(source::arms())
     .collect()
 }
 
@@ -746,28 +752,53 @@ fn two_weight_files(s: &mut Scenario) {
 
 // ---- running an arm ----
 
-/// Builds the arm's package (and target, or manifest) in a fresh temporary directory and gates it.
+/// Builds the arm's package (and target, manifest or source) in a fresh temporary directory and gates it.
 pub fn gate_arm(
     base: Base,
     encoding: Encoding,
     defect: fn(&mut Scenario),
     extra: Extra,
 ) -> Result<Report, String> {
-    let mut scenario = Scenario::new(Package::generate(&base.geometry(), encoding, SEED));
-    defect(&mut scenario);
     let root = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
-    let dir = root.path().join("draft");
+    gate_arm_in(root.path(), base, encoding, defect, extra)?
+        .map_err(|e| format!("the gate could not run: {e}"))
+}
+
+/// `gate_arm` under `root`, keeping the gate's own error apart from the harness's.
+pub fn gate_arm_in(
+    root: &Path,
+    base: Base,
+    encoding: Encoding,
+    defect: fn(&mut Scenario),
+    extra: Extra,
+) -> Result<Result<Report, gate::PackageError>, String> {
+    let mut scenario = Scenario::new(Package::generate(&base.geometry(), encoding, SEED));
+    let mut options = gate::Options::default();
+    if let Extra::Source(source) = extra {
+        let source_dir = root.join("source");
+        std::fs::create_dir(&source_dir).map_err(|e| e.to_string())?;
+        crate::synth::source::write_source(
+            &mut scenario.package,
+            &source_dir,
+            source.options,
+            SEED,
+        )
+        .map_err(|e| format!("writing the source: {e}"))?;
+        (source.after)(&source_dir);
+        options.source = Some(source_dir);
+    }
+    defect(&mut scenario);
+    let dir = root.join("draft");
     std::fs::create_dir(&dir).map_err(|e| e.to_string())?;
     scenario
         .write(&dir)
         .map_err(|e| format!("writing the package: {e}"))?;
-    let mut options = gate::Options::default();
     match extra {
-        Extra::None => {}
+        Extra::None | Extra::Source(_) => {}
         Extra::Target(bend) => {
             let mut target = TargetPackage::matching(&base.geometry());
             bend(&mut target);
-            let target_dir = root.path().join("target");
+            let target_dir = root.join("target");
             target
                 .write(&target_dir)
                 .map_err(|e| format!("writing the target: {e}"))?;
@@ -779,7 +810,7 @@ pub fn gate_arm(
             options.manifest = true;
         }
     }
-    gate::gate(&dir, &options).map_err(|e| format!("the gate could not run: {e}"))
+    Ok(gate::gate(&dir, &options))
 }
 
 /// Runs one arm: `Ok` when the gate said exactly what the arm expects.
@@ -814,6 +845,7 @@ pub fn run(arm: &Arm) -> Result<(), String> {
                 Extra::None => Extra::None,
                 Extra::Target(_) => Extra::Target(same_target),
                 Extra::Manifest(_) => Extra::Manifest(untouched),
+                Extra::Source(s) => Extra::Source(s.faithful()),
             };
             let good = gate_arm(arm.base, arm.encoding, none, good_extra)?;
             if good.verdict() != Outcome::Pass {

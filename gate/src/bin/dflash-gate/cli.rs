@@ -49,6 +49,13 @@ pub const OPTIONS: &[Opt] = &[
         help: "also check the draft against this target package (target.* checks)",
     },
     Opt {
+        long: "--source",
+        short: None,
+        takes: Takes::One("DIR"),
+        help:
+            "also compare every weight with the checkpoint it was converted from (source.* checks)",
+    },
+    Opt {
         long: "--manifest",
         short: None,
         takes: Takes::Nothing,

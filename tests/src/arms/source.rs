@@ -1,0 +1,420 @@
+//! Arms for `--source`: a package against the checkpoint it was converted from. Each control starts
+//! from a faithful pair (the checkpoint written beside the package, the package's grids quantized from
+//! its values) and breaks one thing the form checks cannot see.
+
+use super::{Arm, Base, Expect, Extra};
+use crate::defects::{gain, proj, Scenario};
+use crate::synth::source::{quantize, source_matrix, Quantizer, SourceOptions};
+use crate::synth::Encoding;
+use gate::dtype::Dtype;
+use gate::report::{Outcome, Report};
+use gate::roles::{LayerGain, Projection, Role};
+use gate::tile::{GridGeometry, TILE_BYTES};
+use std::path::Path;
+
+/// How an arm's source checkpoint is written, and what is done to it afterwards.
+#[derive(Clone, Copy)]
+pub struct Source {
+    pub options: SourceOptions,
+    pub after: fn(&Path),
+}
+
+fn untouched(_: &Path) {}
+
+impl Source {
+    /// The same checkpoint, unbent: the control's good twin.
+    pub fn faithful(self) -> Source {
+        Source {
+            options: SourceOptions {
+                omit: None,
+                ..self.options
+            },
+            after: untouched,
+        }
+    }
+}
+
+const FAITHFUL: Source = Source {
+    options: SourceOptions {
+        dtype: Dtype::Bf16,
+        shards: 1,
+        quantizer: Quantizer::MinMax,
+        omit: None,
+    },
+    after: untouched,
+};
+
+fn none(_: &mut Scenario) {}
+
+fn sourced(name: &'static str, defect: fn(&mut Scenario), source: Source, expect: Expect) -> Arm {
+    Arm {
+        name,
+        base: Base::Small,
+        encoding: Encoding::default(),
+        defect,
+        extra: Extra::Source(source),
+        expect,
+    }
+}
+
+fn fail(check: &'static str, mentions: &'static [&'static str]) -> Expect {
+    Expect::Refused {
+        check,
+        outcome: Outcome::Fail,
+        mentions,
+        also: &[],
+    }
+}
+
+fn compared(r: &Report) -> Result<(), String> {
+    let grids = &r.census.source_grids;
+    if grids.len() != 14 {
+        return Err(format!("{} grids compared, 14 expected", grids.len()));
+    }
+    for g in grids {
+        if !(g.max_error_steps <= 1.0 && g.relative_rms < 0.15 && g.out_of_bound == 0) {
+            return Err(format!(
+                "{}: largest error {} steps, relative RMS {}",
+                g.name, g.max_error_steps, g.relative_rms
+            ));
+        }
+    }
+    for id in gate::beyond::source::CHECKS {
+        if r.check(id).map(|c| c.outcome) != Some(Outcome::Pass) {
+            return Err(format!("{id} did not run and pass"));
+        }
+    }
+    if r.not_checked.iter().any(|l| l.contains("give --source")) {
+        return Err("the right-weights NOT CHECKED line survived --source".into());
+    }
+    Ok(())
+}
+
+pub fn arms() -> Vec<Arm> {
+    let refit = Source {
+        options: SourceOptions {
+            quantizer: Quantizer::Refit,
+            ..FAITHFUL.options
+        },
+        ..FAITHFUL
+    };
+    let f32_source = Source {
+        options: SourceOptions {
+            dtype: Dtype::F32,
+            ..FAITHFUL.options
+        },
+        ..FAITHFUL
+    };
+    let sharded = Source {
+        options: SourceOptions {
+            shards: 3,
+            ..FAITHFUL.options
+        },
+        ..FAITHFUL
+    };
+    let without_gain = Source {
+        options: SourceOptions {
+            omit: Some("layers.1.post_attention_layernorm.weight"),
+            ..FAITHFUL.options
+        },
+        ..FAITHFUL
+    };
+    let config_differs = Source {
+        after: source_config_differs,
+        ..FAITHFUL
+    };
+    let q4_1 = gate::beyond::source::Q4_1;
+    let bf16 = gate::beyond::source::BF16;
+    vec![
+        sourced(
+            "pass::source_min_max_quantizer",
+            none,
+            FAITHFUL,
+            Expect::Pass { facts: compared },
+        ),
+        sourced(
+            "pass::source_refitting_quantizer",
+            none,
+            refit,
+            Expect::Pass { facts: compared },
+        ),
+        sourced(
+            "pass::source_f32",
+            none,
+            f32_source,
+            Expect::Pass { facts: compared },
+        ),
+        sourced(
+            "pass::source_sharded",
+            none,
+            sharded,
+            Expect::Pass { facts: compared },
+        ),
+        sourced(
+            "control::source_tiles_column_block_major",
+            tiles_column_block_major,
+            FAITHFUL,
+            fail(
+                q4_1,
+                &[
+                    "model.layers.0.mlp.down_proj.weight",
+                    "source layers.0.mlp.down_proj.weight",
+                    "row ",
+                    "column ",
+                    "tile ",
+                    "group ",
+                    "code ",
+                ],
+            ),
+        ),
+        sourced(
+            "control::source_nibbles_swapped",
+            nibbles_swapped,
+            FAITHFUL,
+            fail(
+                q4_1,
+                &[
+                    "model.layers.1.self_attn.q_proj.weight",
+                    "elements are more than one step",
+                ],
+            ),
+        ),
+        sourced(
+            "control::source_planes_row_major",
+            planes_row_major,
+            FAITHFUL,
+            fail(q4_1, &["model.layers.0.mlp.up_proj.weight"]),
+        ),
+        sourced(
+            "control::source_layers_swapped",
+            layers_swapped,
+            FAITHFUL,
+            fail(
+                q4_1,
+                &[
+                    "model.layers.0.self_attn.o_proj.weight",
+                    "2 of 14 grids fail",
+                ],
+            ),
+        ),
+        sourced(
+            "control::source_grid_from_other_weights",
+            other_weights,
+            FAITHFUL,
+            fail(
+                q4_1,
+                &["model.layers.1.mlp.gate_proj.weight", "1 of 14 grids fail"],
+            ),
+        ),
+        sourced(
+            "control::source_one_code_flipped",
+            one_code_flipped,
+            FAITHFUL,
+            fail(
+                q4_1,
+                &[
+                    "model.layers.0.self_attn.k_proj.weight",
+                    ": 1 of ",
+                    "row 37, column 100 (tile 1, group 3, code ",
+                ],
+            ),
+        ),
+        sourced(
+            "control::source_fc_unblocked",
+            fc_unblocked,
+            FAITHFUL,
+            fail(
+                bf16,
+                &[
+                    "model.fc.weight (read row-blocked)",
+                    "source fc.weight",
+                    "row 0, column 1",
+                ],
+            ),
+        ),
+        sourced(
+            "control::source_gain_from_other_layer",
+            gain_from_other_layer,
+            FAITHFUL,
+            fail(
+                bf16,
+                &[
+                    "model.layers.0.input_layernorm.weight",
+                    "source layers.0.input_layernorm.weight",
+                    "1 of 11 BF16 tensors",
+                ],
+            ),
+        ),
+        sourced(
+            "control::source_tensor_missing_from_package",
+            gain_missing,
+            FAITHFUL,
+            Expect::Refused {
+                check: gate::beyond::source::INVENTORY,
+                outcome: Outcome::Fail,
+                mentions: &[
+                    "source tensor layers.1.self_attn.k_norm.weight has no package counterpart",
+                ],
+                also: &[(
+                    "norms.sizes",
+                    Outcome::Fail,
+                    "the package's own check sees the gain missing too",
+                )],
+            },
+        ),
+        sourced(
+            "control::source_tensor_missing_from_source",
+            none,
+            without_gain,
+            fail(
+                gate::beyond::source::INVENTORY,
+                &["model.layers.1.post_attention_layernorm.weight has no source tensor"],
+            ),
+        ),
+        sourced(
+            "control::source_config_field_differs",
+            none,
+            config_differs,
+            fail(
+                gate::beyond::source::CONFIG,
+                &["intermediate_size: package 512, source 1024"],
+            ),
+        ),
+    ]
+}
+
+/// Small geometry's down_proj is 256 x 512: 8 row blocks of 2 tiles. Store them column-block-major.
+fn tiles_column_block_major(s: &mut Scenario) {
+    let t = s.package.tensor_mut(&proj(0, Projection::Down));
+    let g = GridGeometry::new(256, 512).expect("grid");
+    let tile = TILE_BYTES as usize;
+    let old = t.data.clone();
+    for p in 0..g.row_blocks as usize {
+        for q in 0..g.col_blocks as usize {
+            let from = (p * g.col_blocks as usize + q) * tile;
+            let to = (q * g.row_blocks as usize + p) * tile;
+            t.data[to..to + tile].copy_from_slice(&old[from..from + tile]);
+        }
+    }
+}
+
+fn nibbles_swapped(s: &mut Scenario) {
+    let t = s.package.tensor_mut(&proj(1, Projection::Q));
+    for tile in t.data.chunks_exact_mut(TILE_BYTES as usize) {
+        for b in &mut tile[1024..] {
+            *b = b.rotate_left(4);
+        }
+    }
+}
+
+/// Scale and minimum planes written at `r*8 + c` instead of `c*32 + r`.
+fn planes_row_major(s: &mut Scenario) {
+    let t = s.package.tensor_mut(&proj(0, Projection::Up));
+    for tile in t.data.chunks_exact_mut(TILE_BYTES as usize) {
+        let old = tile[..1024].to_vec();
+        for plane in 0..2 {
+            for c in 0..8 {
+                for r in 0..32 {
+                    let (from, to) = (
+                        plane * 512 + 2 * (c * 32 + r),
+                        plane * 512 + 2 * (r * 8 + c),
+                    );
+                    tile[to..to + 2].copy_from_slice(&old[from..from + 2]);
+                }
+            }
+        }
+    }
+}
+
+fn layers_swapped(s: &mut Scenario) {
+    let (a, b) = (proj(0, Projection::O), proj(1, Projection::O));
+    let first = s.package.tensor(&a).data.clone();
+    let second = std::mem::replace(&mut s.package.tensor_mut(&b).data, first);
+    s.package.tensor_mut(&a).data = second;
+}
+
+fn other_weights(s: &mut Scenario) {
+    let (n, k) = (512, 256);
+    let values = source_matrix(n, k, 0x0bad_5eed);
+    s.package.tensor_mut(&proj(1, Projection::Gate)).data =
+        quantize(n, k, &values, Quantizer::MinMax);
+}
+
+/// Row 37, column 100 of k_proj (128 x 256, one column block: tile 1, row 5, group 3) gets its code
+/// moved by 8 steps: one element, several steps off.
+fn one_code_flipped(s: &mut Scenario) {
+    let t = s.package.tensor_mut(&proj(0, Projection::K));
+    let (row, col) = (37usize, 100usize);
+    let tile = row / 32;
+    let (r, c) = (row % 32, col);
+    let at = tile * TILE_BYTES as usize + 1024 + (r / 16) * 2048 + c * 8 + (r % 16) / 2;
+    t.data[at] ^= if r % 2 == 0 { 0x08 } else { 0x80 };
+}
+
+/// fc's bytes in plain row-major order under the row-blocked shape.
+fn fc_unblocked(s: &mut Scenario) {
+    let name = s.package.name(Role::Fc);
+    let t = s.package.tensor_mut(&name);
+    let [blocks, cols, 32] = t.shape[..] else {
+        panic!("fc is row-blocked by default")
+    };
+    let (rows, cols) = ((blocks * 32) as usize, cols as usize);
+    let old = t.data.clone();
+    for row in 0..rows {
+        for col in 0..cols {
+            let blocked = ((row / 32) * cols + col) * 32 + row % 32;
+            let plain = row * cols + col;
+            t.data[2 * plain..2 * plain + 2].copy_from_slice(&old[2 * blocked..2 * blocked + 2]);
+        }
+    }
+}
+
+fn gain_from_other_layer(s: &mut Scenario) {
+    let other = s.package.tensor(&gain(1, LayerGain::Input)).data.clone();
+    s.package.tensor_mut(&gain(0, LayerGain::Input)).data = other;
+}
+
+fn gain_missing(s: &mut Scenario) {
+    let name = gain(1, LayerGain::KNorm);
+    s.package.tensors.retain(|t| t.name != name);
+}
+
+fn source_config_differs(dir: &Path) {
+    let path = dir.join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("source config")).expect("json");
+    config["intermediate_size"] = 1024.into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json")).expect("write");
+}
+
+/// A sharded source with one shard deleted cannot be read: the gate stops (exit 2), naming the shard.
+pub fn shard_missing_is_an_error() -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let sharded = Source {
+        options: SourceOptions {
+            shards: 3,
+            ..FAITHFUL.options
+        },
+        after: |dir| {
+            std::fs::remove_file(dir.join("model-00002-of-00003.safetensors")).expect("shard")
+        },
+    };
+    let err = super::gate_arm_in(
+        root.path(),
+        Base::Small,
+        Encoding::default(),
+        none,
+        Extra::Source(sharded),
+    )?
+    .err()
+    .ok_or("the gate ran over a source with a shard missing")?;
+    let text = err.to_string();
+    if !(matches!(err, gate::PackageError::File(_))
+        && text.contains("model-00002-of-00003.safetensors"))
+    {
+        return Err(format!(
+            "expected a file error naming the missing shard, got: {text}"
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,254 @@
+//! The source checkpoint beside a synthetic package (`--source`): bf16 values drawn from a seed, the
+//! package's grids quantized from exactly those values, and the checkpoint written as its publisher
+//! ships one (bare names, fc plain 2-D, `config.json` plus `model.safetensors` or index-named shards).
+
+use super::{header_bytes, normal, set_code, write_group, Entry, Package};
+use gate::dtype::Dtype;
+use gate::tile::{GridGeometry, TILE_BYTES, TILE_COLS, TILE_ROWS};
+use half::bf16;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use std::io::{self, Write};
+use std::path::Path;
+
+/// How the package's q4_1 groups are fitted to their source values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quantizer {
+    /// ggml's reference: `d = (max - min) / 15`, `m = min`, codes rounded.
+    MinMax,
+    /// Codes chosen as by `MinMax`, then `d` and `m` refitted by least squares over those codes, as
+    /// ggml's importance-matrix path (`make_qkx3_quants`) refits after choosing codes.
+    Refit,
+}
+
+/// How the checkpoint is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourceOptions {
+    /// BF16 (as published) or F32.
+    pub dtype: Dtype,
+    /// 1: `model.safetensors`; more: that many shards named by `model.safetensors.index.json`.
+    pub shards: usize,
+    pub quantizer: Quantizer,
+    /// A bare tensor name left out of the checkpoint (a negative control's source).
+    pub omit: Option<&'static str>,
+}
+
+impl Default for SourceOptions {
+    fn default() -> SourceOptions {
+        SourceOptions {
+            dtype: Dtype::Bf16,
+            shards: 1,
+            quantizer: Quantizer::MinMax,
+            omit: None,
+        }
+    }
+}
+
+/// Draws a bf16 source matrix for every grid of `package` (from `seed`), quantizes the grid from it,
+/// and writes the checkpoint (every non-scalar tensor of the package, under its bare name) into `dir`.
+/// One tensor's values are in memory at a time, so the reference geometry's checkpoint costs no more
+/// than its largest matrix.
+pub fn write_source(
+    package: &mut Package,
+    dir: &Path,
+    options: SourceOptions,
+    seed: u64,
+) -> io::Result<()> {
+    std::fs::write(
+        dir.join("config.json"),
+        serde_json::to_vec_pretty(&package.config)?,
+    )?;
+    let mut plan: Vec<(String, Vec<u64>, usize)> = Vec::new();
+    for (i, t) in package.tensors.iter().enumerate() {
+        if t.name.starts_with("dflash.") {
+            continue;
+        }
+        let name = t.name.strip_prefix("model.").unwrap_or(&t.name).to_owned();
+        let shape = match (t.dtype, t.shape.as_slice()) {
+            (Dtype::I8, _) => {
+                let (n, k) = grid_dims(&name, &package.geometry).ok_or_else(|| {
+                    io::Error::other(format!(
+                        "{name}: only projections' grids have a source here"
+                    ))
+                })?;
+                vec![n, k]
+            }
+            (_, [blocks, cols, 32]) => vec![blocks * 32, *cols],
+            (_, shape) => shape.to_vec(),
+        };
+        plan.push((name, shape, i));
+    }
+    plan.sort();
+    if let Some(omit) = options.omit {
+        plan.retain(|(name, _, _)| name != omit);
+    }
+    let shards = options.shards.max(1);
+    let per = plan.len().div_ceil(shards).max(1);
+    let mut weight_map = serde_json::Map::new();
+    for (s, chunk) in plan.chunks(per).enumerate() {
+        let file_name = if shards == 1 {
+            "model.safetensors".to_owned()
+        } else {
+            format!("model-{:05}-of-{shards:05}.safetensors", s + 1)
+        };
+        let mut entries = Vec::new();
+        let mut offset = 0u64;
+        for (name, shape, _) in chunk {
+            let len = shape.iter().product::<u64>() * options.dtype.size();
+            entries.push(Entry {
+                name: name.clone(),
+                dtype: options.dtype.name().to_owned(),
+                shape: shape.iter().map(|&d| d as i64).collect(),
+                offsets: [offset, offset + len],
+            });
+            offset += len;
+            weight_map.insert(name.clone(), file_name.clone().into());
+        }
+        let header = header_bytes(&entries, &[]);
+        let mut file = io::BufWriter::new(std::fs::File::create(dir.join(&file_name))?);
+        file.write_all(&(header.len() as u64).to_le_bytes())?;
+        file.write_all(&header)?;
+        for (_, shape, i) in chunk {
+            let t = &mut package.tensors[*i];
+            let values = if t.dtype == Dtype::I8 {
+                let (n, k) = (shape[0], shape[1]);
+                let values = source_matrix(n, k, seed ^ (0x5851_f42d * (*i as u64 + 1)));
+                t.data = quantize(n, k, &values, options.quantizer);
+                values
+            } else {
+                let values: Vec<f32> = t
+                    .data
+                    .chunks_exact(2)
+                    .map(|b| bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+                    .collect();
+                if t.shape.len() == 3 {
+                    unblock(&values, shape[0], shape[1])
+                } else {
+                    values
+                }
+            };
+            file.write_all(&to_bytes(&values, options.dtype))?;
+        }
+        file.flush()?;
+    }
+    if shards > 1 {
+        let index = serde_json::json!({ "metadata": {}, "weight_map": weight_map });
+        std::fs::write(
+            dir.join("model.safetensors.index.json"),
+            serde_json::to_vec_pretty(&index)?,
+        )?;
+    }
+    Ok(())
+}
+
+/// Values (already bf16-exact) as the checkpoint stores them.
+fn to_bytes(values: &[f32], dtype: Dtype) -> Vec<u8> {
+    match dtype {
+        Dtype::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        _ => values
+            .iter()
+            .flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes())
+            .collect(),
+    }
+}
+
+/// A projection's N x K from its name and the geometry.
+fn grid_dims(name: &str, g: &super::Geometry) -> Option<(u64, u64)> {
+    match gate::roles::Naming::BARE.role(name)? {
+        gate::roles::Role::Projection { projection, .. } => Some(g.dims(projection)),
+        _ => None,
+    }
+}
+
+/// Row-major N x K bf16-exact values, each row with its own spread as trained projections have.
+pub fn source_matrix(n: u64, k: u64, seed: u64) -> Vec<f32> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut out = Vec::with_capacity((n * k) as usize);
+    for row in 0..n {
+        let sigma = 0.02 * (1.0 + 0.5 * (row % 7) as f32 / 7.0);
+        for _ in 0..k {
+            out.push(bf16::from_f32(normal(&mut rng) * sigma).to_f32());
+        }
+    }
+    out
+}
+
+/// The q4_1 grid of a row-major N x K matrix.
+pub fn quantize(n: u64, k: u64, values: &[f32], quantizer: Quantizer) -> Vec<u8> {
+    let g = GridGeometry::new(n, k).expect("grid geometry");
+    let mut out = vec![0u8; g.bytes() as usize];
+    let mut group = [0f32; 32];
+    for (t, tile) in out.chunks_exact_mut(TILE_BYTES as usize).enumerate() {
+        let row0 = (t as u64 / g.col_blocks) * TILE_ROWS;
+        let col0 = (t as u64 % g.col_blocks) * TILE_COLS;
+        for r in 0..TILE_ROWS.min(n - row0) as usize {
+            for c in 0..8 {
+                let col = col0 + c as u64 * 32;
+                if col >= k {
+                    break;
+                }
+                let at = ((row0 + r as u64) * k + col) as usize;
+                group.copy_from_slice(&values[at..at + 32]);
+                match quantizer {
+                    Quantizer::MinMax => write_group(tile, c, r, &group),
+                    Quantizer::Refit => write_group_refit(tile, c, r, &group),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Codes as the reference quantizer picks them, then `d` and `m` by least squares over those codes.
+fn write_group_refit(tile: &mut [u8], c: usize, r: usize, weights: &[f32; 32]) {
+    write_group(tile, c, r, weights);
+    let codes: Vec<f64> = (0..32)
+        .map(|j| {
+            let byte = tile[1024 + (r / 16) * 2048 + (c * 32 + j) * 8 + (r % 16) / 2];
+            f64::from(if r.is_multiple_of(2) {
+                byte & 0x0f
+            } else {
+                byte >> 4
+            })
+        })
+        .collect();
+    let n = 32.0;
+    let (sq, sw) = (
+        codes.iter().sum::<f64>(),
+        weights.iter().map(|&w| f64::from(w)).sum::<f64>(),
+    );
+    let sqq: f64 = codes.iter().map(|q| q * q).sum();
+    let sqw: f64 = codes
+        .iter()
+        .zip(weights)
+        .map(|(q, &w)| q * f64::from(w))
+        .sum();
+    let denominator = n * sqq - sq * sq;
+    if denominator <= 0.0 {
+        return;
+    }
+    let d = (n * sqw - sq * sw) / denominator;
+    let m = (sw - d * sq) / n;
+    if d <= 0.0 {
+        return;
+    }
+    let i = c * 32 + r;
+    let (d, m) = (bf16::from_f64(d), bf16::from_f64(m));
+    tile[2 * i..2 * i + 2].copy_from_slice(&d.to_bits().to_le_bytes());
+    tile[512 + 2 * i..512 + 2 * i + 2].copy_from_slice(&m.to_bits().to_le_bytes());
+    for (j, &q) in codes.iter().enumerate() {
+        set_code(tile, c * 32 + j, r, q as u8);
+    }
+}
+
+/// fc's row-blocked values `[hidden/32, cols, 32]` back in row-major `[hidden, cols]` order.
+pub fn unblock(blocked: &[f32], hidden: u64, cols: u64) -> Vec<f32> {
+    let mut out = vec![0f32; blocked.len()];
+    for row in 0..hidden {
+        for col in 0..cols {
+            out[(row * cols + col) as usize] =
+                blocked[(((row / 32) * cols + col) * 32 + row % 32) as usize];
+        }
+    }
+    out
+}
