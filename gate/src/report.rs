@@ -373,8 +373,8 @@ impl Report {
                 ));
             }
             for g in &self.census.source_grids {
-                out.push_str(&format!(
-                    "  source {:<41} largest error {:.3} steps, relative RMS {:.4}, {} of {} out of bound\n",
+                line(format!(
+                    "  source {:<41} largest error {:.3} steps, relative RMS {:.4}, {} of {} out of bound",
                     g.name, g.max_error_steps, g.relative_rms, g.out_of_bound, g.elements
                 ));
             }
