@@ -259,3 +259,107 @@ fn malformed(path: &Path, why: String) -> PackageError {
         why,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A safetensors file holding one BF16 `[2]` tensor per name.
+    fn shard(names: &[&str]) -> Vec<u8> {
+        let entries: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                format!(
+                    "\"{n}\":{{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[{},{}]}}",
+                    4 * i,
+                    4 * i + 4
+                )
+            })
+            .collect();
+        let mut header = format!("{{{}}}", entries.join(",")).into_bytes();
+        while header.len() % 8 != 0 {
+            header.push(b' ');
+        }
+        let mut out = (header.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(&header);
+        out.resize(out.len() + 4 * names.len(), 0);
+        out
+    }
+
+    fn checkpoint(files: &[(&str, Vec<u8>)]) -> Result<Checkpoint, PackageError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join(CONFIG_FILE), b"{}").expect("config");
+        for (name, bytes) in files {
+            std::fs::write(dir.path().join(name), bytes).expect("file");
+        }
+        Checkpoint::open(dir.path())
+    }
+
+    fn index(map: &str) -> Vec<u8> {
+        format!("{{\"weight_map\": {{{map}}}}}").into_bytes()
+    }
+
+    fn refused(files: &[(&str, Vec<u8>)], says: &str) {
+        match checkpoint(files) {
+            Ok(_) => panic!("read a checkpoint that should be refused ({says})"),
+            Err(e) => assert!(e.to_string().contains(says), "{e}"),
+        }
+    }
+
+    #[test]
+    fn single_and_sharded_checkpoints_read_every_tensor_once() {
+        let one = checkpoint(&[(SINGLE_FILE, shard(&["a", "b"]))]).expect("single");
+        assert_eq!(
+            one.tensor("b").map(|(i, d)| (i.shape.clone(), d.len())),
+            Some((vec![2], 4))
+        );
+        let sharded = checkpoint(&[
+            ("s1", shard(&["a"])),
+            ("s2", shard(&["b"])),
+            (INDEX_FILE, index(r#""a": "s1", "b": "s2""#)),
+        ])
+        .expect("sharded");
+        assert!(sharded.tensor("a").is_some() && sharded.tensor("b").is_some());
+        assert!(sharded.tensor("c").is_none());
+    }
+
+    #[test]
+    fn an_untrusted_index_is_held_to_the_shards() {
+        refused(
+            &[(INDEX_FILE, index(r#""a": "../s1""#))],
+            "not a file inside the checkpoint",
+        );
+        refused(&[(INDEX_FILE, index(r#""a": "s1""#))], "no such file");
+        refused(
+            &[
+                ("s1", shard(&["a"])),
+                (INDEX_FILE, index(r#""a": "s1", "b": "s1""#)),
+            ],
+            "tensor b is listed in s1 but that shard has no such tensor",
+        );
+        refused(
+            &[
+                ("s1", shard(&["a", "b"])),
+                (INDEX_FILE, index(r#""a": "s1""#)),
+            ],
+            "tensor b in s1 is not in the index's weight_map",
+        );
+        refused(
+            &[
+                ("s1", shard(&["a"])),
+                ("s2", shard(&["a", "b"])),
+                (INDEX_FILE, index(r#""a": "s1", "b": "s2""#)),
+            ],
+            "tensor a is also in s1",
+        );
+        refused(
+            &[(INDEX_FILE, b"{\"weight_map\": []}".to_vec())],
+            "has no weight_map object",
+        );
+        refused(&[], "no weights");
+        let mut trailing = shard(&["a"]);
+        trailing.push(0);
+        refused(&[(SINGLE_FILE, trailing)], "does not parse");
+    }
+}

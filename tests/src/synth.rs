@@ -725,6 +725,11 @@ impl TargetPackage {
     }
 
     pub fn write(&self, dir: &Path) -> io::Result<()> {
+        self.write_as(dir, "model.q4nx")
+    }
+
+    /// Writes the target with its weight header under `weight_file` (e.g. `model.safetensors`).
+    pub fn write_as(&self, dir: &Path, weight_file: &str) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
         std::fs::write(
             dir.join("config.json"),
@@ -735,7 +740,7 @@ impl TargetPackage {
         }
         let header = header_bytes(&self.tensors, &[]);
         let data_len = self.tensors.last().map_or(0, |e| e.offsets[1]);
-        let mut file = std::fs::File::create(dir.join("model.q4nx"))?;
+        let mut file = std::fs::File::create(dir.join(weight_file))?;
         file.write_all(&(header.len() as u64).to_le_bytes())?;
         file.write_all(&header)?;
         file.set_len(8 + header.len() as u64 + data_len)

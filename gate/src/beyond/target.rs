@@ -2,12 +2,13 @@
 //! the header of its weight file are read: never its data section, so a 20 GB target costs
 //! milliseconds.
 
+use crate::checkpoint;
 use crate::config::DraftConfig;
-use crate::container::{parse_header_only, Table, TensorInfo};
+use crate::container::TensorInfo;
 use crate::dtype::Dtype;
 use crate::error::PackageError;
 use crate::files::{self, FileError, CONFIG_FILE};
-use crate::limits::{MAX_CONFIG_BYTES, MAX_HEADER_BYTES};
+use crate::limits::MAX_CONFIG_BYTES;
 use crate::report::Check;
 use crate::tile::TILE_BYTES;
 use serde_json::{json, Value};
@@ -24,15 +25,19 @@ pub struct Target {
     pub hidden_size: Option<u64>,
     pub num_hidden_layers: Option<u64>,
     pub vocab_size: Option<u64>,
-    /// The target's weight file header, or why there is none to read.
-    pub table: Result<Table, String>,
+    /// Every tensor entry of the target's weight file headers (one Q4NX file, or a safetensors
+    /// checkpoint, single or sharded), or why the target has none to read.
+    pub tensors: Result<Vec<TensorInfo>, String>,
     pub tokenizer: bool,
 }
 
-/// Reads the target's config and weight-file header. A target that cannot be read is a usage error.
+/// Reads the target's config and weight-file headers. A target that cannot be read (no config, a
+/// config that is not JSON, a weight file that is not a regular file, cannot be read or does not
+/// parse) is a usage error, exit 2: never a PASS over what was not read.
 pub fn read(dir: &Path) -> Result<Target, PackageError> {
     crate::error::require_dir(dir)?;
-    let bytes = match files::read_capped(&dir.join(CONFIG_FILE), MAX_CONFIG_BYTES) {
+    let config_path = dir.join(CONFIG_FILE);
+    let bytes = match files::read_capped(&config_path, MAX_CONFIG_BYTES) {
         Ok(bytes) => bytes,
         Err(FileError::NotFound { .. }) => {
             return Err(PackageError::NoConfig {
@@ -41,7 +46,21 @@ pub fn read(dir: &Path) -> Result<Target, PackageError> {
         }
         Err(e) => return Err(e.into()),
     };
-    let config: Value = crate::strict_json::parse(&bytes).unwrap_or(Value::Null);
+    let config = match crate::strict_json::parse(&bytes) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => {
+            return Err(malformed(
+                &config_path,
+                "the target's config.json is not a JSON object".to_owned(),
+            ))
+        }
+        Err(e) => {
+            return Err(malformed(
+                &config_path,
+                format!("the target's config.json is not valid JSON: {e}"),
+            ))
+        }
+    };
     // Multimodal targets keep the language model's fields under text_config.
     let field = |name: &str| {
         config
@@ -53,51 +72,62 @@ pub fn read(dir: &Path) -> Result<Target, PackageError> {
         hidden_size: field("hidden_size"),
         num_hidden_layers: field("num_hidden_layers"),
         vocab_size: field("vocab_size"),
-        table: read_header(dir),
+        tensors: read_headers(dir)?,
         tokenizer: dir.join("tokenizer.json").is_file(),
     })
 }
 
-/// The target's `model.q4nx` (or single `*.q4nx`) header: 8 bytes, then `n`, and nothing more.
-fn read_header(dir: &Path) -> Result<Table, String> {
+fn malformed(path: &Path, why: String) -> PackageError {
+    PackageError::Malformed {
+        path: path.to_owned(),
+        why,
+    }
+}
+
+/// The target's weight headers, never its data: `model.q4nx` (or the single `*.q4nx`), else a
+/// safetensors checkpoint (`model.safetensors`, or the shards its index names). `Ok(Err(..))` when the
+/// target holds no weight file at all (nothing to count); a weight file that is there and cannot be
+/// read or parsed is an error.
+fn read_headers(dir: &Path) -> Result<Result<Vec<TensorInfo>, String>, PackageError> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| e.to_string())?
+        .map_err(|source| FileError::Unreadable {
+            path: dir.to_owned(),
+            source,
+        })?
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
         .filter(|n| n.ends_with(".q4nx"))
         .collect();
     names.sort();
-    let name = if names.iter().any(|n| n == "model.q4nx") {
-        "model.q4nx".to_owned()
+    let q4nx = if names.iter().any(|n| n == "model.q4nx") {
+        Some("model.q4nx".to_owned())
     } else {
         match names.as_slice() {
-            [one] => one.clone(),
-            [] => return Err("the target has no *.q4nx weight file".to_owned()),
+            [one] => Some(one.clone()),
+            [] => None,
             _ => {
-                return Err(format!(
-                    "the target has {} *.q4nx files and no model.q4nx",
-                    names.len()
-                ))
+                return Ok(Err(format!(
+                "the target has {} *.q4nx files and no model.q4nx: the gate does not guess which",
+                names.len()
+            )))
             }
         }
     };
-    let file = files::open(&dir.join(&name)).map_err(|e| e.to_string())?;
-    let file_len = file.len();
-    let mut prefix = [0u8; 8];
-    if file_len < 8 {
-        return Err(format!("{name}: shorter than 8 bytes"));
+    if let Some(name) = q4nx {
+        let table = checkpoint::read_table(&files::open(&dir.join(name))?)?;
+        return Ok(Ok(table.entries));
     }
-    file.read_exact_at(0, &mut prefix)
-        .map_err(|e| e.to_string())?;
-    let n = u64::from_le_bytes(prefix);
-    if n > MAX_HEADER_BYTES || 8 + n > file_len {
-        return Err(format!("{name}: header length {n} is over the limit or past the end of the {file_len}-byte file"));
+    let safetensors = [checkpoint::SINGLE_FILE, checkpoint::INDEX_FILE]
+        .iter()
+        .any(|n| std::fs::symlink_metadata(dir.join(n)).is_ok());
+    if !safetensors {
+        return Ok(Err(format!(
+            "the target has no weight file (no *.q4nx, {}, or {})",
+            checkpoint::SINGLE_FILE,
+            checkpoint::INDEX_FILE
+        )));
     }
-    // n is checked against the cap and the file's size before it sizes this buffer.
-    let mut header = vec![0u8; 8 + n as usize];
-    header[..8].copy_from_slice(&prefix);
-    file.read_exact_at(8, &mut header[8..])
-        .map_err(|e| e.to_string())?;
-    parse_header_only(&header, file_len).map_err(|e| format!("{name}: {e}"))
+    let headers = checkpoint::Headers::read(dir)?;
+    Ok(Ok(headers.entries().cloned().collect()))
 }
 
 /// The `target.*` checks, in report order.
@@ -180,17 +210,14 @@ fn vocab(draft: &DraftConfig, target: &Target) -> Check {
         Err(p) => problems.push(format!("the draft's {p}")),
     }
     let mut rows_read = Vec::new();
-    if let Err(why) = &target.table {
-        agreed.push(format!("no embedding rows read ({why})"));
-    }
-    if let Ok(table) = &target.table {
+    if let Ok(tensors) = &target.tensors {
         for name in [
             "model.embed_tokens.weight",
             "embed_tokens.weight",
             "lm_head.weight",
             "model.lm_head.weight",
         ] {
-            let Some(info) = table.entries.iter().find(|e| e.name == name) else {
+            let Some(info) = tensors.iter().find(|e| e.name == name) else {
                 continue;
             };
             match rows(info, target.hidden_size) {
@@ -206,7 +233,9 @@ fn vocab(draft: &DraftConfig, target: &Target) -> Check {
                 )),
                 Rows::Unknown => {}
             }
-            rows_read.push(name);
+            if !matches!(rows(info, target.hidden_size), Rows::Unknown) {
+                rows_read.push(name);
+            }
         }
     }
     let evidence = json!({ "target_vocab_size": vocab, "draft_vocab_size": draft.vocab_size.clone().ok().flatten(), "tables_read": rows_read, "problems": problems });
@@ -214,6 +243,22 @@ fn vocab(draft: &DraftConfig, target: &Target) -> Check {
         return Check::fail(
             VOCAB,
             format!("the vocabularies disagree: {}", problems.join("; ")),
+        )
+        .with_evidence(evidence);
+    }
+    if rows_read.is_empty() {
+        // Nothing was counted: agreement of two config numbers is not agreement of the tables.
+        let why = match &target.tensors {
+            Err(why) => why.clone(),
+            Ok(_) => "its weight headers hold no embed_tokens or lm_head table of a known form"
+                .to_owned(),
+        };
+        return Check::undecided(
+            VOCAB,
+            format!(
+                "cannot decide: no embedding rows of the target were counted ({why}); {}",
+                agreed.join(", ")
+            ),
         )
         .with_evidence(evidence);
     }
@@ -250,24 +295,32 @@ fn rows(info: &TensorInfo, hidden: Option<u64>) -> Rows {
 }
 
 fn mask(draft: &DraftConfig, target: &Target) -> Check {
-    let vocab = target
-        .vocab_size
-        .or(draft.vocab_size.clone().ok().flatten());
+    // The target's own vocab_size bounds the token; the draft's stands in only when the target states
+    // none, and the message says whose it is.
+    let vocab = match (target.vocab_size, draft.vocab_size.clone().ok().flatten()) {
+        (Some(v), _) => Some((v, "the target's vocab_size")),
+        (None, Some(v)) => Some((
+            v,
+            "the draft's vocab_size (the target's config.json states none)",
+        )),
+        (None, None) => None,
+    };
     match (draft.mask_token_id.clone(), vocab) {
         (Err(p), _) => Check::blocked(MASK, "config.geometry", format!("cannot decide: needs {p}")),
         (Ok(None), _) => Check::undecided(
             MASK,
             "cannot decide: the draft's config states no mask_token_id",
         ),
-        (_, None) => Check::undecided(MASK, "cannot decide: no vocab_size to bound mask_token_id"),
-        (Ok(Some(m)), Some(v)) if m < v => Check::pass(
+        (_, None) => Check::undecided(
             MASK,
-            format!("mask_token_id {m} is below the target's vocab_size {v}"),
+            "cannot decide: neither the target nor the draft states a vocab_size to bound mask_token_id",
         ),
-        (Ok(Some(m)), Some(v)) => Check::fail(
-            MASK,
-            format!("mask_token_id {m} is not below the target's vocab_size {v}"),
-        ),
+        (Ok(Some(m)), Some((v, whose))) if m < v => {
+            Check::pass(MASK, format!("mask_token_id {m} is below {whose} {v}"))
+        }
+        (Ok(Some(m)), Some((v, whose))) => {
+            Check::fail(MASK, format!("mask_token_id {m} is not below {whose} {v}"))
+        }
     }
 }
 

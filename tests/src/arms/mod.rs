@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 pub mod source;
+pub mod target_read;
 
 /// The generator seed every arm uses: fixed, so a failure reproduces.
 pub const SEED: u64 = 0x0df1_a5a0;
