@@ -109,6 +109,11 @@ fn judge(
     let Some(kind) = role.kind() else {
         return match role {
             Role::Scalar(s) if !family.scalars.contains(&s) => second("scalar".to_owned()),
+            // A feature's copy of its pair, in a package whose config switches the feature off.
+            Role::Scalar(s) => match s.feature().map(|f| (f, f.is_on(inputs.config))) {
+                Some((f, Ok(false))) => off(f, "scalar"),
+                _ => Verdict::Explained,
+            },
             _ => Verdict::Explained,
         };
     };
@@ -118,13 +123,7 @@ fn judge(
     match (spec.switch, role) {
         (Switch::Feature(f), _) => match f.is_on(inputs.config) {
             Ok(true) => Verdict::Explained,
-            Ok(false) => {
-                let [a, b] = f.fields();
-                Verdict::Unexplained(Some(format!(
-                    "a DFlash2 {} tensor, but config.json sets no {a}/{b}",
-                    f.noun()
-                )))
-            }
+            Ok(false) => off(f, "tensor"),
             Err(p) => Verdict::Undecided(format!("needs {p}")),
         },
         (_, Role::EmbedTokens) => match embed_problem(inputs, e) {
@@ -136,6 +135,15 @@ fn judge(
         },
         _ => Verdict::Explained,
     }
+}
+
+/// A feature's tensor (or scalar) in a package whose config does not switch the feature on.
+fn off(f: crate::family::Feature, what: &str) -> Verdict {
+    let [a, b] = f.fields();
+    Verdict::Unexplained(Some(format!(
+        "a DFlash2 {} {what}, but config.json sets no {a}/{b}",
+        f.noun()
+    )))
 }
 
 /// `Ok` when an embedding table is BF16 `[vocab, hidden]` or a q4_1 grid of that size; `Err(None)`

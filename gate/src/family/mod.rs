@@ -218,6 +218,21 @@ mod tests {
         }
     }
 
+    /// The published DFlash2 fixture's bf16 checkpoint: 81 tensors, 5,544,319,488 data bytes (spec
+    /// section 10), from this table and the fixture's config alone.
+    #[test]
+    fn the_dflash2_table_sizes_the_published_checkpoint() {
+        let text = include_str!("../../../fixtures/configs/dflash2-reference.json");
+        let config = DraftConfig::from_json(text.as_bytes()).unwrap();
+        let g = Geometry::new(&config);
+        let roles = DFLASH2.roles(5, |s| s.switch != Switch::Optional);
+        let bytes: u64 = roles
+            .iter()
+            .map(|(_, s)| (s.shape)(&g).unwrap().iter().product::<u64>() * 2)
+            .sum();
+        assert_eq!((roles.len(), bytes), (81, 5_544_319_488));
+    }
+
     #[test]
     fn roles_walk_layers_then_the_rest() {
         let roles = DFLASH.roles(2, |s| matches!(s.kind, Kind::Projection(_)));

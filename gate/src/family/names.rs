@@ -168,6 +168,15 @@ impl Scalar {
         }
     }
 
+    /// The second-family feature whose config pair this scalar copies, if any.
+    pub fn feature(self) -> Option<super::Feature> {
+        match self {
+            Scalar::ConvKernelSize | Scalar::ConvGroupSize => Some(super::Feature::Conv),
+            Scalar::SelectorRank | Scalar::SelectorTopK => Some(super::Feature::Selector),
+            _ => None,
+        }
+    }
+
     /// Stored as one F32 rather than I32/I64 integers.
     pub fn is_float(self) -> bool {
         matches!(

@@ -98,6 +98,12 @@ pub fn all() -> Vec<Arm> {
             mentions: &["selector_top_k 1001 exceeds vocab_size 1000"],
             also: &[("scalars.selector_top_k", Outcome::Fail, "the container's copy (8) now differs from the config's (1001)")],
         }),
+        d2("control::dflash2_feature_scalar_without_fields", Base::Dflash2SelectorOnly, r, conv_scalar_without_fields, Expect::Refused {
+            check: "inventory.explained",
+            outcome: Outcome::Fail,
+            mentions: &["dflash.conv_kernel_size (a DFlash2 convolution scalar, but config.json sets no conv_kernel_size/conv_group_size)"],
+            also: &[("scalars.conv_kernel_size", Outcome::Undecided, "the config has no conv_kernel_size to compare it with")],
+        }),
         arm("control::conv_tensors_in_first_family", Base::Small, conv_in_first_family, fail("inventory.explained", &["model.layers.0.attention_conv.base_kernel", "second-family (DFlash2) conv attention_conv.base_kernel tensor, but config.json declares the DFlash family"])),
         d2("control::dflash2_nan_scale_in_gridded_kernel_projection", Base::Dflash2, r, nan_in_kernel_projection, fail("tiles.headers_sane", &["model.layers.0.mlp_conv.kernel_projection.weight", "tile 1", "scale is not finite"])),
         arm("control::layer_types_wrong_length", Base::Small, layer_types_wrong_length, fail("config.geometry", &["layer_types has 3 entries, num_hidden_layers is 2"])),
@@ -306,6 +312,15 @@ fn codebook_row_short(s: &mut Scenario) {
 
 fn top_k_above_vocab(s: &mut Scenario) {
     nested(s).insert("selector_top_k".into(), json!(1001));
+}
+
+fn conv_scalar_without_fields(s: &mut Scenario) {
+    s.package.tensors.push(Tensor {
+        name: Scalar::ConvKernelSize.tensor_name(),
+        dtype: Dtype::I32,
+        shape: vec![1],
+        data: 2i32.to_le_bytes().to_vec(),
+    });
 }
 
 fn conv_in_first_family(s: &mut Scenario) {
