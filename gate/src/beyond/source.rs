@@ -85,12 +85,17 @@ fn form_of(info: &TensorInfo, census: Option<&TensorCensus>) -> (Vec<u64>, Form)
     }
 }
 
-/// `[N, K]` as rows and columns; a 1-D tensor is one row.
+/// `[N, K]` as rows and columns; a 1-D tensor is one row; a higher-rank one (a DFlash2 base kernel
+/// `[2, conv_kernel_size, hidden]`) is its leading dimensions' product of rows of its last.
 fn rows_cols(shape: &[u64]) -> Option<(u64, u64)> {
     match shape {
         [n] => Some((1, *n)),
         [n, k] => Some((*n, *k)),
-        _ => None,
+        [leading @ .., k] => {
+            let rows = leading.iter().try_fold(1u64, |a, &d| a.checked_mul(d))?;
+            Some((rows, *k))
+        }
+        [] => None,
     }
 }
 

@@ -1,8 +1,10 @@
 //! The second family (spec section 10) and the assistant head: one pass arm per accepted encoding,
 //! and one control per way a DFlash2 package (or a first-family one holding its tensors) goes wrong.
 
+use super::source::Source;
 use super::{arm, expect_eq, fail, grids, none, Arm, Base, Expect, Extra};
 use crate::defects::{set_header, stray, Scenario};
+use crate::synth::source::SourceOptions;
 use crate::synth::{Draft, Encoding, Features, Geometry, Package, Tensor};
 use gate::dtype::Dtype;
 use gate::family::{ConvPart, ConvSite, Role, Scalar, SelectorPart};
@@ -32,6 +34,30 @@ fn d2(
         defect,
         extra: Extra::None,
         expect,
+    }
+}
+
+fn d2x(name: &'static str, encoding: Encoding, source: Source, expect: Expect) -> Arm {
+    Arm {
+        name,
+        base: Base::Dflash2,
+        encoding,
+        defect: none,
+        extra: Extra::Source(source),
+        expect,
+    }
+}
+
+fn untouched(_: &std::path::Path) {}
+
+/// The package's own checkpoint, written beside it (less `omit`).
+fn faithful(omit: Option<&'static str>) -> Source {
+    Source {
+        options: SourceOptions {
+            omit,
+            ..SourceOptions::default()
+        },
+        after: untouched,
     }
 }
 
@@ -78,6 +104,10 @@ pub fn all() -> Vec<Arm> {
         passes("pass::dflash2_conv_only", Base::Dflash2ConvOnly, r, conv_only_census),
         passes("pass::dflash2_selector_only", Base::Dflash2SelectorOnly, r, selector_only_census),
         passes("pass::assistant_head", Base::AssistantHead, Encoding::default(), assistant_census),
+        // --source compares the second family's tensors too, in either form.
+        d2x("pass::dflash2_source_matches", Encoding { codebooks_gridded: true, ..r }, faithful(None), Expect::Pass { facts: source_compared }),
+        d2x("pass::dflash2_source_bf16_matrices", Encoding { dflash2_matrices_bf16: true, ..r }, faithful(None), Expect::Pass { facts: source_passes }),
+        d2x("control::dflash2_source_lacks_a_kernel_projection", r, faithful(Some("layers.0.mlp_conv.kernel_projection.weight")), fail("source.inventory", &["layers.0.mlp_conv.kernel_projection.weight"])),
         // The controls.
         arm("control::dflash2_neither_feature", Base::Small, neither_feature, fail("config.geometry", &["DFlash2DraftModel", "switches on neither feature"])),
         d2("control::dflash2_mlp_conv_missing", Base::Dflash2, r, mlp_conv_missing, fail("dflash2.conv", &["absent: model.layers.1.mlp_conv.base_kernel, model.layers.1.mlp_conv.kernel_projection.weight"])),
@@ -234,6 +264,35 @@ fn assistant_census(r: &Report) -> Result<(), String> {
         Some("fusion matrix fc"),
     )?;
     expect_eq("dflash2.conv", outcome(r, "dflash2.conv"), None)
+}
+
+/// Every check of --source passed.
+fn source_passes(r: &Report) -> Result<(), String> {
+    for id in gate::beyond::source::CHECKS {
+        expect_eq(id, outcome(r, id), Some(Outcome::Pass))?;
+    }
+    Ok(())
+}
+
+/// Every grid was compared with its source, the DFlash2 matrices and gridded codebooks among them.
+fn source_compared(r: &Report) -> Result<(), String> {
+    source_passes(r)?;
+    let names: Vec<&str> = r
+        .census
+        .source_grids
+        .iter()
+        .map(|g| g.name.as_str())
+        .collect();
+    expect_eq("grids compared", names.len(), 14 + 4 + 1 + 2)?;
+    for name in [
+        "model.layers.1.attention_conv.kernel_projection.weight",
+        "model.candidate_selector.successor_codebook",
+    ] {
+        if !names.contains(&name) {
+            return Err(format!("{name} was not compared with its source"));
+        }
+    }
+    Ok(())
 }
 
 // ---- defects ----

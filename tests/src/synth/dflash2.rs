@@ -112,6 +112,22 @@ impl Geometry {
     }
 }
 
+/// N x K of a DFlash2 matrix (the forms a converter may grid), or `None` for any other role.
+pub fn grid_dims(g: &Geometry, role: Role) -> Option<(u64, u64)> {
+    let Draft::DFlash2(f) = &g.draft else {
+        return None;
+    };
+    match role {
+        Role::Conv {
+            part: ConvPart::KernelProjection,
+            ..
+        } => f.conv.map(|c| (g.kernel_projection_rows(c), g.hidden)),
+        Role::Selector(SelectorPart::HiddenProjection) => f.selector.map(|(r, _)| (r, g.hidden)),
+        Role::Selector(_) => f.selector.map(|(r, _)| (g.vocab_size, r)),
+        _ => None,
+    }
+}
+
 /// How one tensor is to be made.
 enum Make {
     Bf16(Vec<u64>),

@@ -73,7 +73,7 @@ pub fn write_source(
                 })?;
                 vec![n, k]
             }
-            (_, [blocks, cols, 32]) => vec![blocks * 32, *cols],
+            (_, [blocks, cols, 32]) if is_fc(&name) => vec![blocks * 32, *cols],
             (_, shape) => shape.to_vec(),
         };
         plan.push((name, shape, i));
@@ -108,7 +108,7 @@ pub fn write_source(
         let mut file = io::BufWriter::new(std::fs::File::create(dir.join(&file_name))?);
         file.write_all(&(header.len() as u64).to_le_bytes())?;
         file.write_all(&header)?;
-        for (_, shape, i) in chunk {
+        for (name, shape, i) in chunk {
             let t = &mut package.tensors[*i];
             let values = if t.dtype == Dtype::I8 {
                 let (n, k) = (shape[0], shape[1]);
@@ -121,7 +121,7 @@ pub fn write_source(
                     .chunks_exact(2)
                     .map(|b| bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
                     .collect();
-                if t.shape.len() == 3 {
+                if t.shape.len() == 3 && is_fc(name) {
                     unblock(&values, shape[0], shape[1])
                 } else {
                     values
@@ -152,12 +152,17 @@ fn to_bytes(values: &[f32], dtype: Dtype) -> Vec<u8> {
     }
 }
 
-/// A projection's N x K from its name and the geometry.
+/// A gridded matrix's N x K from its name and the geometry: a projection, or a DFlash2 matrix.
 fn grid_dims(name: &str, g: &super::Geometry) -> Option<(u64, u64)> {
     match gate::roles::Naming::BARE.role(name)? {
         gate::roles::Role::Projection { projection, .. } => Some(g.dims(projection)),
-        _ => None,
+        role => super::dflash2::grid_dims(g, role),
     }
+}
+
+/// Only the fusion matrix is row-blocked; other 3-D tensors (a DFlash2 base kernel) are as declared.
+fn is_fc(name: &str) -> bool {
+    gate::family::source_name(name).is_some_and(|s| s.role == gate::family::Role::Fc)
 }
 
 /// Row-major N x K bf16-exact values, each row with its own spread as trained projections have.
