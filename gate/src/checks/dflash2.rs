@@ -143,7 +143,7 @@ fn check_feature<'a>(
     Check::pass(
         id,
         format!(
-            "every {} tensor switched on by {a}/{b} is present, in an accepted form, of the config's shape: {total} tensors ({gridded} q4_1 grids, {} BF16)",
+            "every {} tensor switched on by {a}/{b} is present, in an accepted form, of the config's shape: {total} tensors (q4_1 grids: {gridded}, BF16: {})",
             feature.noun(),
             total - gridded
         ),

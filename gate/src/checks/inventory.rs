@@ -108,7 +108,7 @@ fn judge(
     }
     let Some(kind) = role.kind() else {
         return match role {
-            Role::Scalar(s) if !family.scalars.contains(&s) => second("scalar".to_owned()),
+            Role::Scalar(s) if !family.scalars().any(|f| f == s) => second("scalar".to_owned()),
             // A feature's copy of its pair, in a package whose config switches the feature off.
             Role::Scalar(s) => match s.feature().map(|f| (f, f.is_on(inputs.config))) {
                 Some((f, Ok(false))) => off(f, "scalar"),

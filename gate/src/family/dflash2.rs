@@ -1,7 +1,7 @@
 //! The second family's own rows (spec section 10): two convolutions per layer and the candidate
 //! selector, each switched on by a pair of config fields. The family holds the first family's rows too.
 
-use super::{ConvPart, ConvSite, Feature, Form, Kind, RoleSpec, Scalar, SelectorPart, Switch};
+use super::{ConvPart, ConvSite, Feature, Form, Kind, RoleSpec, SelectorPart, Switch};
 use crate::config::{Field, FieldProblem, Geometry, ProblemKind};
 
 /// A converter may grid the matrices or keep them BF16; the codebooks are BF16 in the reference.
@@ -63,19 +63,4 @@ pub(super) static ROLES: &[RoleSpec] = &[
     selector(SelectorPart::HiddenProjection, MATRIX),
     selector(SelectorPart::PredecessorCodebook, CODEBOOK),
     selector(SelectorPart::SuccessorCodebook, CODEBOOK),
-];
-
-pub(super) static SCALARS: &[Scalar] = &[
-    Scalar::BlockSize,
-    Scalar::TargetLayerIds,
-    Scalar::SlidingWindow,
-    Scalar::EmbeddingScale,
-    Scalar::MaskTokenId,
-    Scalar::NumTargetLayers,
-    Scalar::ConvKernelSize,
-    Scalar::ConvGroupSize,
-    Scalar::SelectorRank,
-    Scalar::SelectorTopK,
-    Scalar::OutputMultiplier,
-    Scalar::FinalLogitSoftcapping,
 ];

@@ -100,7 +100,8 @@ pub struct Family {
     /// `DFlash` or `DFlash2`, for messages.
     pub name: &'static str,
     pub tables: &'static [&'static [RoleSpec]],
-    pub scalars: &'static [Scalar],
+    /// The `dflash.*` scalars, in groups: the first family's, then any the family adds.
+    pub scalar_groups: &'static [&'static [Scalar]],
     pub aliases: &'static [Alias],
 }
 
@@ -124,7 +125,7 @@ impl PartialEq for Family {
 pub static DFLASH: Family = Family {
     name: "DFlash",
     tables: &[dflash::ROLES],
-    scalars: &Scalar::ALL,
+    scalar_groups: &[&Scalar::ALL],
     aliases: &[],
 };
 
@@ -132,7 +133,7 @@ pub static DFLASH: Family = Family {
 pub static ASSISTANT_HEAD: Family = Family {
     name: "DFlash",
     tables: &[dflash::ROLES],
-    scalars: &Scalar::ALL,
+    scalar_groups: &[&Scalar::ALL],
     aliases: dflash::ASSISTANT_ALIASES,
 };
 
@@ -140,7 +141,7 @@ pub static ASSISTANT_HEAD: Family = Family {
 pub static DFLASH2: Family = Family {
     name: "DFlash2",
     tables: &[dflash::ROLES, dflash2::ROLES],
-    scalars: dflash2::SCALARS,
+    scalar_groups: &[&Scalar::ALL, &Scalar::SECOND_FAMILY],
     aliases: &[],
 };
 
@@ -152,6 +153,11 @@ pub fn all_aliases() -> &'static [Alias] {
 impl Family {
     pub fn specs(&self) -> impl Iterator<Item = &'static RoleSpec> + '_ {
         self.tables.iter().flat_map(|t| t.iter())
+    }
+
+    /// Every scalar of the family, in report order.
+    pub fn scalars(&self) -> impl Iterator<Item = Scalar> + '_ {
+        self.scalar_groups.iter().flat_map(|g| g.iter().copied())
     }
 
     /// The row for `kind`, or `None` when this family has no such role.
