@@ -7,10 +7,11 @@
 //! copied.
 
 use crate::dtype::Dtype;
+use crate::limits::{MAX_EMPTY_TENSORS, MAX_METADATA_KEYS};
 use crate::limits::{MAX_HEADER_BYTES, MAX_RANK, MAX_TENSORS, TENSOR_ALIGNMENT};
-use crate::strict_json;
-use serde_json::Value;
 use std::fmt;
+
+mod header;
 
 /// The key safetensors reserves for free-form string metadata.
 pub const METADATA_KEY: &str = "__metadata__";
@@ -55,6 +56,9 @@ pub struct Table {
     /// Gaps between tensors, `[begin, end)` in data-section offsets, each shorter than the alignment and
     /// ending on an aligned offset. Only `Container::parse` proves their bytes are zero.
     pub gaps: Vec<(u64, u64)>,
+    /// Positions in `entries`, ordered by name: [`Table::get`] is a binary search, so checks that look
+    /// up every name a config implies cost `names x log(tensors)`, not `names x tensors`.
+    by_name: Vec<u32>,
 }
 
 /// A container whose header has been validated against its bytes, with zero-copy tensor views.
@@ -81,6 +85,10 @@ pub enum ContainerError {
     HeaderNotObject { found: &'static str },
     /// More entries than the reader accepts.
     TooManyTensors { count: usize },
+    /// More zero-byte entries than the reader accepts (counted up to the first one too many).
+    TooManyEmptyTensors { count: usize },
+    /// More `__metadata__` keys than the reader accepts.
+    TooMuchMetadata,
     /// `__metadata__` is not an object of strings.
     BadMetadata { key: Option<String> },
     /// A top-level key whose value is not a tensor entry (e.g. a config scalar a converter put there).
@@ -153,6 +161,13 @@ impl fmt::Display for ContainerError {
             HeaderNotObject { found } => write!(f, "header is a JSON {found}, not an object"),
             TooManyTensors { count } => {
                 write!(f, "header declares {count} tensors, more than the {MAX_TENSORS} accepted")
+            }
+            TooManyEmptyTensors { count } => write!(
+                f,
+                "header declares at least {count} zero-byte tensors, more than the {MAX_EMPTY_TENSORS} accepted"
+            ),
+            TooMuchMetadata => {
+                write!(f, "{METADATA_KEY} holds more than the {MAX_METADATA_KEYS} keys accepted")
             }
             BadMetadata { key: None } => write!(f, "{METADATA_KEY} is not an object"),
             BadMetadata { key: Some(k) } => write!(f, "{METADATA_KEY} value {k:?} is not a string"),
@@ -234,8 +249,9 @@ impl<'a> Container<'a> {
             .unwrap_or_default()
     }
 
+    /// The entry named `name` (a binary search of the table's name index).
     pub fn get(&self, name: &str) -> Option<&TensorInfo> {
-        self.table.entries.iter().find(|e| e.name == name)
+        self.table.get(name)
     }
 }
 
@@ -286,28 +302,22 @@ impl Table {
         let text = std::str::from_utf8(header).map_err(|e| ContainerError::HeaderNotUtf8 {
             offset: e.valid_up_to(),
         })?;
-        let value =
-            strict_json::parse(text.as_bytes()).map_err(|e| ContainerError::HeaderNotJson {
-                reason: e.to_string(),
-            })?;
-        let Value::Object(map) = value else {
-            return Err(ContainerError::HeaderNotObject {
-                found: json_kind(&value),
-            });
-        };
-        if map.len() > MAX_TENSORS + 1 {
-            return Err(ContainerError::TooManyTensors { count: map.len() });
-        }
-        let mut metadata = Vec::new();
-        let mut entries = Vec::with_capacity(map.len());
-        for (key, value) in &map {
-            if key == METADATA_KEY {
-                metadata = parse_metadata(value)?;
-            } else {
-                entries.push(parse_entry(key, value)?);
-            }
-        }
+        let header::Parsed {
+            mut entries,
+            metadata,
+        } = header::parse(text)?;
         entries.sort_by(|a, b| (a.begin, a.end, &a.name).cmp(&(b.begin, b.end, &b.name)));
+        // At most MAX_TENSORS entries, so every position fits in u32.
+        let mut by_name: Vec<u32> = (0..entries.len() as u32).collect();
+        by_name.sort_unstable_by(|&a, &b| entries[a as usize].name.cmp(&entries[b as usize].name));
+        if let Some(pair) = by_name
+            .windows(2)
+            .find(|w| entries[w[0] as usize].name == entries[w[1] as usize].name)
+        {
+            return Err(ContainerError::HeaderNotJson {
+                reason: format!("duplicate key {:?}", entries[pair[0] as usize].name),
+            });
+        }
         let gaps = check_layout(&entries, data_len)?;
         Ok(Table {
             entries,
@@ -315,97 +325,30 @@ impl Table {
             header_bytes: 8 + header.len() as u64,
             data_len,
             gaps,
+            by_name,
         })
+    }
+
+    /// The entry named `name`.
+    pub fn get(&self, name: &str) -> Option<&TensorInfo> {
+        let at = self
+            .by_name
+            .binary_search_by(|&i| self.entries[i as usize].name.as_str().cmp(name))
+            .ok()?;
+        self.entries.get(self.by_name[at] as usize)
     }
 }
 
-fn parse_metadata(value: &Value) -> Result<Vec<(String, String)>, ContainerError> {
-    let Value::Object(map) = value else {
-        return Err(ContainerError::BadMetadata { key: None });
-    };
-    map.iter()
-        .map(|(k, v)| match v {
-            Value::String(s) => Ok((k.clone(), s.clone())),
-            _ => Err(ContainerError::BadMetadata {
-                key: Some(k.clone()),
-            }),
-        })
-        .collect()
-}
-
-fn parse_entry(name: &str, value: &Value) -> Result<TensorInfo, ContainerError> {
-    let Value::Object(fields) = value else {
-        return Err(ContainerError::NotATensorEntry {
-            key: name.to_owned(),
-            found: json_kind(value),
-        });
-    };
-    let tensor = || name.to_owned();
-    if let Some(unknown) = fields
-        .keys()
-        .find(|k| !matches!(k.as_str(), "dtype" | "shape" | "data_offsets"))
-    {
-        return Err(ContainerError::UnknownField {
-            tensor: tensor(),
-            field: unknown.clone(),
-        });
-    }
-    let field = |f: &'static str| {
-        fields.get(f).ok_or_else(|| ContainerError::MissingField {
-            tensor: tensor(),
-            field: f,
-        })
-    };
-    let dtype = match field("dtype")? {
-        Value::String(s) => Dtype::from_name(s).ok_or_else(|| ContainerError::UnknownDtype {
-            tensor: tensor(),
-            dtype: s.clone(),
-        })?,
-        other => {
-            return Err(ContainerError::BadField {
-                tensor: tensor(),
-                field: "dtype",
-                reason: format!("a JSON {}, not a string", json_kind(other)),
-            })
-        }
-    };
-    let Value::Array(dims) = field("shape")? else {
-        return Err(ContainerError::BadField {
-            tensor: tensor(),
-            field: "shape",
-            reason: "not an array".to_owned(),
-        });
-    };
-    if dims.len() > MAX_RANK {
-        return Err(ContainerError::RankTooLarge {
-            tensor: tensor(),
-            rank: dims.len(),
-        });
-    }
-    let shape = dims
-        .iter()
-        .enumerate()
-        .map(|(index, d)| {
-            d.as_u64().ok_or_else(|| ContainerError::BadDimension {
-                tensor: tensor(),
-                index,
-                value: d.to_string(),
-            })
-        })
-        .collect::<Result<Vec<u64>, _>>()?;
-    let offsets = match field("data_offsets")? {
-        Value::Array(pair) if pair.len() == 2 => {
-            pair.iter().map(Value::as_u64).collect::<Option<Vec<u64>>>()
-        }
-        _ => None,
-    };
-    let Some(&[begin, end]) = offsets.as_deref() else {
-        return Err(ContainerError::BadField {
-            tensor: tensor(),
-            field: "data_offsets",
-            reason: "not a pair of non-negative integers".to_owned(),
-        });
-    };
+/// The checks on one entry once its fields are read: offsets in order, and the shape's byte count
+/// (by checked multiplication) equal to their span.
+fn entry(
+    name: String,
+    dtype: Dtype,
+    shape: Vec<u64>,
+    begin: u64,
+    end: u64,
+) -> Result<TensorInfo, ContainerError> {
+    let tensor = || name.clone();
     if begin > end {
         return Err(ContainerError::BeginAfterEnd {
             tensor: tensor(),
@@ -425,7 +368,7 @@ fn parse_entry(name: &str, value: &Value) -> Result<TensorInfo, ContainerError> 
         });
     }
     Ok(TensorInfo {
-        name: name.to_owned(),
+        name,
         dtype,
         shape,
         begin,
@@ -459,7 +402,9 @@ fn check_layout(entries: &[TensorInfo], data_len: u64) -> Result<Vec<(u64, u64)>
                 return Err(hole("the first tensor must start at offset 0"));
             }
             if entry.begin - cursor >= TENSOR_ALIGNMENT {
-                return Err(hole("an alignment gap is shorter than 64 bytes"));
+                return Err(hole(
+                    "too long for an alignment gap, which is shorter than 64 bytes",
+                ));
             }
             if entry.begin % TENSOR_ALIGNMENT != 0 {
                 return Err(hole("the next tensor does not start on a 64-byte boundary"));
@@ -476,17 +421,6 @@ fn check_layout(entries: &[TensorInfo], data_len: u64) -> Result<Vec<(u64, u64)>
         });
     }
     Ok(gaps)
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 #[cfg(test)]
@@ -661,6 +595,65 @@ mod tests {
                 "{dim}"
             );
         }
+    }
+
+    #[test]
+    fn structures_no_table_has_are_refused_as_they_stream() {
+        // One huge array, where an object of entries belongs: refused at its first byte.
+        let array = format!("[{}0]", "0,".repeat(100_000));
+        assert_eq!(
+            refusal(&file(&array, &[])),
+            ContainerError::HeaderNotObject { found: "array" }
+        );
+        // A shape of a million dimensions is counted, not kept.
+        let wide = format!(
+            r#"{{"t":{{"dtype":"I8","shape":[{}1],"data_offsets":[0,1]}}}}"#,
+            "1,".repeat(999_999)
+        );
+        assert_eq!(
+            refusal(&file(&wide, &[0])),
+            ContainerError::RankTooLarge {
+                tensor: "t".into(),
+                rank: 1_000_000
+            }
+        );
+        // Deep nesting anywhere is refused at the limit, not at serde_json's own.
+        let deep = format!(
+            r#"{{"t":{{"dtype":"I8","shape":[{}{}],"data_offsets":[0,1]}}}}"#,
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        let e = refusal(&file(&deep, &[0])).to_string();
+        assert!(
+            e.contains("nested deeper than the 64 levels accepted"),
+            "{e}"
+        );
+        // Metadata is bounded too.
+        let keys: Vec<String> = (0..=MAX_METADATA_KEYS)
+            .map(|i| format!("\"k{i}\":\"\""))
+            .collect();
+        let meta = format!(r#"{{"__metadata__":{{{}}}}}"#, keys.join(","));
+        assert_eq!(refusal(&file(&meta, &[])), ContainerError::TooMuchMetadata);
+    }
+
+    #[test]
+    fn empty_tensors_are_bounded_and_names_are_indexed() {
+        let entries = |n: usize| -> String {
+            let e: Vec<String> = (0..n)
+                .map(|i| format!(r#""t{i}":{{"dtype":"I8","shape":[0],"data_offsets":[0,0]}}"#))
+                .collect();
+            format!("{{{}}}", e.join(","))
+        };
+        let bytes = file(&entries(MAX_EMPTY_TENSORS), &[]);
+        let c = Container::parse(&bytes).unwrap();
+        assert_eq!(c.get("t77").map(|e| e.name.as_str()), Some("t77"));
+        assert!(c.get("t").is_none() && c.get("t1024").is_none());
+        assert_eq!(
+            refusal(&file(&entries(1 << 20), &[])),
+            ContainerError::TooManyEmptyTensors {
+                count: MAX_EMPTY_TENSORS + 1
+            }
+        );
     }
 
     #[test]

@@ -11,6 +11,13 @@ pub const MAX_HEADER_BYTES: u64 = 100 * 1024 * 1024;
 /// few thousand.
 pub const MAX_TENSORS: usize = 1 << 20;
 
+/// The most zero-byte tensors a header may declare. No role of a package is empty; a header of a
+/// million empty entries costs lookups and report lines while the file holds no bytes for them.
+pub const MAX_EMPTY_TENSORS: usize = 1024;
+
+/// The most `__metadata__` keys a header may carry (real ones carry one or two, e.g. `format`).
+pub const MAX_METADATA_KEYS: usize = 4096;
+
 /// The most dimensions a tensor shape may have.
 pub const MAX_RANK: usize = 8;
 

@@ -4,25 +4,45 @@
 //! twice with different offsets and one of them would silently vanish. Every document the gate reads
 //! (the container header, config.json) goes through this instead.
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use crate::limits::MAX_JSON_DEPTH;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::fmt;
 
-/// Parses `bytes` as one JSON value, failing on a duplicate key at any depth (the error names the key).
+/// Parses `bytes` as one JSON value, failing on a duplicate key at any depth (the error names the key)
+/// and on nesting deeper than [`MAX_JSON_DEPTH`].
 pub fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    let strict: Strict = serde_json::from_slice(bytes)?;
-    Ok(strict.0)
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    let value = StrictVisitor { depth: 0 }.deserialize(&mut json)?;
+    json.end()?;
+    Ok(value)
 }
 
-struct Strict(Value);
+/// A value at nesting `depth` (the top level is 0).
+struct StrictVisitor {
+    depth: usize,
+}
 
-impl<'de> Deserialize<'de> for Strict {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(StrictVisitor).map(Strict)
+impl StrictVisitor {
+    fn inner<E: de::Error>(&self) -> Result<StrictVisitor, E> {
+        if self.depth >= MAX_JSON_DEPTH {
+            return Err(E::custom(format_args!(
+                "nested deeper than the {MAX_JSON_DEPTH} levels accepted"
+            )));
+        }
+        Ok(StrictVisitor {
+            depth: self.depth + 1,
+        })
     }
 }
 
-struct StrictVisitor;
+impl<'de> DeserializeSeed<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
 
 impl<'de> Visitor<'de> for StrictVisitor {
     type Value = Value;
@@ -65,7 +85,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::new();
-        while let Some(Strict(v)) = seq.next_element()? {
+        while let Some(v) = seq.next_element_seed(self.inner()?)? {
             out.push(v);
         }
         Ok(Value::Array(out))
@@ -77,7 +97,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
             if out.contains_key(&key) {
                 return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
             }
-            let Strict(v) = map.next_value()?;
+            let v = map.next_value_seed(self.inner()?)?;
             out.insert(key, v);
         }
         Ok(Value::Object(out))
@@ -96,6 +116,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(nested.contains("duplicate key \"dtype\""), "{nested}");
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(parse(deep(MAX_JSON_DEPTH).as_bytes()).is_ok());
+        let e = parse(deep(MAX_JSON_DEPTH + 1).as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("nested deeper than the 64 levels accepted"),
+            "{e}"
+        );
+        let objects = format!("{}1{}", "{\"a\":".repeat(65), "}".repeat(65));
+        assert!(parse(objects.as_bytes()).is_err());
     }
 
     #[test]

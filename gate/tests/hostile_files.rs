@@ -322,3 +322,40 @@ fn file_names_cannot_forge_report_lines() {
         .collect();
     assert!(names.contains(&forged), "{names:?}");
 }
+
+#[test]
+fn a_sparse_all_zero_grid_of_tens_of_gigabytes_fails_from_its_planes() {
+    let root = tempfile::tempdir().unwrap();
+    let d = package(root.path(), "sparse");
+    // q_proj of 262,144 x 131,072: 4,194,304 tiles, 21.5 GB of zeros the file system does not store.
+    let config = std::fs::read_to_string(d.join("config.json")).unwrap();
+    let config = config
+        .replace("\"hidden_size\": 256", "\"hidden_size\": 131072")
+        .replace("\"head_dim\": 64", "\"head_dim\": 2048")
+        .replace("\"num_attention_heads\": 4", "\"num_attention_heads\": 128");
+    std::fs::write(d.join("config.json"), config).unwrap();
+    let tiles: u64 = (262_144 / 32) * (131_072 / 256);
+    let bytes = tiles * 5120;
+    let header = format!(
+        r#"{{"model.layers.0.self_attn.q_proj.weight":{{"dtype":"I8","shape":[{tiles},5120],"data_offsets":[0,{bytes}]}}}}"#
+    );
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header.as_bytes());
+    let path = d.join("model.q4nx");
+    std::fs::write(&path, &file).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(file.len() as u64 + bytes)
+        .unwrap();
+    let r = gate(&d, &[]);
+    assert_eq!(r.code, Some(1), "{}", r.all());
+    assert!(
+        r.stdout.contains(
+            "model.layers.0.self_attn.q_proj.weight: scale and minimum planes are zero in all 32 tiles read of 4194304"
+        ),
+        "{}",
+        r.stdout
+    );
+}

@@ -2,8 +2,11 @@
 //! extensions, and structured header edits. What must hold for every mutant:
 //!
 //! - the gate never panics, and returns within a bounded time;
-//! - it never allocates more than the file's size plus a fixed margin (measured by the caller, which
-//!   runs the campaign in a process of its own with a counting allocator);
+//! - it never allocates more than the file's size plus a fixed margin in one piece (measured by the
+//!   caller, which runs the campaign in a process of its own with a counting allocator);
+//! - a header built to blow up in memory (one huge array, a huge metadata object, a shape of a
+//!   million dimensions, deep nesting, a million empty tensors) costs at most
+//!   [`HEADER_HEAP_FACTOR`] times its size in live heap, at its peak;
 //! - a mutant whose header no longer says what the original said is never PASS, unless an independent
 //!   reading finds the new header equivalent;
 //! - a scale or minimum made non-finite, negative, or zero over non-zero codes is FAIL at
@@ -21,6 +24,28 @@ use std::time::{Duration, Instant};
 /// milliseconds; this only catches loops that do not end).
 pub const TIME_LIMIT: Duration = Duration::from_secs(10);
 
+/// The most live heap a blow-up header may cost, as a multiple of the header's size, beyond
+/// [`HEADER_HEAP_MARGIN`]. A `serde_json::Value` tree costs about 17 times its JSON.
+pub const HEADER_HEAP_FACTOR: usize = 4;
+pub const HEADER_HEAP_MARGIN: usize = 1 << 20;
+
+/// The caller's view of the heap (a counting allocator): mark the live bytes now, and later ask for
+/// the peak above that mark.
+pub trait Heap {
+    fn mark(&self);
+    fn peak_since_mark(&self) -> usize;
+}
+
+/// No heap measurement (the in-process unit test).
+pub struct Unmeasured;
+
+impl Heap for Unmeasured {
+    fn mark(&self) {}
+    fn peak_since_mark(&self) -> usize {
+        0
+    }
+}
+
 /// What a campaign found.
 #[derive(Debug, Default)]
 pub struct Findings {
@@ -32,8 +57,13 @@ pub struct Findings {
     pub violations: Vec<String>,
 }
 
-/// Runs `count` mutants from `seed`.
+/// Runs `count` mutants from `seed`, with no heap measurement.
 pub fn run(seed: u64, count: usize) -> Findings {
+    run_measured(seed, count, &Unmeasured)
+}
+
+/// Runs `count` mutants from `seed`, holding blow-up headers to [`HEADER_HEAP_FACTOR`] on `heap`.
+pub fn run_measured(seed: u64, count: usize, heap: &dyn Heap) -> Findings {
     let package = Package::generate(&Geometry::tiny(), Encoding::default(), crate::arms::SEED);
     let config = serde_json::to_vec_pretty(&package.config).expect("config");
     let original = package.weight_bytes();
@@ -46,19 +76,23 @@ pub fn run(seed: u64, count: usize) -> Findings {
         let mutation = mutate(&mut rng, &mut bytes, &grid_tiles);
         *findings.by_kind.entry(mutation.kind).or_default() += 1;
         findings.largest_file = findings.largest_file.max(bytes.len());
+        let config = config.clone();
+        heap.mark();
         let start = Instant::now();
         let outcome = std::panic::catch_unwind(|| {
-            gate::evaluate(
-                "mutant",
-                Ok(config.clone()),
-                Ok(("model.q4nx", &bytes)),
-                Vec::new(),
-            )
+            gate::evaluate("mutant", Ok(config), Ok(("model.q4nx", &bytes)), Vec::new())
         });
         let took = start.elapsed();
+        let peak = heap.peak_since_mark();
         findings.slowest = findings.slowest.max(took);
         findings.runs += 1;
         let label = format!("mutant {i} (seed {seed}): {}", mutation.describe);
+        let header = header_end(&bytes);
+        if mutation.kind == BLOWUP && peak > HEADER_HEAP_FACTOR * header + HEADER_HEAP_MARGIN {
+            findings.violations.push(format!(
+                "{label}: a {header}-byte header cost {peak} bytes of heap at its peak"
+            ));
+        }
         let report = match outcome {
             Ok(r) => r,
             Err(_) => {
@@ -169,7 +203,7 @@ fn mutate(rng: &mut StdRng, bytes: &mut Vec<u8>, grids: &[(String, usize, usize)
             anywhere(rng, len)
         }
     };
-    match rng.random_range(0..16u32) {
+    match rng.random_range(0..17u32) {
         0..=3 => {
             let at = target(rng, bytes.len());
             let bit = rng.random_range(0..8);
@@ -194,13 +228,74 @@ fn mutate(rng: &mut StdRng, bytes: &mut Vec<u8>, grids: &[(String, usize, usize)
         }
         8..=11 => header_edit(rng, bytes),
         12 => length_edit(rng, bytes),
+        13 => blowup(rng, bytes),
         _ => plane_edit(rng, bytes, grids),
     }
 }
 
+const BLOWUP: &str = "header blow-up";
+
+/// Replaces the header with one of the structures no tensor table has, built to cost memory out of
+/// proportion to its bytes if materialised, keeping the data section.
+fn blowup(rng: &mut StdRng, bytes: &mut Vec<u8>) -> Mutation {
+    use std::fmt::Write;
+    let count = rng.random_range(50_000..300_000usize);
+    // Written straight into the file's bytes: the campaign's own allocations stay one buffer.
+    let mut h = String::new();
+    let describe = match rng.random_range(0..5u32) {
+        0 => {
+            h.push('[');
+            (0..count).for_each(|_| h.push_str("0,"));
+            h.push_str("0]");
+            format!("one array of {} zeros", count + 1)
+        }
+        1 => {
+            h.push_str("{\"__metadata__\":{");
+            for i in 0..count / 4 {
+                let _ = write!(h, "\"{i}\":\"\",");
+            }
+            h.push_str("\"end\":\"\"}}");
+            format!("__metadata__ of {} keys", count / 4 + 1)
+        }
+        2 => {
+            h.push_str("{\"t\":{\"dtype\":\"U8\",\"shape\":[");
+            (0..count).for_each(|_| h.push_str("1,"));
+            h.push_str("1],\"data_offsets\":[0,1]}}");
+            format!("a shape of {} dimensions", count + 1)
+        }
+        3 => {
+            (0..count).for_each(|_| h.push('['));
+            (0..count).for_each(|_| h.push(']'));
+            format!("{count} nested arrays")
+        }
+        _ => {
+            h.push('{');
+            for i in 0..count / 10 {
+                let _ = write!(
+                    h,
+                    "\"e{i}\":{{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}},"
+                );
+            }
+            h.push_str("\"end\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}");
+            format!("{} zero-byte tensors", count / 10 + 1)
+        }
+    };
+    let start = header_end(bytes).min(bytes.len());
+    bytes.splice(
+        ..start,
+        (h.len() as u64)
+            .to_le_bytes()
+            .into_iter()
+            .chain(h.into_bytes()),
+    );
+    mutation(BLOWUP, describe)
+}
+
 fn header_end(bytes: &[u8]) -> usize {
     bytes.get(..8).map_or(0, |b| {
-        8 + u64::from_le_bytes(b.try_into().unwrap_or_default()) as usize
+        usize::try_from(u64::from_le_bytes(b.try_into().unwrap_or_default()))
+            .unwrap_or(usize::MAX)
+            .saturating_add(8)
     })
 }
 

@@ -20,23 +20,53 @@ const MARGIN: usize = 1 << 20;
 pub struct LargestAllocation;
 
 pub static LARGEST: AtomicUsize = AtomicUsize::new(0);
+/// Live heap bytes, and their peak since the campaign's last mark.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(by: usize) {
+    let live = LIVE.fetch_add(by, Ordering::Relaxed) + by;
+    PEAK.fetch_max(live, Ordering::Relaxed);
+}
 
 unsafe impl std::alloc::GlobalAlloc for LargestAllocation {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
         LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        grew(layout.size());
         // SAFETY: forwarded unchanged to the system allocator.
         unsafe { std::alloc::System.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
         // SAFETY: forwarded unchanged to the system allocator.
         unsafe { std::alloc::System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
         LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        grew(new_size);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
         // SAFETY: forwarded unchanged to the system allocator.
         unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// The counting allocator as the campaign's heap probe.
+struct Counted {
+    base: AtomicUsize,
+}
+
+impl gate_tests::campaign::Heap for Counted {
+    fn mark(&self) {
+        let live = LIVE.load(Ordering::Relaxed);
+        self.base.store(live, Ordering::Relaxed);
+        PEAK.store(live, Ordering::Relaxed);
+    }
+
+    fn peak_since_mark(&self) -> usize {
+        PEAK.load(Ordering::Relaxed)
+            .saturating_sub(self.base.load(Ordering::Relaxed))
     }
 }
 
@@ -96,7 +126,10 @@ pub fn child(spec: &str) -> ExitCode {
         parts.next().unwrap_or(0),
         parts.next().unwrap_or(0) as usize,
     );
-    let findings = gate_tests::campaign::run(seed, count);
+    let heap = Counted {
+        base: AtomicUsize::new(0),
+    };
+    let findings = gate_tests::campaign::run_measured(seed, count, &heap);
     let largest = LARGEST.load(Ordering::Relaxed);
     #[allow(clippy::print_stdout)]
     {

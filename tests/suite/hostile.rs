@@ -9,10 +9,63 @@ use libtest_mimic::{Failed, Trial};
 use std::time::{Duration, Instant};
 
 pub fn trials() -> Vec<Trial> {
-    vec![Trial::test(
-        "hostile::weight_file_truncated_while_read_is_changed_never_a_signal",
-        truncated_while_read,
-    )]
+    vec![
+        Trial::test(
+            "hostile::weight_file_truncated_while_read_is_changed_never_a_signal",
+            truncated_while_read,
+        ),
+        Trial::test(
+            "hostile::a_million_empty_tensors_and_a_thousand_layers_are_refused_by_count",
+            million_empty_tensors,
+        ),
+    ]
+}
+
+/// A header of 2^20 zero-byte tensors under a config of 1,000 layers: once a minute of quadratic
+/// lookups (and a census of a million lines), now refused as it streams, past the 1,024th. The run
+/// has a deadline, so a return to quadratic cost fails instead of stalling the suite.
+fn million_empty_tensors() -> Result<(), Failed> {
+    use std::fmt::Write;
+    let mut header = String::from("{");
+    for i in 0..1u32 << 20 {
+        let _ = write!(
+            header,
+            "\"model.layers.{}.t{i}\":{{\"dtype\":\"I8\",\"shape\":[0],\"data_offsets\":[0,0]}},",
+            i % 1000
+        );
+    }
+    header.push_str("\"z\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}");
+    let mut weights = (header.len() as u64).to_le_bytes().to_vec();
+    weights.extend_from_slice(header.as_bytes());
+    weights.push(0);
+    drop(header);
+    let mut package = Package::generate(&Geometry::small(), Encoding::default(), SEED);
+    package.config["num_hidden_layers"] = 1000.into();
+    let config = serde_json::to_vec(&package.config)?;
+    let (done, report) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = gate::evaluate(
+            "hostile",
+            Ok(config),
+            Ok(("model.q4nx", &weights)),
+            Vec::new(),
+        );
+        let _ = done.send(r);
+    });
+    let report = report
+        .recv_timeout(Duration::from_secs(120))
+        .map_err(|_| "the gate did not return within 120 s")?;
+    let parses = report
+        .check("container.parses")
+        .map(|c| (c.outcome, c.message.clone()));
+    match parses {
+        Some((gate::Outcome::Fail, m))
+            if m.contains("at least 1025 zero-byte tensors, more than the 1024 accepted") =>
+        {
+            Ok(())
+        }
+        other => Err(format!("container.parses: {other:?}").into()),
+    }
 }
 
 /// Truncates the reference-sized weight file at a spread of moments during a gate run. Each run must

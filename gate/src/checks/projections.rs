@@ -255,6 +255,11 @@ fn headers(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) 
 }
 
 fn padding(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) -> Check {
+    // A grid refused from its sampled planes had the rest of its tiles, padding too, left unread.
+    let all_grids = all_grids
+        && scans
+            .iter()
+            .all(|s| s.zero_planes.is_none_or(|(read, tiles)| read == tiles));
     let groups: u64 = scans.iter().map(|s| s.padding_groups).sum();
     let first = grids
         .iter()
@@ -287,6 +292,12 @@ fn signature(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool
     let mut medians = Vec::new();
     for ((name, _), scan) in grids.iter().zip(scans) {
         match scan.ratio_median {
+            _ if scan.zero_planes.is_some() => {
+                let (read, tiles) = scan.zero_planes.unwrap_or_default();
+                failed.push(format!(
+                    "{name}: scale and minimum planes are zero in all {read} tiles read of {tiles}: a grid of no weights"
+                ));
+            }
             _ if scan.zero_minimum_plane => {
                 failed.push(format!(
                     "{name}: q4_0-style tile grid (zero minimum plane): not q4_1"

@@ -15,7 +15,14 @@ impl TileGrid<'_> {
     /// counts keys below the bracket and keeps only those inside (about an eighth), and selection
     /// finishes there. If the sample misled (the bracket misses the middle), a second pass keeps every
     /// key: slower, never wrong.
+    ///
+    /// A large grid whose sampled tiles all have zero scale and minimum planes holds no weights: it is
+    /// refused from those planes alone, its codes and the rest of its tiles unread (a sparse file of
+    /// tens of gigabytes of zeros costs 32 tile headers, not a read of the whole).
     pub fn scan(&self, buffers: &mut ScanBuffers) -> GridScan {
+        if let Some(refused) = self.sampled_planes_zero() {
+            return refused;
+        }
         let ScanBuffers { keys, sample } = buffers;
         let bracket = self.sample_bracket(sample);
         let first = self.pass(bracket, keys);
@@ -32,17 +39,55 @@ impl TileGrid<'_> {
         }
     }
 
+    /// The tiles `sample_bracket` reads: up to `SAMPLE_TILES` evenly spaced, none for a grid too small
+    /// to be worth sampling.
+    fn sampled_tiles(&self) -> impl Iterator<Item = u64> {
+        let tiles = self.geometry.tiles();
+        let count = if tiles < 4 * SAMPLE_TILES {
+            0
+        } else {
+            SAMPLE_TILES
+        };
+        (0..count).map(move |i| i * tiles / SAMPLE_TILES)
+    }
+
+    /// `Some` (the refusal) when every sampled tile's scale and minimum planes are zero.
+    fn sampled_planes_zero(&self) -> Option<GridScan> {
+        let mut sampled = 0u64;
+        for t in self.sampled_tiles() {
+            let at = (t * TILE_BYTES) as usize;
+            let planes = self.bytes.get(at..at + CODES)?;
+            if planes.iter().any(|&b| b != 0) {
+                return None;
+            }
+            sampled += 1;
+        }
+        if sampled == 0 {
+            return None;
+        }
+        let groups = sampled * GROUPS_PER_TILE as u64;
+        Some(GridScan {
+            real_groups: groups,
+            bad_groups: groups,
+            first_bad: Some(BadGroup::new(
+                0,
+                0,
+                0,
+                0.0,
+                0.0,
+                "scale and minimum planes are zero in every sampled tile: a grid of no weights (codes not read)",
+            )),
+            zero_planes: Some((sampled, self.geometry.tiles())),
+            ..GridScan::default()
+        })
+    }
+
     /// Brackets the median key from the ordinary groups of up to `SAMPLE_TILES` evenly spaced whole
     /// tiles; the full key range for a grid too small to be worth sampling.
     fn sample_bracket(&self, sample: &mut Vec<u32>) -> (u32, u32) {
         let g = self.geometry;
-        let tiles = g.tiles();
-        if tiles < 4 * SAMPLE_TILES {
-            return (0, u32::MAX);
-        }
         sample.clear();
-        for i in 0..SAMPLE_TILES {
-            let t = i * tiles / SAMPLE_TILES;
+        for t in self.sampled_tiles() {
             let row0 = (t / g.col_blocks) * TILE_ROWS;
             let col0 = (t % g.col_blocks) * TILE_COLS;
             if row0 + TILE_ROWS > g.n || col0 + TILE_COLS > g.k {
@@ -81,6 +126,7 @@ impl TileGrid<'_> {
         let mut acc = Accumulator {
             scan: GridScan::default(),
             minimum_bits: 0,
+            plane_bits: 0,
             scale_bits: (u16::MAX, 0),
             sink: Sink {
                 lo: bracket.0,
@@ -127,6 +173,7 @@ impl TileGrid<'_> {
                 min_bits |= m & 0x7fff;
             }
             if extraordinary == 0 {
+                acc.plane_bits |= hi;
                 acc.scale_bits = (acc.scale_bits.0.min(lo), acc.scale_bits.1.max(hi));
                 acc.minimum_bits |= min_bits;
                 acc.scan.real_groups += GROUPS_PER_TILE as u64;
@@ -148,10 +195,14 @@ impl TileGrid<'_> {
         let Accumulator {
             mut scan,
             minimum_bits,
+            plane_bits,
             scale_bits,
             sink,
         } = acc;
         scan.zero_minimum_plane = scan.real_groups > 0 && minimum_bits == 0;
+        if scan.real_groups > 0 && plane_bits == 0 {
+            scan.zero_planes = Some((g.tiles(), g.tiles()));
+        }
         if scale_bits.0 <= scale_bits.1 {
             scan.scale_range = Some((bf16_bits(scale_bits.0), bf16_bits(scale_bits.1)));
         }
@@ -262,6 +313,9 @@ struct Accumulator<'k> {
     sink: Sink<'k>,
     /// OR of every real group's minimum bits without the sign: zero only for an all-zero minimum plane.
     minimum_bits: u16,
+    /// OR of every real group's scale and minimum bits without the sign: zero only when both planes
+    /// are zero.
+    plane_bits: u16,
     /// Smallest and largest positive finite scale, as bits (their integer order is their float order).
     scale_bits: (u16, u16),
 }
@@ -294,6 +348,7 @@ impl Accumulator<'_> {
         }
         scan.real_groups += 1;
         self.minimum_bits |= m_bits & 0x7fff;
+        self.plane_bits |= (d_bits | m_bits) & 0x7fff;
         if is_positive_finite(d_bits) && is_finite(m_bits) {
             self.scale_bits = (self.scale_bits.0.min(d_bits), self.scale_bits.1.max(d_bits));
             self.sink.offer(order_key(m / d));
@@ -349,6 +404,9 @@ pub struct GridScan {
     pub scale_range: Option<(f32, f32)>,
     /// Every real group's minimum is zero: FastFlowLM's q4_0 variant, not q4_1.
     pub zero_minimum_plane: bool,
+    /// Every real group read has zero scale and zero minimum: a grid of no weights. `(tiles read,
+    /// tiles)`: a large grid is refused from its sampled tiles, the rest unread.
+    pub zero_planes: Option<(u64, u64)>,
 }
 
 /// The first offending group of a scan, located by tile and by position inside it.

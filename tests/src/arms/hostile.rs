@@ -5,7 +5,7 @@ use super::{arm, fail, Arm, Base, Expect};
 use crate::defects::Scenario;
 use gate::dtype::Dtype;
 use gate::report::Outcome;
-use gate::roles::Scalar;
+use gate::roles::{Projection, Scalar};
 use serde_json::json;
 
 /// The hostile-value arms, in a stable order.
@@ -124,7 +124,38 @@ pub fn all() -> Vec<Arm> {
                 &["the container's value 0 is not a finite positive f32"],
             ),
         ),
+        // A grid of zeros holds no weights: refused from its planes, and a large one without reading
+        // its codes or most of its tiles.
+        arm(
+            "control::grid_all_zero",
+            Base::Small,
+            zero_grid,
+            fail(
+                "tiles.q4_1_signature",
+                &["model.layers.0.self_attn.q_proj.weight: scale and minimum planes are zero in all 8 tiles read of 8"],
+            ),
+        ),
+        arm(
+            "control::large_grid_all_zero_refused_from_samples",
+            Base::Bolt,
+            zero_grid,
+            Expect::Refused {
+                check: "tiles.q4_1_signature",
+                outcome: Outcome::Fail,
+                mentions: &["model.layers.0.self_attn.q_proj.weight: scale and minimum planes are zero in all 32 tiles read of 1280"],
+                also: &[
+                    ("tiles.headers_sane", Outcome::Fail, "the sampled groups are refused as a grid of no weights, codes unread"),
+                ],
+            },
+        ),
     ]
+}
+
+fn zero_grid(s: &mut Scenario) {
+    let t = s
+        .package
+        .tensor_mut(&crate::defects::proj(0, Projection::Q));
+    t.data.fill(0);
 }
 
 fn set_ints(s: &mut Scenario, scalar: Scalar, dtype: Dtype, values: &[i64]) {
