@@ -9,6 +9,9 @@
 //! `target/bench-packages/`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+#[path = "gate/source.rs"]
+mod source;
+
 use gate::container::Container;
 use gate::tile::TILE_BYTES;
 use gate_tests::arms::SEED;
@@ -120,6 +123,7 @@ fn main() {
             second.gate.as_secs_f64() / second.floor.as_secs_f64()
         );
     }
+    source::run(&cache, runs);
     println!(
         "(medians of {runs} warm runs each; {} worker threads)",
         std::thread::available_parallelism().map_or(1, |n| n.get())

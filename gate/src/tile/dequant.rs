@@ -33,6 +33,7 @@ impl Default for DecodedTile {
 
 impl DecodedTile {
     /// Decodes `tile` (exactly `TILE_BYTES` bytes; anything else leaves `self` unchanged and says so).
+    #[inline(always)]
     pub fn decode(&mut self, tile: &[u8]) -> bool {
         if tile.len() as u64 != TILE_BYTES {
             return false;

@@ -35,14 +35,41 @@ fn is_finite_bits(x: f32) -> bool {
     x.to_bits() & 0x7f80_0000 != 0x7f80_0000
 }
 
-/// One group with a finite positive scale `d` and a finite minimum `m`, vectorized.
+/// Running per-lane sums over many groups: reduced (`flush`) once per tile, not per group, so the
+/// inner loop is all vector work.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Lanes {
+    out: [u32; LANES],
+    max_steps: [f32; LANES],
+    sq_err: [f32; LANES],
+    sq_src: [f32; LANES],
+}
+
+impl Lanes {
+    /// Elements out of bound so far (a cheap sum, to notice the group that added some).
+    #[inline(always)]
+    pub fn out(&self) -> u32 {
+        self.out.iter().sum()
+    }
+
+    /// Adds the lanes into `stats` and clears them.
+    pub fn flush(&mut self, stats: &mut Stats) {
+        stats.add(&Stats {
+            out: self.out.iter().map(|&o| u64::from(o)).sum(),
+            max_steps: self.max_steps.iter().fold(0f32, |a, &b| a.max(b)),
+            sq_err: self.sq_err.iter().map(|&x| f64::from(x)).sum(),
+            sq_src: self.sq_src.iter().map(|&x| f64::from(x)).sum(),
+        });
+        *self = Lanes::default();
+    }
+}
+
+/// One group with a finite positive scale `d` and a finite minimum `m`, vectorized, into `lanes`.
+/// Errors are measured in steps as `e * (1 / d)`, one division per group.
 #[inline(always)]
-pub fn group(codes: &[u8; GROUP], source: &[f32; GROUP], d: f32, m: f32) -> Stats {
+pub fn group(lanes: &mut Lanes, codes: &[u8; GROUP], source: &[f32; GROUP], d: f32, m: f32) {
     let hi = m + 15.0 * d;
-    let mut out = [0u32; LANES];
-    let mut max = [0f32; LANES];
-    let mut sq_err = [0f32; LANES];
-    let mut sq_src = [0f32; LANES];
+    let per_step = 1.0 / d;
     for j in 0..GROUP / LANES {
         for l in 0..LANES {
             let i = j * LANES + l;
@@ -57,19 +84,17 @@ pub fn group(codes: &[u8; GROUP], source: &[f32; GROUP], d: f32, m: f32) -> Stat
             };
             let e = (w - clamped).abs();
             let bad = (e > d) | !is_finite_bits(s);
-            out[l] += u32::from(bad);
-            max[l] = if e > max[l] { e } else { max[l] };
+            lanes.out[l] += u32::from(bad);
+            let steps = e * per_step;
+            lanes.max_steps[l] = if steps > lanes.max_steps[l] {
+                steps
+            } else {
+                lanes.max_steps[l]
+            };
             let diff = w - s;
-            sq_err[l] += diff * diff;
-            sq_src[l] += s * s;
+            lanes.sq_err[l] += diff * diff;
+            lanes.sq_src[l] += s * s;
         }
-    }
-    let max_err = max.iter().fold(0f32, |a, &b| a.max(b));
-    Stats {
-        out: out.iter().map(|&o| u64::from(o)).sum(),
-        max_steps: max_err / d,
-        sq_err: sq_err.iter().map(|&x| f64::from(x)).sum(),
-        sq_src: sq_src.iter().map(|&x| f64::from(x)).sum(),
     }
 }
 
@@ -83,13 +108,13 @@ pub fn group_scalar(codes: &[u8], source: &[f32], d: f32, m: f32) -> Stats {
         if !s.is_finite() || e > d {
             stats.out += 1;
         }
-        if e > max_err {
-            max_err = e;
+        if e * (1.0 / d) > max_err {
+            max_err = e * (1.0 / d);
         }
         stats.sq_err += f64::from((w - s) * (w - s));
         stats.sq_src += f64::from(s * s);
     }
-    stats.max_steps = max_err / d;
+    stats.max_steps = max_err;
     stats
 }
 
@@ -157,7 +182,10 @@ mod tests {
             }
             let d = 0.1 / 15.0 * (1.0 + (next(&mut state) % 100) as f32 / 100.0);
             let m = -0.05 + (next(&mut state) % 100) as f32 / 10_000.0;
-            let fast = group(&codes, &source, d, m);
+            let mut lanes = Lanes::default();
+            group(&mut lanes, &codes, &source, d, m);
+            let mut fast = Stats::default();
+            lanes.flush(&mut fast);
             let plain = group_scalar(&codes, &source, d, m);
             assert_eq!(fast.out, plain.out, "round {round}");
             let out = (0..GROUP)

@@ -90,6 +90,29 @@ pub fn compare(jobs: &[Job<'_>], scalar: bool) -> Vec<Outcome> {
     outcomes
 }
 
+/// Asks for the source rows tile `t` will read (32 rows of up to 512 bytes each, far apart in the
+/// file: more streams than the hardware prefetcher follows). A hint: it reads nothing and cannot fault.
+#[inline(always)]
+fn prefetch_source(job: &Job<'_>, t: u64) {
+    let g = job.grid.geometry;
+    let row0 = (t / g.col_blocks) * TILE_ROWS;
+    let col0 = (t % g.col_blocks) * TILE_COLS;
+    let width = (g.k - col0).min(TILE_COLS) as usize;
+    for row in row0..(row0 + TILE_ROWS).min(g.n) {
+        if let Some(span) = job.source.span(row, col0, width) {
+            for line in span.chunks(64) {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: a prefetch hint never faults and `line` is in bounds.
+                unsafe {
+                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                        line.as_ptr() as *const i8,
+                    )
+                };
+            }
+        }
+    }
+}
+
 /// A worker's reusable state: one decoded tile and one row of source values.
 struct Worker {
     tile: Box<DecodedTile>,
@@ -106,15 +129,37 @@ impl Default for Worker {
 }
 
 impl Worker {
+    /// Tiles `from..to` of one job, with AVX2 where the processor has it: the same loop compiled for
+    /// 8-wide vectors (no FMA, so every result is the same as the baseline build's).
     fn tiles(&mut self, job: &Job<'_>, from: u64, to: u64, scalar: bool) -> Outcome {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor was just found to support AVX2, the only feature enabled.
+            return unsafe { self.tiles_avx2(job, from, to, scalar) };
+        }
+        self.tiles_baseline(job, from, to, scalar)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn tiles_avx2(&mut self, job: &Job<'_>, from: u64, to: u64, scalar: bool) -> Outcome {
+        self.tiles_baseline(job, from, to, scalar)
+    }
+
+    #[inline(always)]
+    fn tiles_baseline(&mut self, job: &Job<'_>, from: u64, to: u64, scalar: bool) -> Outcome {
         let g = job.grid.geometry;
         let mut outcome = Outcome::default();
+        let mut lanes = kernel::Lanes::default();
         for t in from..to {
             let at = (t * TILE_BYTES) as usize;
             let Some(bytes) = job.grid.bytes().get(at..at + TILE_BYTES as usize) else {
                 continue;
             };
             self.tile.decode(bytes);
+            if t + 1 < to {
+                prefetch_source(job, t + 1);
+            }
             let row0 = (t / g.col_blocks) * TILE_ROWS;
             let col0 = (t % g.col_blocks) * TILE_COLS;
             let rows = (g.n - row0).min(TILE_ROWS) as usize;
@@ -132,33 +177,32 @@ impl Worker {
                         .try_into()
                         .unwrap_or(&[f32::NAN; GROUP]);
                     let (d, m) = (self.tile.scales[r][c], self.tile.minimums[r][c]);
-                    let stats = if !read {
-                        Stats {
-                            out: GROUP as u64,
-                            ..Stats::default()
-                        }
+                    // Counting the lanes costs a reduction: only while no offender is named yet.
+                    let looking = outcome.first.is_none();
+                    let before = if looking { lanes.out() } else { 0 };
+                    let mut stats = Stats::default();
+                    if !read {
+                        stats.out = GROUP as u64;
                     } else if d > 0.0 && d.is_finite() && m.is_finite() {
                         if scalar {
-                            kernel::group_scalar(codes, source, d, m)
+                            stats = kernel::group_scalar(codes, source, d, m);
                         } else {
-                            kernel::group(codes, source, d, m)
+                            kernel::group(&mut lanes, codes, source, d, m);
                         }
                     } else if d == 0.0 && m.is_finite() {
-                        kernel::constant_group(source, m)
+                        stats = kernel::constant_group(source, m);
                     } else {
                         // A broken header (tiles.headers_sane names it): no element of it is in bound.
-                        Stats {
-                            out: GROUP as u64,
-                            ..Stats::default()
-                        }
-                    };
-                    if stats.out > 0 && outcome.first.is_none() {
+                        stats.out = GROUP as u64;
+                    }
+                    if looking && (stats.out > 0 || lanes.out() != before) {
                         outcome.first = Some(self.offender(t, r, c, row, col0, source, d, m));
                     }
                     outcome.stats.add(&stats);
                     outcome.elements += GROUP as u64;
                 }
             }
+            lanes.flush(&mut outcome.stats);
         }
         outcome
     }

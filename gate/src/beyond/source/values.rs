@@ -21,6 +21,7 @@ impl Matrix<'_> {
     }
 
     /// The bytes of `count` elements from (row, col), if they are inside the tensor.
+    #[inline(always)]
     pub fn span(&self, row: u64, col: u64, count: usize) -> Option<&[u8]> {
         let first = row.checked_mul(self.cols)?.checked_add(col)?;
         let begin = usize::try_from(first).ok()?.checked_mul(self.size())?;
@@ -29,6 +30,7 @@ impl Matrix<'_> {
     }
 
     /// Elements from (row, col) into `out` as f32; `false` when they are not all inside.
+    #[inline(always)]
     pub fn read_f32(&self, row: u64, col: u64, out: &mut [f32]) -> bool {
         let Some(bytes) = self.span(row, col, out.len()) else {
             return false;
@@ -39,6 +41,7 @@ impl Matrix<'_> {
 }
 
 /// Converts little-endian elements of `dtype` to f32 (`bytes` holds exactly `out.len()` of them).
+#[inline(always)]
 pub fn to_f32(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
     match dtype {
         Dtype::Bf16 => {

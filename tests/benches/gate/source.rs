@@ -1,0 +1,145 @@
+//! `--source` against its floor: the reference package (Bolt) and its ~721 MB bf16 checkpoint.
+//!
+//! The floor maps both files and reads every byte once on every core (the least any element-by-element
+//! comparison must do). The gate runs whole (every form check plus `source.*`), once with the
+//! vectorized comparison and once with the plain scalar loop, so the table shows what vectorizing buys.
+
+use super::{median, ms, LIVE, PEAK};
+use gate_tests::arms::SEED;
+use gate_tests::synth::source::{write_source, SourceOptions};
+use gate_tests::synth::{Encoding, Geometry, Package};
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Marks a finished pair, so an interrupted generation is redone rather than measured.
+const DONE: &str = "bench-pair-complete";
+
+/// Writes the Bolt package and its source checkpoint under `dir` unless a finished pair is there.
+fn ensure_pair(dir: &Path) -> (PathBuf, PathBuf) {
+    let (draft, source) = (dir.join("draft"), dir.join("source"));
+    if dir.join(DONE).is_file() {
+        return (draft, source);
+    }
+    eprintln!(
+        "generating {} (package and source checkpoint) ...",
+        dir.display()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(&draft).expect("draft directory");
+    std::fs::create_dir_all(&source).expect("source directory");
+    let mut package = Package::generate(&Geometry::bolt(), Encoding::default(), SEED);
+    write_source(&mut package, &source, SourceOptions::default(), SEED)
+        .expect("writing the source");
+    package.write(&draft).expect("writing the package");
+    std::fs::write(dir.join(DONE), b"").expect("marker");
+    (draft, source)
+}
+
+/// Maps both files and reads every byte once, split across every core.
+fn floor(files: &[PathBuf]) -> u64 {
+    let maps: Vec<memmap2::Mmap> = files
+        .iter()
+        .map(|p| {
+            let file = std::fs::File::open(p).expect("file");
+            // SAFETY: read-only map of a file nothing else writes during the benchmark.
+            unsafe { memmap2::Mmap::map(&file) }.expect("map")
+        })
+        .collect();
+    const CHUNK: usize = 1 << 20;
+    let chunks: Vec<&[u8]> = maps.iter().flat_map(|m| m.chunks(CHUNK)).collect();
+    gate::parallel::map(
+        &chunks,
+        || (),
+        |_, chunk| {
+            let (words, _) = chunk.as_chunks::<8>();
+            words
+                .iter()
+                .fold(0u64, |s, w| s.wrapping_add(u64::from_le_bytes(*w)))
+        },
+    )
+    .into_iter()
+    .fold(0, u64::wrapping_add)
+}
+
+/// One row of the table: the median gate time and the peak heap over `runs`.
+fn time_gate(draft: &Path, options: &gate::Options, runs: usize) -> (Duration, usize, u64) {
+    let mut times = Vec::new();
+    let mut peak_heap = 0;
+    let mut elements = 0;
+    for _ in 0..runs {
+        PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+        let base = LIVE.load(Ordering::Relaxed);
+        let start = Instant::now();
+        let report = black_box(gate::gate(draft, options).expect("gate runs"));
+        times.push(start.elapsed());
+        peak_heap = peak_heap.max(PEAK.load(Ordering::Relaxed) - base);
+        assert_eq!(
+            report.verdict(),
+            gate::Outcome::Pass,
+            "{}",
+            report.to_text(false)
+        );
+        elements = report.census.source_grids.iter().map(|g| g.elements).sum();
+    }
+    (median(times), peak_heap, elements)
+}
+
+pub fn run(cache: &Path, runs: usize) {
+    let (draft, source) = ensure_pair(&cache.join("bolt-source"));
+    let files = vec![draft.join("model.q4nx"), source.join("model.safetensors")];
+    let bytes: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .sum();
+    let vectorized = gate::Options {
+        source: Some(source.clone()),
+        ..gate::Options::default()
+    };
+    let scalar = gate::Options {
+        scalar_source_loop: true,
+        ..vectorized.clone()
+    };
+    black_box(floor(&files)); // warm the page cache
+    let floor_time = median(
+        (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                black_box(floor(&files));
+                start.elapsed()
+            })
+            .collect(),
+    );
+    let (gate_time, heap, elements) = time_gate(&draft, &vectorized, runs);
+    let (scalar_time, scalar_heap, _) = time_gate(&draft, &scalar, runs);
+    println!(
+        "\n--source, reference package + bf16 checkpoint ({bytes} bytes, {elements} grid elements)"
+    );
+    println!(
+        "{:<22} {:>10} {:>8} {:>9} {:>14} {:>12}",
+        "", "time", "x floor", "GB/s", "elements/s", "peak heap"
+    );
+    let row = |name: &str, t: Duration, heap: Option<usize>| {
+        println!(
+            "{:<22} {:>8.1}ms {:>8.2} {:>9.2} {:>14.3e} {:>12}",
+            name,
+            ms(t),
+            t.as_secs_f64() / floor_time.as_secs_f64(),
+            bytes as f64 / 1e9 / t.as_secs_f64(),
+            elements as f64 / t.as_secs_f64(),
+            heap.map_or(String::new(), |h| format!(
+                "{:.2}MiB",
+                h as f64 / (1 << 20) as f64
+            ))
+        );
+    };
+    row("floor (read both)", floor_time, None);
+    row("gate --source", gate_time, Some(heap));
+    row("gate, scalar loop", scalar_time, Some(scalar_heap));
+    println!(
+        "vectorizing buys {:.2}x over the scalar loop (whole gate); gate/floor {:.2}",
+        scalar_time.as_secs_f64() / gate_time.as_secs_f64(),
+        gate_time.as_secs_f64() / floor_time.as_secs_f64()
+    );
+}
