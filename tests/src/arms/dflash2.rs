@@ -122,6 +122,12 @@ pub fn all() -> Vec<Arm> {
         d2("control::dflash2_half_a_pair", Base::Dflash2, r, half_a_pair, fail("config.geometry", &["selector_top_k is absent while dflash_config.selector_rank is 32", "both or neither"])),
         d2("control::dflash2_selector_tensors_without_fields", Base::Dflash2ConvOnly, r, selector_without_fields, fail("inventory.explained", &["model.candidate_selector.predecessor_codebook", "candidate selector tensor, but config.json sets no selector_rank/selector_top_k"])),
         d2("control::dflash2_codebook_one_row_short", Base::Dflash2, r, codebook_row_short, fail("dflash2.selector", &["model.candidate_selector.successor_codebook: declared BF16 [999, 32], expected BF16 matrix 1000 x 32 or a q4_1 grid of 1000 x 32"])),
+        d2("control::dflash2_codebook_in_both_spellings", Base::Dflash2, r, codebook_twice, Expect::Refused {
+            check: "dflash2.selector",
+            outcome: Outcome::Fail,
+            mentions: &["model.candidate_selector.predecessor_codebook and model.candidate_selector.predecessor_codebook.weight are both present"],
+            also: &[("inventory.explained", Outcome::Fail, "the second name for one role is left unexplained, by name")],
+        }),
         d2("control::dflash2_top_k_above_vocab", Base::Dflash2, r, top_k_above_vocab, Expect::Refused {
             check: "config.geometry",
             outcome: Outcome::Fail,
@@ -367,6 +373,15 @@ fn codebook_row_short(s: &mut Scenario) {
         .package
         .name(Role::Selector(SelectorPart::SuccessorCodebook));
     replace(s, stray(&name, vec![999, 32]));
+}
+
+fn codebook_twice(s: &mut Scenario) {
+    let name = s
+        .package
+        .name(Role::Selector(SelectorPart::PredecessorCodebook));
+    let mut twin = s.package.tensor(&name).clone();
+    twin.name = format!("{name}.weight");
+    s.package.tensors.push(twin);
 }
 
 fn top_k_above_vocab(s: &mut Scenario) {
