@@ -2,7 +2,7 @@
 //! from a faithful pair (the checkpoint written beside the package, the package's grids quantized from
 //! its values) and breaks one thing the form checks cannot see.
 
-use super::{Arm, Base, Expect, Extra};
+use super::{fail, none, Arm, Base, Expect, Extra};
 use crate::defects::{gain, proj, Scenario};
 use crate::synth::source::{quantize, source_matrix, Quantizer, SourceOptions};
 use crate::synth::Encoding;
@@ -44,8 +44,6 @@ const FAITHFUL: Source = Source {
     after: untouched,
 };
 
-fn none(_: &mut Scenario) {}
-
 fn sourced(name: &'static str, defect: fn(&mut Scenario), source: Source, expect: Expect) -> Arm {
     Arm {
         name,
@@ -54,15 +52,6 @@ fn sourced(name: &'static str, defect: fn(&mut Scenario), source: Source, expect
         defect,
         extra: Extra::Source(source),
         expect,
-    }
-}
-
-fn fail(check: &'static str, mentions: &'static [&'static str]) -> Expect {
-    Expect::Refused {
-        check,
-        outcome: Outcome::Fail,
-        mentions,
-        also: &[],
     }
 }
 
