@@ -208,9 +208,12 @@ pub fn evaluate(
                 .get(&e.name)
                 .cloned()
                 .unwrap_or_else(|| (format!("{} {}", e.dtype, e.shape_text()), None));
+            let role = naming.role(&e.name);
             TensorCensus {
                 name: e.name.clone(),
-                role: naming.role(&e.name).map(|r| r.to_string()),
+                role: role.map(|r| r.to_string()),
+                role_class: role.map(|r| r.class()),
+                layer: role.and_then(|r| r.layer()),
                 dtype: e.dtype.name().to_owned(),
                 shape: e.shape.clone(),
                 offsets: (e.begin, e.end),

@@ -110,8 +110,13 @@ impl Check {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TensorCensus {
     pub name: String,
-    /// The role it plays, or `None` when unexplained.
+    /// The role it plays, as a human label (`gain input_layernorm`), or `None` when unexplained.
     pub role: Option<String>,
+    /// The role's class as a token (`projection`, `gain`, `conv`, `fc`, `selector`, `scalar`,
+    /// `embedding`): what a program branches on.
+    pub role_class: Option<&'static str>,
+    /// The layer of a per-layer role.
+    pub layer: Option<u64>,
     pub dtype: String,
     pub shape: Vec<u64>,
     pub offsets: (u64, u64),
@@ -186,8 +191,8 @@ impl Census {
         let count =
             |f: &dyn Fn(&TensorCensus) -> bool| self.tensors.iter().filter(|t| f(t)).count();
         let unexplained = count(&|t| t.role.is_none());
-        let gains = count(&|t| t.role.as_deref().is_some_and(|r| r.starts_with("gain")));
-        let scalars = count(&|t| t.role.as_deref().is_some_and(|r| r.starts_with("scalar")));
+        let gains = count(&|t| t.role_class == Some("gain"));
+        let scalars = count(&|t| t.role_class == Some("scalar"));
         let files: Vec<String> = self
             .files
             .iter()
@@ -213,12 +218,14 @@ impl Census {
                 json!({
                     "kind": "tensor",
                     "name": t.name,
-                    "role": t.role,
+                    "role": t.role_class,
+                    "role_text": t.role,
+                    "layer": t.layer,
                     "dtype": t.dtype,
                     "shape": t.shape,
                     "data_offsets": [t.offsets.0, t.offsets.1],
                     "bytes": t.offsets.1 - t.offsets.0,
-                    "form": t.form,
+                    "form_text": t.form,
                     "grid": t.grid.as_ref().map(|g| json!({
                         "kind": "q4_1_grid",
                         "n": g.n,
@@ -235,7 +242,7 @@ impl Census {
         let files: Vec<Value> = self
             .files
             .iter()
-            .map(|f| json!({"kind": "file", "name": f.name, "bytes": f.bytes, "use": f.use_}))
+            .map(|f| json!({"kind": "file", "name": f.name, "bytes": f.bytes, "use": f.use_.replace(' ', "_")}))
             .collect();
         let metadata: serde_json::Map<String, Value> = self
             .metadata

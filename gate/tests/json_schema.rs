@@ -90,11 +90,26 @@ fn the_census_validates() {
     let (doc, _) = json(&[fixture().as_os_str(), "--census".as_ref()]);
     valid(&doc);
     assert_eq!(doc["census"]["kind"], "census");
-    assert!(doc["census"]["tensors"]
+    let tensors = doc["census"]["tensors"].as_array().unwrap();
+    assert!(tensors.iter().all(|t| t["kind"] == "tensor"));
+    // Machine fields are tokens; the prose has fields of its own.
+    let mut roles: Vec<&str> = tensors.iter().filter_map(|t| t["role"].as_str()).collect();
+    roles.sort_unstable();
+    roles.dedup();
+    assert_eq!(roles, ["fc", "gain", "projection", "scalar"]);
+    let q = tensors
+        .iter()
+        .find(|t| t["name"] == "model.layers.0.self_attn.q_proj.weight")
+        .unwrap();
+    assert_eq!((&q["role"], &q["layer"]), (&json!("projection"), &json!(0)));
+    assert_eq!(q["role_text"], "projection q_proj");
+    let uses: Vec<&str> = doc["census"]["files"]
         .as_array()
         .unwrap()
         .iter()
-        .all(|t| t["kind"] == "tensor"));
+        .map(|f| f["use"].as_str().unwrap())
+        .collect();
+    assert!(uses.iter().all(|u| !u.contains(' ')), "{uses:?}");
 }
 
 #[test]

@@ -327,6 +327,20 @@ impl Role {
         })
     }
 
+    /// A token for what the tensor is: `projection`, `gain`, `conv`, `fc`, `selector`, `scalar` or
+    /// `embedding`. The JSON census's `role`, for programs to branch on; `Display` is the human label.
+    pub fn class(self) -> &'static str {
+        match self {
+            Role::Projection { .. } => "projection",
+            Role::LayerGain { .. } | Role::FinalNorm | Role::HiddenNorm => "gain",
+            Role::Conv { .. } => "conv",
+            Role::Fc => "fc",
+            Role::Selector(_) => "selector",
+            Role::Scalar(_) => "scalar",
+            Role::EmbedTokens => "embedding",
+        }
+    }
+
     pub fn layer(self) -> Option<u64> {
         match self {
             Role::Projection { layer, .. }
