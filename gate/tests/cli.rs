@@ -2,12 +2,9 @@
 //! the file-system cases a downloaded package can present. Packages are copies of the committed
 //! fixture, broken one way each.
 
-use std::path::{Path, PathBuf};
+use gate_tests::fixture::{copy, edit_config, tiny as fixture};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn fixture() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/tiny")
-}
 
 fn gate(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
@@ -24,23 +21,6 @@ fn gate_dir(dir: &Path, extra: &[&str]) -> Output {
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// A copy of the fixture in `root/name`.
-fn copy(root: &Path, name: &str) -> PathBuf {
-    let dir = root.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    for file in ["config.json", "model.q4nx"] {
-        std::fs::copy(fixture().join(file), dir.join(file)).unwrap();
-    }
-    dir
-}
-
-fn edit_config(dir: &Path, f: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>)) {
-    let path = dir.join("config.json");
-    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    f(v.as_object_mut().unwrap());
-    std::fs::write(path, serde_json::to_vec(&v).unwrap()).unwrap();
 }
 
 #[test]

@@ -3,13 +3,10 @@
 //! single-valued option refused, "no such directory" told from "a file", and a report that cannot be
 //! written never read as a verdict (exit 2).
 
+use gate_tests::fixture::{copy, tiny as fixture};
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn fixture() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/tiny")
-}
 
 fn gate_in(cwd: Option<&Path>, args: &[&OsStr]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dflash-gate"));
@@ -26,15 +23,6 @@ fn gate(args: &[&str]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn copy(root: &Path, name: &str) -> PathBuf {
-    let dir = root.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    for file in ["config.json", "model.q4nx"] {
-        std::fs::copy(fixture().join(file), dir.join(file)).unwrap();
-    }
-    dir
 }
 
 #[test]

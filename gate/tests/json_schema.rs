@@ -3,13 +3,10 @@
 //! drifts from the schema (a field added, a field removed, a kind changed) does not. Every arm of the
 //! suite validates its report too (`gate_tests::arms::run`).
 
+use gate_tests::fixture::{copy, edit_config, tiny as fixture};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn fixture() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/tiny")
-}
 
 /// Runs the binary with `--json`; returns the document and the exit status.
 fn json(args: &[&std::ffi::OsStr]) -> (Value, i32) {
@@ -27,26 +24,16 @@ fn json(args: &[&std::ffi::OsStr]) -> (Value, i32) {
     (doc, o.status.code().unwrap_or(-1))
 }
 
+/// `key` of every document in the array `doc`.
+fn each<'d>(doc: &'d Value, key: &str) -> Vec<&'d str> {
+    let docs = doc.as_array().expect("an array of documents");
+    docs.iter().map(|d| d[key].as_str().unwrap()).collect()
+}
+
 fn valid(doc: &Value) {
     if let Err(e) = gate_tests::schema::validate(doc) {
         panic!("{e}\n{}", serde_json::to_string_pretty(doc).unwrap());
     }
-}
-
-fn copy(root: &Path, name: &str) -> PathBuf {
-    let dir = root.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    for file in ["config.json", "model.q4nx"] {
-        std::fs::copy(fixture().join(file), dir.join(file)).unwrap();
-    }
-    dir
-}
-
-fn edit_config(dir: &Path, f: impl FnOnce(&mut serde_json::Map<String, Value>)) {
-    let path = dir.join("config.json");
-    let mut v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    f(v.as_object_mut().unwrap());
-    std::fs::write(path, serde_json::to_vec(&v).unwrap()).unwrap();
 }
 
 /// A folder of packages: good, failing (a scalar disagrees), undecided (a field missing).
@@ -140,24 +127,14 @@ fn several_packages_are_an_array_even_when_all_holds_one() {
     let (doc, status) = json(&["--all".as_ref(), models.as_os_str()]);
     valid(&doc);
     assert_eq!(status, 1);
-    let verdicts: Vec<&str> = doc
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["verdict"].as_str().unwrap())
-        .collect();
+    let verdicts = each(&doc, "verdict");
     assert_eq!(verdicts, ["PASS", "FAIL", "UNDECIDED"]);
     // A report and an error side by side.
     let absent = root.path().join("absent");
     let (doc, status) = json(&[fixture().as_os_str(), absent.as_os_str()]);
     valid(&doc);
     assert_eq!(status, 2);
-    let kinds: Vec<&str> = doc
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["kind"].as_str().unwrap())
-        .collect();
+    let kinds = each(&doc, "kind");
     assert_eq!(kinds, ["report", "error"]);
     // --all over a folder that holds one package: still the array the README documents.
     let one = root.path().join("one");

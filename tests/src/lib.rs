@@ -9,5 +9,6 @@
 pub mod arms;
 pub mod campaign;
 pub mod defects;
+pub mod fixture;
 pub mod schema;
 pub mod synth;
