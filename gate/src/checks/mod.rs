@@ -15,8 +15,9 @@ pub use geometry::{check_geometry, Geometry};
 
 use crate::config::DraftConfig;
 use crate::container::Container;
-use crate::family::Naming;
+use crate::family::{Kind, Naming, Role};
 use crate::report::{Check, GridCensus};
+use crate::tile::{GridGeometry, TileGrid};
 use std::collections::HashMap;
 
 pub const GEOMETRY: &str = "config.geometry";
@@ -53,14 +54,32 @@ pub fn run(config: &DraftConfig, container: &Container<'_>) -> (Vec<Check>, Form
         naming,
     };
     let mut forms = Forms::default();
-    // The second family's matrices are decided first: those found gridded join the tile checks.
-    let features = dflash2::run(&inputs, &mut forms);
-    let mut checks = projections::run(&inputs, &mut forms, &features.grids);
+    // The second family's matrices (and a draft's own embedding table) are decided first: those found
+    // gridded join the tile checks.
+    let dflash2::Features {
+        checks: feature_checks,
+        mut grids,
+    } = dflash2::run(&inputs, &mut forms);
+    grids.extend(embedding_grid(&inputs));
+    let mut checks = projections::run(&inputs, &mut forms, &grids);
     checks.extend(scalars::run(&inputs, &mut forms));
     checks.extend(gains::run(&inputs, &mut forms));
-    checks.extend(features.checks);
+    checks.extend(feature_checks);
     checks.push(inventory::run(&inputs));
     (checks, forms)
+}
+
+/// A draft's own embedding table when it is a whole q4_1 grid of its row's shape: a grid like any other,
+/// so its headers are proven by the tile checks (inventory.explained says what else it may be).
+fn embedding_grid<'a>(inputs: &Inputs<'_, 'a>) -> Option<(String, TileGrid<'a>)> {
+    let spec = inputs.config.family.spec(Kind::EmbedTokens)?;
+    let name = inputs.naming.name(Role::EmbedTokens);
+    let info = inputs.container.get(&name)?;
+    let [n, k] = (spec.shape)(&inputs.geometry).ok()?[..] else {
+        return None;
+    };
+    let grid = TileGrid::new(info, inputs.container.data(info), GridGeometry::new(n, k)?).ok()?;
+    Some((name, grid))
 }
 
 /// The ids `run` produces for this config whatever the container holds: [`CONTAINER_CHECKS`] and

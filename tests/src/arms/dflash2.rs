@@ -108,6 +108,15 @@ pub fn all() -> Vec<Arm> {
         d2x("pass::dflash2_source_matches", Encoding { codebooks_gridded: true, ..r }, faithful(None), Expect::Pass { facts: source_compared }),
         d2x("pass::dflash2_source_bf16_matrices", Encoding { dflash2_matrices_bf16: true, ..r }, faithful(None), Expect::Pass { facts: source_passes }),
         d2x("control::dflash2_source_lacks_a_kernel_projection", r, faithful(Some("layers.0.mlp_conv.kernel_projection.weight")), fail("source.inventory", &["layers.0.mlp_conv.kernel_projection.weight"])),
+        // A draft's own embedding table as a q4_1 grid (1000 x 256: rows pad to 1024) is a grid like
+        // any other: its headers go through the tile checks.
+        arm("pass::own_embedding_grid", Base::Small, embedding_grid, Expect::Pass { facts: embedding_grid_scanned }),
+        arm("control::own_embedding_grid_nan_scale", Base::Small, embedding_grid_nan_scale, Expect::Refused {
+            check: "tiles.headers_sane",
+            outcome: Outcome::Fail,
+            mentions: &["model.embed_tokens.weight", "tile 3", "scale is not finite"],
+            also: &[("tiles.padding_zero", Outcome::Pass, "the table's 1000 rows pad to 1024, so the padding check runs")],
+        }),
         // The controls.
         arm("control::dflash2_neither_feature", Base::Small, neither_feature, fail("config.geometry", &["DFlash2DraftModel", "switches on neither feature"])),
         d2("control::dflash2_mlp_conv_missing", Base::Dflash2, r, mlp_conv_missing, fail("dflash2.conv", &["absent: model.layers.1.mlp_conv.base_kernel, model.layers.1.mlp_conv.kernel_projection.weight"])),
@@ -301,6 +310,20 @@ fn source_compared(r: &Report) -> Result<(), String> {
     Ok(())
 }
 
+fn embedding_grid_scanned(r: &Report) -> Result<(), String> {
+    let form = form(r, "model.embed_tokens.weight")?;
+    expect_eq(
+        "embedding form",
+        form,
+        "q4_1 tile grid 1000 x 256, 32 tiles",
+    )?;
+    expect_eq(
+        "padding check",
+        outcome(r, "tiles.padding_zero"),
+        Some(Outcome::Pass),
+    )
+}
+
 // ---- defects ----
 
 /// `dflash_config` of a package written with the reference encoding.
@@ -318,6 +341,26 @@ fn conv_name(s: &Scenario, layer: u64, site: ConvSite, part: ConvPart) -> String
 fn replace(s: &mut Scenario, tensor: Tensor) {
     let t = s.package.tensor_mut(&tensor.name.clone());
     *t = tensor;
+}
+
+fn embedding_grid(s: &mut Scenario) {
+    s.package.tensors.push(Tensor {
+        name: "model.embed_tokens.weight".into(),
+        dtype: Dtype::I8,
+        shape: vec![32, 5120],
+        data: crate::synth::quantized_grid(1000, 256, 9),
+    });
+}
+
+fn embedding_grid_nan_scale(s: &mut Scenario) {
+    embedding_grid(s);
+    set_header(
+        s.package.tensor_mut("model.embed_tokens.weight"),
+        3,
+        0,
+        17,
+        bf16::NAN,
+    );
 }
 
 fn neither_feature(s: &mut Scenario) {
