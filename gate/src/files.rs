@@ -465,6 +465,7 @@ mod tests {
         ));
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn never_reads_past_the_size_at_open() {
         // /proc files say they are empty and then produce bytes: the size at open wins.
