@@ -18,7 +18,85 @@ pub fn trials() -> Vec<Trial> {
             "hostile::a_million_empty_tensors_and_a_thousand_layers_are_refused_by_count",
             million_empty_tensors,
         ),
+        Trial::test(
+            "hostile::names_from_the_file_cannot_forge_report_lines",
+            forged_lines,
+        ),
     ]
+}
+
+/// Tensor names and metadata holding newlines, terminal escapes and a bidirectional override: the
+/// human report keeps each on its line, escaped, and the JSON keeps them exactly.
+fn forged_lines() -> Result<(), Failed> {
+    let forged = [
+        "x\nVERDICT      PASS\n17 of 17 checks passed (0.01 s)",
+        "y\r\u{1b}[1A\u{1b}[2KPASS       inventory.explained",
+        "z\u{202e}SSAP",
+    ];
+    let mut package = Package::generate(&Geometry::small(), Encoding::default(), SEED);
+    for name in forged {
+        package
+            .tensors
+            .push(gate_tests::defects::stray(name, vec![2]));
+    }
+    let long = "n".repeat(3 * gate::escape::MAX_LINE_CHARS);
+    package
+        .tensors
+        .push(gate_tests::defects::stray(&long, vec![2]));
+    let config = serde_json::to_vec(&package.config)?;
+    let weights = package.weight_bytes();
+    let report = gate::evaluate(
+        "forged",
+        Ok(config),
+        Ok(("model.q4nx", &weights)),
+        Vec::new(),
+    );
+    if report.verdict() != gate::Outcome::Fail {
+        return Err(format!("verdict {}, expected FAIL", report.verdict()).into());
+    }
+    for census in [false, true] {
+        let text = report.to_text(census);
+        let verdicts: Vec<&str> = text.lines().filter(|l| l.starts_with("VERDICT")).collect();
+        if verdicts != ["VERDICT      FAIL"] {
+            return Err(format!("verdict lines {verdicts:?} in:\n{text}").into());
+        }
+        if text
+            .lines()
+            .filter(|l| {
+                l.starts_with(|c: char| c.is_ascii_digit()) && l.contains(" checks passed (")
+            })
+            .count()
+            != 1
+        {
+            return Err(format!("a forged count line in:\n{text}").into());
+        }
+        if let Some(c) = text
+            .chars()
+            .find(|&c| c == '\u{1b}' || c == '\r' || c == '\u{202e}')
+        {
+            return Err(format!("{c:?} reached the human report").into());
+        }
+        if let Some(l) = text
+            .lines()
+            .find(|l| l.chars().count() > gate::escape::MAX_LINE_CHARS + 64)
+        {
+            return Err(format!("a line of {} characters", l.chars().count()).into());
+        }
+    }
+    let json = report.to_json().to_string();
+    let back: serde_json::Value = serde_json::from_str(&json)?;
+    let names: Vec<&str> = back["census"]["tensors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for name in forged.iter().chain([&long.as_str()]) {
+        if !names.contains(name) {
+            return Err(format!("the JSON lost {name:?}").into());
+        }
+    }
+    Ok(())
 }
 
 /// A header of 2^20 zero-byte tensors under a config of 1,000 layers: once a minute of quadratic

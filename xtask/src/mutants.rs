@@ -1,11 +1,21 @@
 //! `cargo xtask mutants`: breaks each check on purpose and requires the suite to go red.
 //!
 //! Every row of the table below is one deliberate bug: a line of the gate replaced by a broken one,
-//! and the suite filter whose arm must then fail. The source is restored after each row, whatever
-//! happens. A row whose mutant survives (the suite stays green), or that no longer applies (the line
-//! moved), fails the task: a check no test can fail is a defect.
+//! and the suite filter whose arm must then fail. A row whose mutant survives (the suite stays
+//! green), or that no longer applies (the line moved), fails the task: a check no test can fail is a
+//! defect.
+//!
+//! Mutants are made in a copy of the tree (`target/mutants/tree`, refreshed from the working tree at
+//! every run, built in a target directory of its own), never in the working tree: however the task
+//! ends (a failure, Ctrl-C, a kill), the sources a developer builds are untouched. Each suite run has
+//! a wall-clock limit: a mutant that makes the gate hang is killed and counted red, by name.
 
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+/// The longest one mutant's build and suite run may take (a warm build and one arm take seconds).
+const RUN_LIMIT: Duration = Duration::from_secs(900);
 
 struct Mutant {
     check: &'static str,
@@ -54,14 +64,21 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "source.config", file: "gate/src/beyond/source/config.rs", from: "(Some(p), Some(s)) if p == s => compared.push(field),", to: "(Some(_), Some(_)) => compared.push(field),", filter: "arms::control::source_config_field_differs" },
     Mutant { check: "source.q4_1 tile order", file: "gate/src/beyond/source/q4_1.rs", from: "let row0 = (t / g.col_blocks) * TILE_ROWS;", to: "let row0 = (t % g.row_blocks) * TILE_ROWS;", filter: "arms::control::source_tiles_column_block_major" },
     Mutant { check: "allocation bound", file: "gate/src/container.rs", from: "    if n > MAX_HEADER_BYTES {", to: "    std::hint::black_box(Vec::<u8>::with_capacity(n.min(1 << 31) as usize));\n    if n > MAX_HEADER_BYTES {", filter: "campaign::mutations_seed_1" },
+    Mutant { check: "sigbus guard", file: "gate/src/files/sigbus.rs", from: "(libc::sigaction(libc::SIGBUS, &action, &mut previous) == 0).then_some(previous)", to: "Some(previous)", filter: "hostile::weight_file_truncated_while_read" },
+    Mutant { check: "header streamed", file: "gate/src/container.rs", from: "        let header::Parsed {", to: "        let _tree = std::hint::black_box(crate::strict_json::parse(text.as_bytes()));\n        let header::Parsed {", filter: "campaign::mutations_seed_1" },
+    Mutant { check: "empty tensors bound", file: "gate/src/container/header.rs", from: "if empty > MAX_EMPTY_TENSORS {", to: "if false {", filter: "hostile::a_million_empty_tensors" },
+    Mutant { check: "zero planes sampled", file: "gate/src/tile/scan.rs", from: "if let Some(refused) = self.sampled_planes_zero() {", to: "if let Some(refused) = None::<GridScan> {", filter: "arms::control::large_grid_all_zero" },
+    Mutant { check: "zero planes refused", file: "gate/src/checks/projections.rs", from: "_ if scan.zero_planes.is_some() =>", to: "_ if false =>", filter: "arms::control::grid_all_zero" },
+    Mutant { check: "report escaping", file: "gate/src/report.rs", from: "out.push_str(&crate::escape::line(&text));", to: "out.push_str(&text);", filter: "hostile::names_from_the_file" },
+    Mutant { check: "manifest symlink out", file: "gate/src/beyond/manifest.rs", from: "if !inside(&path, root.as_deref().ok()) {", to: "if false {", filter: "arms::control::manifest_lists_a_symlink_out" },
+    Mutant { check: "manifest names as bytes", file: "gate/src/beyond/manifest.rs", from: ".filter(|f| !wanted.contains(f.as_encoded_bytes()))", to: ".filter(|f| !wanted.contains(f.to_string_lossy().as_bytes()))", filter: "arms::control::manifest_look_alike" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of
 /// the words (to see one check go red without breaking all the others).
 pub fn run(words: &[String]) -> Result<ExitCode, String> {
-    let sh = crate::shell()?;
     let cargo = crate::cargo();
-    let root = crate::root();
+    let tree = copy_tree(&crate::root())?;
     let (mut killed, mut survived) = (0, 0);
     let chosen = MUTANTS.iter().filter(|m| {
         words.is_empty()
@@ -70,7 +87,7 @@ pub fn run(words: &[String]) -> Result<ExitCode, String> {
                 .any(|w| m.check.contains(w.as_str()) || m.filter.contains(w.as_str()))
     });
     for m in chosen {
-        let path = root.join(m.file);
+        let path = tree.join(m.file);
         let original = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", m.file))?;
         // Only the code under test is mutated, never a test's own reference copy of a line.
         let code_end = original
@@ -87,26 +104,27 @@ pub fn run(words: &[String]) -> Result<ExitCode, String> {
         }
         let mutated = format!("{}{tests}", code.replacen(m.from, m.to, 1));
         std::fs::write(&path, mutated).map_err(|e| e.to_string())?;
-        let filter = m.filter;
-        let output = xshell::cmd!(
-            sh,
-            "{cargo} test --quiet --package dflash-gate --test suite -- {filter}"
-        )
-        .ignore_status()
-        .output();
+        let outcome = run_suite(&cargo, &tree, m.filter);
         std::fs::write(&path, &original).map_err(|e| format!("restoring {}: {e}", m.file))?;
-        let output = output.map_err(|e| e.to_string())?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        // A mutant that does not compile proves nothing: the suite must have run and failed.
-        if stdout.contains("test result: FAILED") {
-            println!("KILLED    {:<24} {} red", m.check, m.filter);
-            killed += 1;
-        } else {
-            println!(
-                "SURVIVED  {:<24} {} stayed green (or did not build)",
-                m.check, m.filter
-            );
-            survived += 1;
+        match outcome? {
+            Suite::Red => {
+                println!("KILLED    {:<24} {} red", m.check, m.filter);
+                killed += 1;
+            }
+            Suite::Hung => {
+                println!(
+                    "KILLED    {:<24} {} hung past {RUN_LIMIT:?}: killed (a hang is red)",
+                    m.check, m.filter
+                );
+                killed += 1;
+            }
+            Suite::Green => {
+                println!(
+                    "SURVIVED  {:<24} {} stayed green (or did not build)",
+                    m.check, m.filter
+                );
+                survived += 1;
+            }
         }
     }
     println!("{killed} passed, {survived} failed");
@@ -115,4 +133,99 @@ pub fn run(words: &[String]) -> Result<ExitCode, String> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// How one mutant's suite run ended.
+enum Suite {
+    /// The suite ran and failed, or died by a signal (a crash is red too).
+    Red,
+    /// Killed at the wall-clock limit.
+    Hung,
+    /// Passed, or never ran (a mutant that does not build proves nothing).
+    Green,
+}
+
+fn run_suite(cargo: &str, tree: &Path, filter: &str) -> Result<Suite, String> {
+    let mut child = Command::new(cargo)
+        .args([
+            "test",
+            "--quiet",
+            "--package",
+            "dflash-gate",
+            "--test",
+            "suite",
+            "--",
+            filter,
+        ])
+        .current_dir(tree)
+        .env("CARGO_TARGET_DIR", tree.join("target"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{cargo} test: {e}"))?;
+    let stdout = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut out) = stdout {
+            let _ = std::io::Read::read_to_string(&mut out, &mut text);
+        }
+        text
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break Some(status);
+        }
+        if start.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let text = reader.join().unwrap_or_default();
+    Ok(match status {
+        None => Suite::Hung,
+        Some(_) if text.contains("test result: FAILED") => Suite::Red,
+        // The suite binary died by a signal (cargo reports it and exits 101): the mutant crashed it.
+        Some(s) if !s.success() && text.contains("running ") => Suite::Red,
+        Some(_) => Suite::Green,
+    })
+}
+
+/// Refreshes `target/mutants/tree` from the working tree (every file git tracks or would track),
+/// rewriting only files whose contents differ so the copy's builds stay incremental.
+fn copy_tree(root: &Path) -> Result<PathBuf, String> {
+    let tree = root.join("target/mutants/tree");
+    let listed = Command::new("git")
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .current_dir(root)
+        .output()
+        .map_err(|e| format!("git ls-files: {e}"))?;
+    if !listed.status.success() {
+        return Err("git ls-files failed: the tree to copy is not a git checkout".to_owned());
+    }
+    for name in listed.stdout.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let name = std::str::from_utf8(name).map_err(|e| e.to_string())?;
+        let from = root.join(name);
+        let Ok(bytes) = std::fs::read(&from) else {
+            continue; // listed but deleted in the working tree
+        };
+        let to = tree.join(name);
+        if std::fs::read(&to).is_ok_and(|old| old == bytes) {
+            continue;
+        }
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        std::fs::write(&to, &bytes).map_err(|e| format!("{}: {e}", to.display()))?;
+    }
+    Ok(tree)
 }

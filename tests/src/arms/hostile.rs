@@ -1,12 +1,13 @@
 //! Hostile values that once compared equal after a wrapping cast or an f32 rounding (issue: exact
 //! integers, bounded config integers, a finite positive `embedding_scale`).
 
-use super::{arm, fail, Arm, Base, Expect};
+use super::{arm, fail, with_manifest, Arm, Base, Expect};
 use crate::defects::Scenario;
 use gate::dtype::Dtype;
 use gate::report::Outcome;
 use gate::roles::{Projection, Scalar};
 use serde_json::json;
+use std::path::Path;
 
 /// The hostile-value arms, in a stable order.
 pub fn all() -> Vec<Arm> {
@@ -148,7 +149,50 @@ pub fn all() -> Vec<Arm> {
                 ],
             },
         ),
+        // The manifest compares names as bytes and never follows a listed symlink out of the package.
+        with_manifest(
+            "control::manifest_look_alike_name_hides_an_unlisted_file",
+            look_alike_names,
+            fail("manifest.sha256", &["unlisted: notes\\xff.txt (a name that is not UTF-8)"]),
+        ),
+        with_manifest(
+            "control::manifest_lists_a_symlink_out_of_the_package",
+            symlink_out,
+            fail("manifest.sha256", &["symlinks out of the package, not read: outside.txt"]),
+        ),
     ]
+}
+
+/// A listed `notes\u{fffd}.txt` and an unlisted `notes\xff.txt`, equal under a lossy conversion.
+fn look_alike_names(dir: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let listed = "notes\u{fffd}.txt";
+    std::fs::write(dir.join(listed), b"listed").expect("write");
+    let (hex, _) =
+        gate::beyond::manifest::hash_file(&dir.join(listed), &mut [0u8; 64]).expect("hash");
+    append_line(dir, &format!("{hex}  {listed}"));
+    std::fs::write(
+        dir.join(std::ffi::OsStr::from_bytes(b"notes\xff.txt")),
+        b"hidden",
+    )
+    .expect("write");
+}
+
+/// `outside.txt`, listed with the true digest of what it points to: a file outside the package.
+fn symlink_out(dir: &Path) {
+    let outside = dir.with_extension("outside");
+    std::fs::write(&outside, b"not in the package").expect("write");
+    std::os::unix::fs::symlink(&outside, dir.join("outside.txt")).expect("symlink");
+    let (hex, _) = gate::beyond::manifest::hash_file(&outside, &mut [0u8; 64]).expect("hash");
+    append_line(dir, &format!("{hex}  outside.txt"));
+}
+
+fn append_line(dir: &Path, line: &str) {
+    let path = dir.join("MANIFEST.sha256");
+    let mut text = std::fs::read_to_string(&path).expect("manifest");
+    text.push_str(line);
+    text.push('\n');
+    std::fs::write(path, text).expect("manifest");
 }
 
 fn zero_grid(s: &mut Scenario) {
