@@ -1,5 +1,7 @@
 //! The whole gate on an in-memory package: the first two bytes give config.json's length, the config
-//! follows, the rest is the weight file. The only property is that it returns a report.
+//! follows, the rest is the weight file. It must return a report whose human form keeps every
+//! untrusted string on its line: no control character but the line ends, no line past the cap, and
+//! exactly one `VERDICT` line, the real one.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -10,5 +12,13 @@ fuzz_target!(|data: &[u8]| {
     let (config, weights) = rest.split_at(len);
     let report = gate::evaluate("fuzz", Ok(config.to_vec()), Ok(("model.q4nx", weights)), Vec::new());
     let _ = report.to_json();
-    let _ = report.to_text(true);
+    for census in [false, true] {
+        let text = report.to_text(census);
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+        let verdicts: Vec<&str> = text.lines().filter(|l| l.starts_with("VERDICT")).collect();
+        assert_eq!(verdicts, [format!("VERDICT      {}", report.verdict())], "{text}");
+        assert!(text
+            .lines()
+            .all(|l| l.chars().count() <= gate::escape::MAX_LINE_CHARS + 64));
+    }
 });

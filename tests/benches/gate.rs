@@ -108,6 +108,7 @@ fn main() {
             f.peak_heap as f64 / (1 << 20) as f64
         );
     }
+    read_paths(&cache.join("large"), runs);
     if let [small, large, second] = all.as_slice() {
         let per_gb = |f: &Figures| f.gate.as_secs_f64() / (f.bytes as f64 / 1e9);
         println!(
@@ -224,13 +225,94 @@ fn floor(path: &Path, headers: &[(usize, usize)]) -> u64 {
     let file = std::fs::File::open(path).expect("weight file");
     // SAFETY: read-only map of a file nothing else writes during the benchmark.
     let map = unsafe { memmap2::Mmap::map(&file) }.expect("map");
+    sum_headers(&map, headers)
+}
+
+fn sum_headers(bytes: &[u8], headers: &[(usize, usize)]) -> u64 {
     let mut sum = 0u64;
     for &(a, b) in headers {
-        for chunk in map[a..b].chunks_exact(8) {
-            sum = sum.wrapping_add(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
-        }
+        sum = sum.wrapping_add(sum_range(&bytes[a..b]));
     }
     sum
+}
+
+fn sum_range(bytes: &[u8]) -> u64 {
+    bytes.chunks_exact(8).fold(0u64, |s, c| {
+        s.wrapping_add(u64::from_le_bytes(c.try_into().unwrap_or_default()))
+    })
+}
+
+/// The ways a truncation-safe gate could read the same tile headers, timed against the plain map
+/// (the floor): the map under the SIGBUS guard the gate uses, positioned reads into one reused
+/// buffer, and the whole file read into memory. Prints medians, the ratio to the plain map, and peak
+/// heap.
+fn read_paths(dir: &Path, runs: usize) {
+    let path = dir.join("model.q4nx");
+    let headers = tile_header_ranges(&path);
+    type Reader = (&'static str, Box<dyn Fn() -> u64>);
+    let paths: Vec<Reader> = vec![
+        ("map, unguarded (the floor)", {
+            let (p, h) = (path.clone(), headers.clone());
+            Box::new(move || floor(&p, &h))
+        }),
+        ("map under the SIGBUS guard", {
+            let (p, h) = (path.clone(), headers.clone());
+            Box::new(move || {
+                let bytes = gate::files::bytes(&p).expect("weight file");
+                let sum = sum_headers(bytes.as_slice(), &h);
+                bytes.unchanged().expect("unchanged");
+                sum
+            })
+        }),
+        ("pread into a reused buffer", {
+            let (p, h) = (path.clone(), headers.clone());
+            Box::new(move || {
+                let file = gate::files::open(&p).expect("weight file");
+                let mut buffer = [0u8; 1024];
+                h.iter().fold(0u64, |s, &(a, b)| {
+                    file.read_exact_at(a as u64, &mut buffer[..b - a])
+                        .expect("read");
+                    s.wrapping_add(sum_range(&buffer[..b - a]))
+                })
+            })
+        }),
+        ("read whole into memory", {
+            let (p, h) = (path.clone(), headers.clone());
+            Box::new(move || {
+                let bytes = std::fs::read(&p).expect("weight file");
+                sum_headers(&bytes, &h)
+            })
+        }),
+    ];
+    println!(
+        "\nreading the {} tile headers of {} ({} runs):",
+        headers.len(),
+        path.display(),
+        runs
+    );
+    let mut base = None;
+    for (name, read) in &paths {
+        let mut times = Vec::new();
+        let mut peak_heap = 0;
+        let mut sums = Vec::new();
+        for _ in 0..runs {
+            let live = LIVE.load(Ordering::Relaxed);
+            PEAK.store(live, Ordering::Relaxed);
+            let start = Instant::now();
+            sums.push(black_box(read()));
+            times.push(start.elapsed());
+            peak_heap = peak_heap.max(PEAK.load(Ordering::Relaxed) - live);
+        }
+        assert!(sums.windows(2).all(|w| w[0] == w[1]), "{name}: sums differ");
+        let t = median(times);
+        let base = *base.get_or_insert(t);
+        println!(
+            "  {name:<30} {:>9.1}ms {:>7.2}x {:>10.2}MiB",
+            ms(t),
+            t.as_secs_f64() / base.as_secs_f64(),
+            peak_heap as f64 / (1 << 20) as f64
+        );
+    }
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {

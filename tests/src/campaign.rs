@@ -59,11 +59,17 @@ pub struct Findings {
 
 /// Runs `count` mutants from `seed`, with no heap measurement.
 pub fn run(seed: u64, count: usize) -> Findings {
-    run_measured(seed, count, &Unmeasured)
+    run_measured(seed, count, &Unmeasured, &|_, _| {})
 }
 
-/// Runs `count` mutants from `seed`, holding blow-up headers to [`HEADER_HEAP_FACTOR`] on `heap`.
-pub fn run_measured(seed: u64, count: usize, heap: &dyn Heap) -> Findings {
+/// Runs `count` mutants from `seed`, holding blow-up headers to [`HEADER_HEAP_FACTOR`] on `heap`;
+/// `progress` hears of each mutant (its index and what was done) before it runs.
+pub fn run_measured(
+    seed: u64,
+    count: usize,
+    heap: &dyn Heap,
+    progress: &dyn Fn(usize, &str),
+) -> Findings {
     let package = Package::generate(&Geometry::tiny(), Encoding::default(), crate::arms::SEED);
     let config = serde_json::to_vec_pretty(&package.config).expect("config");
     let original = package.weight_bytes();
@@ -77,6 +83,7 @@ pub fn run_measured(seed: u64, count: usize, heap: &dyn Heap) -> Findings {
         *findings.by_kind.entry(mutation.kind).or_default() += 1;
         findings.largest_file = findings.largest_file.max(bytes.len());
         let config = config.clone();
+        progress(i, &mutation.describe);
         heap.mark();
         let start = Instant::now();
         let outcome = std::panic::catch_unwind(|| {

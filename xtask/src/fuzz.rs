@@ -1,4 +1,4 @@
-//! `cargo xtask fuzz <container|package> [seconds]`: seeds a corpus from synthetic packages and runs
+//! `cargo xtask fuzz <container|package|checkpoint> [seconds]`: seeds a corpus from synthetic packages and runs
 //! `cargo fuzz` (installed with `cargo install cargo-fuzz`). The toolchain here is stable, so the
 //! sanitizer flags cargo-fuzz passes are allowed with RUSTC_BOOTSTRAP=1.
 
@@ -8,11 +8,15 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
     let (target, seconds) = match args {
         [t] => (t.as_str(), "60"),
         [t, s] => (t.as_str(), s.as_str()),
-        _ => return Err("usage: cargo xtask fuzz <container|package> [seconds]".to_owned()),
+        _ => {
+            return Err(
+                "usage: cargo xtask fuzz <container|package|checkpoint> [seconds]".to_owned(),
+            )
+        }
     };
-    if !matches!(target, "container" | "package") {
+    if !matches!(target, "container" | "package" | "checkpoint") {
         return Err(format!(
-            "unknown fuzz target {target:?}: container or package"
+            "unknown fuzz target {target:?}: container, package or checkpoint"
         ));
     }
     let sh = crate::shell()?;
@@ -34,6 +38,7 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
         let weights = std::fs::read(dir.join("model.q4nx")).map_err(|e| e.to_string())?;
         let seed = match target {
             "container" => weights,
+            "checkpoint" => checkpoint_seed(&config, &weights),
             _ => {
                 let mut s = (config.len() as u16).to_le_bytes().to_vec();
                 s.extend_from_slice(&config);
@@ -55,4 +60,15 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
     .run()
     .map_err(|e| format!("cargo fuzz: {e}"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The checkpoint target's input for one directory: layout byte 0 (config.json and
+/// model.safetensors), each file as a 4-byte little-endian length and its bytes.
+fn checkpoint_seed(config: &[u8], weights: &[u8]) -> Vec<u8> {
+    let mut seed = vec![0u8];
+    for file in [config, weights] {
+        seed.extend_from_slice(&(file.len() as u32).to_le_bytes());
+        seed.extend_from_slice(file);
+    }
+    seed
 }
