@@ -83,12 +83,18 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
                 options.scalar_source_loop,
             );
         }
-        report
+        // The right weights are now checked; what remains of that line is provenance (or, with
+        // --manifest, nothing: that option removes the line below).
+        let narrowed = format!("{NOT_CHECKED_PROVENANCE} beyond the --source checkpoint: whether that checkpoint and these files are the publisher's (give --manifest to verify MANIFEST.sha256)");
+        match report
             .not_checked
-            .retain(|l| !l.starts_with(NOT_CHECKED_PROVENANCE));
-        if !options.manifest {
-            report.not_checked.insert(1, format!("{NOT_CHECKED_PROVENANCE} beyond the --source checkpoint: whether that checkpoint and these files are the publisher's (give --manifest to verify MANIFEST.sha256)"));
+            .iter_mut()
+            .find(|l| l.starts_with(NOT_CHECKED_PROVENANCE))
+        {
+            Some(line) => *line = narrowed,
+            None => report.not_checked.push(narrowed),
         }
+        source.unchanged()?;
         if let Ok((_, bytes)) = &held {
             bytes.unchanged()?;
         }
