@@ -5,7 +5,7 @@ use super::kernel::{self, Stats, GROUP};
 use super::values::Matrix;
 use crate::parallel;
 use crate::tile::dequant::{DecodedTile, COLUMN_GROUPS};
-use crate::tile::{TileGrid, TILE_BYTES, TILE_COLS, TILE_ROWS};
+use crate::tile::{GridGeometry, TileGrid, TILE_BYTES, TILE_COLS, TILE_ROWS};
 
 /// Tiles handed to a worker at a time: small enough to balance two cores over one large grid, large
 /// enough that handing out costs nothing.
@@ -90,13 +90,21 @@ pub fn compare(jobs: &[Job<'_>], scalar: bool) -> Vec<Outcome> {
     outcomes
 }
 
+/// Row and column where tile `t` starts: tiles are stored row-block-major (spec section 4.1).
+#[inline(always)]
+fn origin(g: GridGeometry, t: u64) -> (u64, u64) {
+    (
+        (t / g.col_blocks) * TILE_ROWS,
+        (t % g.col_blocks) * TILE_COLS,
+    )
+}
+
 /// Asks for the source rows tile `t` will read (32 rows of up to 512 bytes each, far apart in the
 /// file: more streams than the hardware prefetcher follows). A hint: it reads nothing and cannot fault.
 #[inline(always)]
 fn prefetch_source(job: &Job<'_>, t: u64) {
     let g = job.grid.geometry;
-    let row0 = (t / g.col_blocks) * TILE_ROWS;
-    let col0 = (t % g.col_blocks) * TILE_COLS;
+    let (row0, col0) = origin(g, t);
     let width = (g.k - col0).min(TILE_COLS) as usize;
     for row in row0..(row0 + TILE_ROWS).min(g.n) {
         if let Some(span) = job.source.span(row, col0, width) {
@@ -160,8 +168,7 @@ impl Worker {
             if t + 1 < to {
                 prefetch_source(job, t + 1);
             }
-            let row0 = (t / g.col_blocks) * TILE_ROWS;
-            let col0 = (t % g.col_blocks) * TILE_COLS;
+            let (row0, col0) = origin(g, t);
             let rows = (g.n - row0).min(TILE_ROWS) as usize;
             let groups = ((g.k - col0).min(TILE_COLS) / GROUP as u64) as usize;
             for r in 0..rows {
