@@ -51,6 +51,16 @@ impl FieldProblem {
     pub fn is_invalid(&self) -> bool {
         matches!(self.kind, ProblemKind::Invalid(_))
     }
+
+    /// What a check that could not run says of the field it lacked: `needs hidden_size, which is
+    /// missing` (the `Display` form reads as a statement, not as a need).
+    pub fn needs(&self) -> String {
+        match &self.kind {
+            ProblemKind::Missing => format!("needs {}, which is missing", self.field),
+            ProblemKind::WrongType(t) => format!("needs {}, which is {t}", self.field),
+            ProblemKind::Invalid(why) => format!("needs {}, which {why}", self.field),
+        }
+    }
 }
 
 impl fmt::Display for FieldProblem {
@@ -353,6 +363,9 @@ impl<'a> Placement<'a> {
     }
 }
 
+/// 2^63: serde_json reads integers of this magnitude or more (beyond `i64` and `u64`) as floats.
+const TOO_LONG_FOR_64_BITS: f64 = 9_223_372_036_854_775_808.0;
+
 fn integer(field: &str, v: &Value) -> Field<i128> {
     match v {
         Value::Number(n) => {
@@ -360,9 +373,13 @@ fn integer(field: &str, v: &Value) -> Field<i128> {
                 Ok(i128::from(u))
             } else if let Some(i) = n.as_i64() {
                 Ok(i128::from(i))
-            } else if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0) {
+            } else if let Some(f) = n
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() >= TOO_LONG_FOR_64_BITS)
+            {
                 // An integer too long for 64 bits (serde_json keeps it as a float): beyond every
-                // limit, so it saturates and the bound names it as written.
+                // limit, so it saturates and the bound names it as written. A float that merely has
+                // an integral value (`256.0`) is of the wrong type, not over a limit.
                 Ok(if f < 0.0 { i128::MIN } else { i128::MAX })
             } else {
                 Err(FieldProblem::new(
@@ -671,6 +688,32 @@ mod tests {
         assert_eq!(
             c.target_layer_ids.unwrap_err().field,
             "dflash_config.target_layer_ids"
+        );
+    }
+
+    #[test]
+    fn an_integral_float_is_of_the_wrong_type_not_over_a_limit() {
+        let text = r#"{"model_type":"dflash","hidden_size":256.0,"intermediate_size":1e30}"#;
+        let c = DraftConfig::from_json(text.as_bytes()).unwrap();
+        let p = c.hidden_size.unwrap_err();
+        assert_eq!(
+            p.kind,
+            ProblemKind::WrongType("256.0, a number that is not an integer".into())
+        );
+        assert_eq!(
+            p.needs(),
+            "needs hidden_size, which is 256.0, a number that is not an integer"
+        );
+        // Too long for 64 bits is still over the limit, named as written.
+        assert!(c
+            .intermediate_size
+            .unwrap_err()
+            .to_string()
+            .contains("beyond the gate's limit"));
+        let missing = DraftConfig::from_json(b"{\"model_type\":\"dflash\"}").unwrap();
+        assert_eq!(
+            missing.hidden_size.unwrap_err().needs(),
+            "needs hidden_size, which is missing"
         );
     }
 

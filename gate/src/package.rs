@@ -83,29 +83,27 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
                 options.scalar_source_loop,
             );
         }
-        // The right weights are now checked; what remains of that line is provenance (or, with
-        // --manifest, nothing: that option removes the line below).
-        let narrowed = format!("{NOT_CHECKED_PROVENANCE} beyond the --source checkpoint: whether that checkpoint and these files are the publisher's (give --manifest to verify MANIFEST.sha256)");
-        match report
-            .not_checked
-            .iter_mut()
-            .find(|l| l.starts_with(NOT_CHECKED_PROVENANCE))
-        {
-            Some(line) => *line = narrowed,
-            None => report.not_checked.push(narrowed),
+        // Compared element by element: the content lines go. Provenance (whether the checkpoint and
+        // these files are the publisher's) stays, unless --manifest answers it below.
+        if !refused {
+            report.not_checked.retain(|l| {
+                !l.starts_with(NOT_CHECKED_CONTENT) && !l.starts_with(NOT_CHECKED_CODES)
+            });
         }
         source.unchanged()?;
         if let Ok((_, bytes)) = &held {
             bytes.unchanged()?;
         }
     }
-    if options.manifest {
-        report
-            .not_checked
-            .retain(|l| !l.starts_with(NOT_CHECKED_PROVENANCE));
-        if !refused {
-            report.checks.push(crate::beyond::manifest::check(dir)?);
+    if options.manifest && !refused {
+        let check = crate::beyond::manifest::check(dir)?;
+        // An absent manifest (UNDECIDED) verified nothing: the line stays.
+        if check.outcome != crate::Outcome::Undecided {
+            report
+                .not_checked
+                .retain(|l| !l.starts_with(NOT_CHECKED_BYTES));
         }
+        report.checks.push(check);
     }
     report.elapsed = start.elapsed();
     Ok(report)
@@ -232,15 +230,21 @@ pub fn evaluate(
 }
 
 const NOT_CHECKED_TARGET: &str = "vocabulary and tokenizer agreement with the target";
-const NOT_CHECKED_PROVENANCE: &str = "whether these are the right weights";
+const NOT_CHECKED_CONTENT: &str = "whether these are the right weights";
+const NOT_CHECKED_BYTES: &str = "whether these are the publisher's files";
+const NOT_CHECKED_CODES: &str = "the 4-bit codes of real groups";
 
+/// What the gate cannot know from the package alone. `--target`, `--source` and `--manifest` each
+/// remove the lines they answer, and only when they ran: `--manifest` proves bytes, not content, and
+/// `--source` proves content, not where the files came from.
 fn not_checked() -> Vec<String> {
     vec![
         format!("{NOT_CHECKED_TARGET}, and the target's depth (give --target DIR)"),
-        format!("{NOT_CHECKED_PROVENANCE}: provenance (give --manifest to verify MANIFEST.sha256)"),
+        format!("{NOT_CHECKED_CONTENT}: a grid in another tile or nibble order, or another layer's matrix, has the same form (give --source DIR to compare every element with the original checkpoint)"),
+        format!("{NOT_CHECKED_BYTES}, byte for byte: provenance (give --manifest to verify MANIFEST.sha256)"),
         "whether the draft's forward pass is correct: the gate reads bytes, it runs no model".to_owned(),
-        "the 4-bit codes of real groups: every nibble is a valid code (only constant and padding groups are read)".to_owned(),
-        "files other than config.json and the weight file: listed in the census, not read".to_owned(),
+        format!("{NOT_CHECKED_CODES}: only constant and padding groups are read (give --source DIR to compare every element)"),
+        "files other than config.json and the weight file: listed in the census, not interpreted (--manifest hashes those it lists)".to_owned(),
     ]
 }
 

@@ -143,7 +143,7 @@ pub fn checks(draft: &DraftConfig, target: &Target) -> Vec<Check> {
 
 fn hidden(draft: &DraftConfig, target: &Target) -> Check {
     match (&draft.hidden_size, target.hidden_size) {
-        (Err(p), _) => Check::blocked(HIDDEN, "config.geometry", format!("cannot decide: needs {p}")),
+        (Err(p), _) => Check::blocked(HIDDEN, "config.geometry", format!("cannot decide: {}", p.needs())),
         (_, None) => Check::undecided(HIDDEN, "cannot decide: the target's config.json has no hidden_size"),
         (Ok(d), Some(t)) if *d == t => Check::pass(HIDDEN, format!("the draft's hidden size equals the target's ({d} vs {t}): fc fuses the target's hidden states")),
         (Ok(d), Some(t)) => Check::fail(HIDDEN, format!("the draft's hidden size differs from the target's ({d} vs {t}): fc cannot fuse the target's hidden states")),
@@ -158,7 +158,7 @@ fn depth(draft: &DraftConfig, target: &Target) -> Check {
             return Check::blocked(
                 DEPTH,
                 "config.geometry",
-                format!("cannot decide: needs {p}"),
+                format!("cannot decide: {}", p.needs()),
             )
         }
     };
@@ -306,7 +306,7 @@ fn mask(draft: &DraftConfig, target: &Target) -> Check {
         (None, None) => None,
     };
     match (draft.mask_token_id.clone(), vocab) {
-        (Err(p), _) => Check::blocked(MASK, "config.geometry", format!("cannot decide: needs {p}")),
+        (Err(p), _) => Check::blocked(MASK, "config.geometry", format!("cannot decide: {}", p.needs())),
         (Ok(None), _) => Check::undecided(
             MASK,
             "cannot decide: the draft's config states no mask_token_id",

@@ -87,7 +87,7 @@ fn check_feature<'a>(
         let shape = match (spec.shape)(&inputs.geometry) {
             Ok(s) => s,
             Err(p) => {
-                undecided.push(format!("{}: needs {p}", info.name));
+                undecided.push(format!("{}: {}", info.name, p.needs()));
                 continue;
             }
         };

@@ -8,7 +8,7 @@ use serde_json::json;
 
 /// The UNDECIDED (or blocked) check for a field problem met by check `id`.
 pub fn blocked_by_field(id: &str, problem: &FieldProblem) -> Check {
-    Check::blocked(id, GEOMETRY, format!("cannot decide: needs {problem}"))
+    Check::blocked(id, GEOMETRY, format!("cannot decide: {}", problem.needs()))
 }
 
 /// `config.geometry`: required fields present and typed, positive, taps increasing and below

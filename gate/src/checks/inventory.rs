@@ -124,7 +124,7 @@ fn judge(
         (Switch::Feature(f), _) => match f.is_on(inputs.config) {
             Ok(true) => Verdict::Explained,
             Ok(false) => off(f, "tensor"),
-            Err(p) => Verdict::Undecided(format!("needs {p}")),
+            Err(p) => Verdict::Undecided(p.needs()),
         },
         (_, Role::EmbedTokens) => match embed_problem(inputs, e) {
             Ok(()) => Verdict::Explained,

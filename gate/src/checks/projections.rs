@@ -156,7 +156,7 @@ fn tile_grid(slots: &[Slot<'_>]) -> Check {
                 "{}: the config's N x K has no q4_1 tile grid",
                 s.name
             )),
-            (None, Err(p), Some(_)) => undecided.push(format!("{}: needs {p}", s.name)),
+            (None, Err(p), Some(_)) => undecided.push(format!("{}: {}", s.name, p.needs())),
             (None, Ok(Some(_)), Some(_)) => undecided.push(format!("{}: not read", s.name)),
             (None, _, None) => {}
         }

@@ -259,5 +259,5 @@ fn finite(v: f32) -> serde_json::Value {
 }
 
 fn undecided(id: &str, p: &FieldProblem) -> Check {
-    Check::blocked(id, super::GEOMETRY, format!("cannot decide: needs {p}"))
+    Check::blocked(id, super::GEOMETRY, format!("cannot decide: {}", p.needs()))
 }

@@ -456,6 +456,12 @@ fn manifest_checked(r: &Report) -> Result<(), String> {
     if r.not_checked.iter().any(|l| l.contains("provenance")) {
         return Err("provenance is still listed as not checked".into());
     }
+    // The manifest proves bytes, not content: the right-weights line stays without --source.
+    if !r.not_checked.iter().any(|l| l.contains("right weights")) {
+        return Err(
+            "--manifest removed the right-weights line, which only --source answers".into(),
+        );
+    }
     Ok(())
 }
 

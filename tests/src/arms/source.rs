@@ -74,7 +74,10 @@ fn compared(r: &Report) -> Result<(), String> {
         }
     }
     if r.not_checked.iter().any(|l| l.contains("give --source")) {
-        return Err("the right-weights NOT CHECKED line survived --source".into());
+        return Err("a NOT CHECKED line that --source answers survived it".into());
+    }
+    if !r.not_checked.iter().any(|l| l.contains("provenance")) {
+        return Err("--source removed the provenance line, which only --manifest answers".into());
     }
     Ok(())
 }
