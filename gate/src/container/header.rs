@@ -41,6 +41,33 @@ pub(super) fn parse(text: &str) -> Result<Parsed, ContainerError> {
     })
 }
 
+/// The visits of a JSON value that is not an object, each refused through `self.$refuse(kind)`.
+macro_rules! refuse_non_objects {
+    ($de:lifetime, $value:ty, $refuse:ident) => {
+        fn visit_seq<A: SeqAccess<$de>>(self, _: A) -> Result<$value, A::Error> {
+            Err(self.$refuse("array"))
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
+            Err(self.$refuse("string"))
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
+            Err(self.$refuse("boolean"))
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
+            Err(self.$refuse("number"))
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
+            Err(self.$refuse("number"))
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
+            Err(self.$refuse("number"))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<$value, E> {
+            Err(self.$refuse("null"))
+        }
+    };
+}
+
 /// Where a visitor leaves the container error it stopped on (serde's own error type carries text only).
 type Slot<'r> = &'r RefCell<Option<ContainerError>>;
 
@@ -262,27 +289,7 @@ impl<'de> Visitor<'de> for Top<'_> {
         })
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Parsed, A::Error> {
-        Err(self.not_object("array"))
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Parsed, E> {
-        Err(self.not_object("string"))
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Parsed, E> {
-        Err(self.not_object("boolean"))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Parsed, E> {
-        Err(self.not_object("number"))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Parsed, E> {
-        Err(self.not_object("number"))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Parsed, E> {
-        Err(self.not_object("number"))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Parsed, E> {
-        Err(self.not_object("null"))
-    }
+    refuse_non_objects!('de, Parsed, not_object);
 }
 
 impl Top<'_> {
@@ -334,47 +341,12 @@ impl<'de> Visitor<'de> for Metadata<'_> {
         Ok(out)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(refuse(
-            self.refusal,
-            ContainerError::BadMetadata { key: None },
-        ))
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Err(refuse(
-            self.refusal,
-            ContainerError::BadMetadata { key: None },
-        ))
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Err(refuse(
-            self.refusal,
-            ContainerError::BadMetadata { key: None },
-        ))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Err(refuse(
-            self.refusal,
-            ContainerError::BadMetadata { key: None },
-        ))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Err(refuse(
-            self.refusal,
-            ContainerError::BadMetadata { key: None },
-        ))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Err(refuse(
-            self.refusal,
-            ContainerError::BadMetadata { key: None },
-        ))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Err(refuse(
-            self.refusal,
-            ContainerError::BadMetadata { key: None },
-        ))
+    refuse_non_objects!('de, Vec<(String, String)>, not_object);
+}
+
+impl Metadata<'_> {
+    fn not_object<E: de::Error>(&self, _found: &'static str) -> E {
+        refuse(self.refusal, ContainerError::BadMetadata { key: None })
     }
 }
 
@@ -473,27 +445,7 @@ impl<'de> Visitor<'de> for Entry<'_> {
         super::entry(tensor(), dtype, shape, begin, end).map_err(|e| self.refuse(e))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<TensorInfo, A::Error> {
-        Err(self.not_entry("array"))
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<TensorInfo, E> {
-        Err(self.not_entry("string"))
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<TensorInfo, E> {
-        Err(self.not_entry("boolean"))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<TensorInfo, E> {
-        Err(self.not_entry("number"))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<TensorInfo, E> {
-        Err(self.not_entry("number"))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<TensorInfo, E> {
-        Err(self.not_entry("number"))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<TensorInfo, E> {
-        Err(self.not_entry("null"))
-    }
+    refuse_non_objects!('de, TensorInfo, not_entry);
 }
 
 impl Entry<'_> {
