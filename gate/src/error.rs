@@ -22,6 +22,12 @@ pub enum PackageError {
     /// A file was read but is not what it must be (a checkpoint shard that does not parse, an index
     /// naming a shard that is not there): `why` says what, naming the file's contents.
     Malformed { path: PathBuf, why: String },
+    /// The error came from the directory an option named (`--target`, `--source`), not from the
+    /// package: the message says which, since both are directories given on the same command line.
+    Option {
+        option: &'static str,
+        inner: Box<PackageError>,
+    },
 }
 
 impl fmt::Display for PackageError {
@@ -31,11 +37,12 @@ impl fmt::Display for PackageError {
                 write!(f, "{}: no such directory", path.display())
             }
             PackageError::NotADirectory { path } => {
-                write!(f, "{}: a file, not a package directory", path.display())
+                write!(f, "{}: a file, not a directory", path.display())
             }
             PackageError::NoConfig { path } => write!(f, "{}: no config.json", path.display()),
             PackageError::File(e) => e.fmt(f),
             PackageError::Malformed { path, why } => write!(f, "{}: {why}", path.display()),
+            PackageError::Option { option, inner } => write!(f, "{option} {inner}"),
         }
     }
 }
@@ -44,6 +51,7 @@ impl std::error::Error for PackageError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             PackageError::File(e) => Some(e),
+            PackageError::Option { inner, .. } => Some(inner.as_ref()),
             _ => None,
         }
     }
@@ -68,6 +76,7 @@ impl PackageError {
             PackageError::File(FileError::Unreadable { .. }) => "unreadable",
             PackageError::File(FileError::Changed { .. }) => "changed_while_read",
             PackageError::Malformed { .. } => "malformed",
+            PackageError::Option { inner, .. } => inner.reason(),
         }
     }
 
@@ -79,11 +88,20 @@ impl PackageError {
             | PackageError::NoConfig { path }
             | PackageError::Malformed { path, .. } => path,
             PackageError::File(e) => e.path(),
+            PackageError::Option { inner, .. } => inner.path(),
+        }
+    }
+
+    /// The same error, said to come from the directory `option` named.
+    pub fn from_option(self, option: &'static str) -> PackageError {
+        PackageError::Option {
+            option,
+            inner: Box::new(self),
         }
     }
 }
 
-/// `dir` is a directory: "no such directory" and "a file, not a package directory" are told apart.
+/// `dir` is a directory: "no such directory" and "a file, not a directory" are told apart.
 /// Every reader of a package directory (the draft's, the target's, `--all`'s) asks this first.
 pub fn require_dir(dir: &Path) -> Result<(), PackageError> {
     let path = dir.to_owned();

@@ -58,7 +58,8 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         .check(IS_DFLASH)
         .is_none_or(|c| c.outcome != crate::Outcome::Pass);
     if let Some(target_dir) = &options.target {
-        let target = crate::beyond::target::read(target_dir)?;
+        let target =
+            crate::beyond::target::read(target_dir).map_err(|e| e.from_option("--target"))?;
         report
             .not_checked
             .retain(|l| !l.starts_with(NOT_CHECKED_TARGET));
@@ -72,7 +73,8 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         }
     }
     if let Some(source_dir) = &options.source {
-        let source = crate::checkpoint::Checkpoint::open(source_dir)?;
+        let source = crate::checkpoint::Checkpoint::open(source_dir)
+            .map_err(|e| e.from_option("--source"))?;
         let weights = held.as_ref().ok().map(|(_, b)| b.as_slice());
         if let (false, Ok(config)) = (refused, &config_bytes) {
             crate::beyond::source::run(
@@ -90,7 +92,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
                 !l.starts_with(NOT_CHECKED_CONTENT) && !l.starts_with(NOT_CHECKED_CODES)
             });
         }
-        source.unchanged()?;
+        source.unchanged().map_err(|e| e.from_option("--source"))?;
         if let Ok((_, bytes)) = &held {
             bytes.unchanged()?;
         }
@@ -142,6 +144,7 @@ pub fn evaluate(
             config.declared_as
         ),
     ));
+    report.census.family = Some(config.family.token);
     report.checks.push(checks::check_geometry(&config));
     let (name, bytes) = match weights {
         Ok(w) => w,

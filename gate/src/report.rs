@@ -155,6 +155,8 @@ pub struct Census {
     pub file_bytes: Option<u64>,
     /// Spelling of tensor names: `model.` or bare.
     pub naming: Option<String>,
+    /// The family config.json declares (its token), once the config was accepted.
+    pub family: Option<&'static str>,
     pub aligned_gaps: u64,
     pub metadata: Vec<(String, String)>,
     pub tensors: Vec<TensorCensus>,
@@ -256,6 +258,7 @@ impl Census {
             "header_bytes": self.header_bytes,
             "file_bytes": self.file_bytes,
             "naming": self.naming,
+            "family": self.family,
             "aligned_gaps": self.aligned_gaps,
             "metadata": metadata,
             "tensors": tensors,

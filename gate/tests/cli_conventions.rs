@@ -165,7 +165,7 @@ fn no_such_directory_is_told_from_a_file() {
     let absent = root.path().join("absent");
     for (path, said) in [
         (&absent, "no such directory"),
-        (&file, "a file, not a package directory"),
+        (&file, "a file, not a directory"),
     ] {
         let o = gate(&[path.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(2));
@@ -178,6 +178,20 @@ fn no_such_directory_is_told_from_a_file() {
         let o = gate(&["--all", path.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(2));
         assert!(text(&o.stderr).contains(said), "{}", text(&o.stderr));
+    }
+}
+
+#[test]
+fn a_bad_target_or_source_directory_names_its_option() {
+    let root = tempfile::tempdir().unwrap();
+    let absent = root.path().join("absent");
+    let dir = fixture();
+    for option in ["--target", "--source"] {
+        let o = gate(&[dir.to_str().unwrap(), option, absent.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = text(&o.stderr);
+        let want = format!("{option} {}: no such directory", absent.display());
+        assert!(err.contains(&want), "{err}");
     }
 }
 

@@ -99,6 +99,8 @@ pub struct RoleSpec {
 pub struct Family {
     /// `DFlash` or `DFlash2`, for messages.
     pub name: &'static str,
+    /// A stable token for the JSON census (`census.family`): `dflash`, `assistant_head`, `dflash2`.
+    pub token: &'static str,
     pub tables: &'static [&'static [RoleSpec]],
     /// The `dflash.*` scalars, in groups: the first family's, then any the family adds.
     pub scalar_groups: &'static [&'static [Scalar]],
@@ -124,6 +126,7 @@ impl PartialEq for Family {
 /// The first family (spec section 6).
 pub static DFLASH: Family = Family {
     name: "DFlash",
+    token: "dflash",
     tables: &[dflash::ROLES],
     scalar_groups: &[&Scalar::ALL],
     aliases: &[],
@@ -132,6 +135,7 @@ pub static DFLASH: Family = Family {
 /// The first family under the assistant head's names (spec section 10).
 pub static ASSISTANT_HEAD: Family = Family {
     name: "DFlash",
+    token: "assistant_head",
     tables: &[dflash::ROLES],
     scalar_groups: &[&Scalar::ALL],
     aliases: dflash::ASSISTANT_ALIASES,
@@ -140,6 +144,7 @@ pub static ASSISTANT_HEAD: Family = Family {
 /// The second family: the first plus per-layer convolutions and a candidate selector (spec section 10).
 pub static DFLASH2: Family = Family {
     name: "DFlash2",
+    token: "dflash2",
     tables: &[dflash::ROLES, dflash2::ROLES],
     scalar_groups: &[&Scalar::ALL, &Scalar::SECOND_FAMILY],
     aliases: &[],

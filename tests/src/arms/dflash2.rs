@@ -179,6 +179,7 @@ fn form<'r>(r: &'r Report, name: &str) -> Result<&'r str, String> {
 }
 
 fn both_features(r: &Report) -> Result<(), String> {
+    expect_eq("census.family", r.census.family, Some("dflash2"))?;
     expect_eq(
         "dflash2.conv",
         outcome(r, "dflash2.conv"),
@@ -255,6 +256,7 @@ fn selector_only_census(r: &Report) -> Result<(), String> {
 }
 
 fn assistant_census(r: &Report) -> Result<(), String> {
+    expect_eq("census.family", r.census.family, Some("assistant_head"))?;
     let first = r
         .check("config.is_dflash")
         .map(|c| c.message.as_str())

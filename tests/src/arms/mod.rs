@@ -340,6 +340,7 @@ fn expect_eq<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) -> Res
 }
 
 fn small_census(r: &Report) -> Result<(), String> {
+    expect_eq("census.family", r.census.family, Some("dflash"))?;
     let roles: BTreeMap<String, usize> =
         r.census.tensors.iter().fold(BTreeMap::new(), |mut m, t| {
             *m.entry(t.role.clone().unwrap_or_default()).or_default() += 1;
