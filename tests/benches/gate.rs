@@ -61,13 +61,21 @@ struct Figures {
 
 fn main() {
     let mut runs = 7;
+    // `--only source` runs the --source table alone (the rest takes minutes and does not change).
+    let mut only = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if a == "--runs" {
             runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(runs);
+        } else if a == "--only" {
+            only = args.next();
         }
     }
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-packages");
+    if only.as_deref() == Some("source") {
+        source::run(&cache, runs);
+        return;
+    }
     let mut all = Vec::new();
     // The DFlash2 package keeps its feature fields in dflash_config, as the published fixture does.
     let nested = Encoding {

@@ -65,9 +65,12 @@ const TASKS: &[Task] = &[
     Task {
         name: "bench",
         run: bench::run,
-        usage: "bench [--runs N]",
+        usage: "bench [--runs N] [--only source]",
         about: "time the gate against the floor: the reference, a 1.4 GB package, the DFlash2 reference, and --source",
-        options: &[("--runs N", "timed runs per row (default 7)")],
+        options: &[
+            ("--runs N", "timed runs per row (default 7)"),
+            ("--only source", "only the --source table"),
+        ],
     },
     Task {
         name: "fuzz",

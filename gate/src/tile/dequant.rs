@@ -44,14 +44,26 @@ impl DecodedTile {
                 self.minimums[r][c] = bf16_bits(u16_at(&tile[MINIMUMS..CODES], c * 32 + r));
             }
         }
+        // Eight columns at a time: their 8 x 8 bytes (column, row pair) transposed in registers to
+        // (row pair, column), then split into the two rows' nibbles: 16 word stores per 64 bytes
+        // rather than 128 byte stores 256 bytes apart.
+        const LOW: u64 = 0x0f0f_0f0f_0f0f_0f0f;
         for g in 0..2 {
             let half = &tile[CODES + g * CODES_PER_HALF..CODES + (g + 1) * CODES_PER_HALF];
-            let (columns, _) = half.as_chunks::<8>();
-            for (col, pairs) in columns.iter().enumerate() {
-                for (rp, &byte) in pairs.iter().enumerate() {
+            let (blocks, _) = half.as_chunks::<64>();
+            for (b, block) in blocks.iter().enumerate() {
+                let (words, _) = block.as_chunks::<8>();
+                let mut w = [0u64; 8];
+                for (w, &bytes) in w.iter_mut().zip(words) {
+                    *w = u64::from_le_bytes(bytes);
+                }
+                transpose_bytes(&mut w);
+                for (rp, &pair) in w.iter().enumerate() {
                     let row = 16 * g + 2 * rp;
-                    self.codes[row][col] = byte & 0x0f;
-                    self.codes[row + 1][col] = byte >> 4;
+                    let at = 8 * b;
+                    self.codes[row][at..at + 8].copy_from_slice(&(pair & LOW).to_le_bytes());
+                    self.codes[row + 1][at..at + 8]
+                        .copy_from_slice(&((pair >> 4) & LOW).to_le_bytes());
                 }
             }
         }
@@ -62,6 +74,26 @@ impl DecodedTile {
     pub fn weight(&self, r: usize, col: usize) -> f32 {
         let c = col / 32;
         f32::from(self.codes[r][col]) * self.scales[r][c] + self.minimums[r][c]
+    }
+}
+
+/// Transposes an 8 x 8 byte matrix held as eight little-endian words (`w[i]` byte `k` becomes
+/// `w[k]` byte `i`): three rounds swapping 4-, 2- and 1-byte blocks between word pairs.
+#[inline(always)]
+fn transpose_bytes(w: &mut [u64; 8]) {
+    for (span, mask) in [
+        (4, 0x0000_0000_ffff_ffffu64),
+        (2, 0x0000_ffff_0000_ffff),
+        (1, 0x00ff_00ff_00ff_00ff),
+    ] {
+        for i in 0..8 {
+            if i & span == 0 {
+                let shift = 8 * span as u32;
+                let t = ((w[i] >> shift) ^ w[i + span]) & mask;
+                w[i + span] ^= t;
+                w[i] ^= t << shift;
+            }
+        }
     }
 }
 
@@ -97,5 +129,20 @@ mod tests {
             }
         }
         assert!(!decoded.decode(&tile[1..]));
+    }
+
+    #[test]
+    fn the_byte_transpose_swaps_rows_and_columns() {
+        let mut w = [0u64; 8];
+        for (i, w) in w.iter_mut().enumerate() {
+            *w = u64::from_le_bytes(core::array::from_fn(|k| (16 * i + k) as u8));
+        }
+        transpose_bytes(&mut w);
+        for (k, w) in w.iter().enumerate() {
+            assert_eq!(
+                w.to_le_bytes(),
+                core::array::from_fn(|i| (16 * i + k) as u8)
+            );
+        }
     }
 }

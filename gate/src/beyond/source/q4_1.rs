@@ -175,7 +175,12 @@ impl Worker {
                 let row = row0 + r as u64;
                 let real = &mut self.row[..groups * GROUP];
                 let read = job.source.read_f32(row, col0, real);
-                for c in 0..groups.min(COLUMN_GROUPS) {
+                let columns = groups.min(COLUMN_GROUPS);
+                if read && !scalar && self.row_is_plain(r, columns) {
+                    self.plain_row(&mut lanes, &mut outcome, t, r, row, col0, columns);
+                    continue;
+                }
+                for c in 0..columns {
                     let at = c * GROUP;
                     let codes: &[u8; GROUP] = self.tile.codes[r][at..at + GROUP]
                         .try_into()
@@ -212,6 +217,69 @@ impl Worker {
             lanes.flush(&mut outcome.stats);
         }
         outcome
+    }
+
+    /// Whether every group of row `r` (up to `columns`) has a finite positive scale and a finite
+    /// minimum: the common case, compared without per-group bookkeeping.
+    #[inline(always)]
+    fn row_is_plain(&self, r: usize, columns: usize) -> bool {
+        let (scales, minimums) = (&self.tile.scales[r], &self.tile.minimums[r]);
+        (0..columns).all(|c| {
+            let (d, m) = (scales[c], minimums[c]);
+            d > 0.0 && d.is_finite() && m.is_finite()
+        })
+    }
+
+    /// Row `r` of the tile, every group vectorized into `lanes`; the lanes are counted once per row
+    /// (not per group) to notice the first offender, which is then found group by group.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn plain_row(
+        &self,
+        lanes: &mut kernel::Lanes,
+        outcome: &mut Outcome,
+        t: u64,
+        r: usize,
+        row: u64,
+        col0: u64,
+        columns: usize,
+    ) {
+        let looking = outcome.first.is_none();
+        let before = if looking { lanes.out() } else { 0 };
+        let (codes, source) = (&self.tile.codes[r], &self.row);
+        for c in 0..columns {
+            let at = c * GROUP;
+            let (Ok(q), Ok(s)) = (
+                <&[u8; GROUP]>::try_from(&codes[at..at + GROUP]),
+                <&[f32; GROUP]>::try_from(&source[at..at + GROUP]),
+            ) else {
+                continue;
+            };
+            kernel::group(
+                lanes,
+                q,
+                s,
+                self.tile.scales[r][c],
+                self.tile.minimums[r][c],
+            );
+        }
+        outcome.elements += (columns * GROUP) as u64;
+        if looking && lanes.out() != before {
+            let (scales, minimums) = (&self.tile.scales[r], &self.tile.minimums[r]);
+            let bad = (0..columns).find(|&c| {
+                (0..GROUP).any(|i| {
+                    let at = c * GROUP + i;
+                    !kernel::element_ok(codes[at], source[at], scales[c], minimums[c])
+                })
+            });
+            if let Some(c) = bad {
+                let at = c * GROUP;
+                let s: &[f32; GROUP] = source[at..at + GROUP]
+                    .try_into()
+                    .unwrap_or(&[f32::NAN; GROUP]);
+                outcome.first = Some(self.offender(t, r, c, row, col0, s, scales[c], minimums[c]));
+            }
+        }
     }
 
     /// The first element of group `c` in row `r` that is out of bound.
