@@ -11,8 +11,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub const IS_DFLASH: &str = "config.is_dflash";
-pub const PARSES: &str = "container.parses";
+pub use crate::checks::{IS_DFLASH, PARSES};
 pub use crate::error::PackageError;
 pub use crate::files::CONFIG_FILE;
 pub const WEIGHT_FILE: &str = "model.q4nx";

@@ -374,7 +374,7 @@ pub fn run(
         report.checks.extend(CHECKS[1..].iter().map(|id| {
             Check::blocked(
                 *id,
-                crate::package::PARSES,
+                crate::checks::PARSES,
                 "the weight file was not read or did not parse",
             )
         }));
