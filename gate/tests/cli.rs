@@ -237,14 +237,7 @@ fn manifest_and_target_options_run_their_checks() {
         "no manifest: undecided\n{}",
         stdout(&o)
     );
-    let target = root.path().join("target");
-    std::fs::create_dir(&target).unwrap();
-    std::fs::write(
-        target.join("config.json"),
-        br#"{"hidden_size": 256, "num_hidden_layers": 8, "vocab_size": 1000}"#,
-    )
-    .unwrap();
-    std::fs::write(target.join("tokenizer.json"), b"{}").unwrap();
+    let target = gate_tests::fixture::target_without_weights(root.path());
     let o = gate_dir(&d, &["--target", target.to_str().unwrap()]);
     let text = stdout(&o);
     assert!(text.contains("PASS       target.hidden_size"), "{text}");

@@ -130,14 +130,7 @@ fn fifos_and_devices_are_refused_without_blocking() {
     }
     // A target whose weight file is a FIFO: the target is read without blocking, and the FIFO named.
     let d = package(root.path(), "draft");
-    let target = root.path().join("target");
-    std::fs::create_dir(&target).unwrap();
-    std::fs::write(
-        target.join("config.json"),
-        br#"{"hidden_size": 256, "num_hidden_layers": 8, "vocab_size": 1000}"#,
-    )
-    .unwrap();
-    std::fs::write(target.join("tokenizer.json"), b"{}").unwrap();
+    let target = gate_tests::fixture::target_without_weights(root.path());
     mkfifo(&target.join("model.q4nx"));
     let r = gate(&d, &[OsStr::new("--target"), target.as_os_str()]);
     assert!(r.all().contains("is a FIFO"), "{}", r.all());

@@ -27,3 +27,17 @@ pub fn edit_config(dir: &Path, edit: impl FnOnce(&mut Map<String, Value>)) {
     edit(config.as_object_mut().expect("config.json is an object"));
     std::fs::write(path, serde_json::to_vec(&config).expect("serializes")).expect("writes");
 }
+
+/// A target package for the fixture in `root/target`: a config matching the fixture's hidden size,
+/// depth and vocabulary, and a tokenizer, but no weight file (callers add the one they test).
+pub fn target_without_weights(root: &Path) -> PathBuf {
+    let target = root.join("target");
+    std::fs::create_dir_all(&target).expect("creates the target directory");
+    std::fs::write(
+        target.join("config.json"),
+        br#"{"hidden_size": 256, "num_hidden_layers": 8, "vocab_size": 1000}"#,
+    )
+    .expect("writes the target's config.json");
+    std::fs::write(target.join("tokenizer.json"), b"{}").expect("writes the tokenizer");
+    target
+}
