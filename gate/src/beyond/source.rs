@@ -11,6 +11,7 @@ mod config;
 pub mod kernel;
 mod q4_1;
 mod values;
+mod wide;
 
 use crate::checkpoint::Checkpoint;
 use crate::container::{Container, TensorInfo};

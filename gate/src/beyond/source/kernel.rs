@@ -3,7 +3,10 @@
 //! baseline).
 //!
 //! A real element passes when `|code * d + m - clamp(source, m, m + 15 d)| <= d` and its source value
-//! is finite (spec section 11).
+//! is finite (spec section 11). The statistics measure the error itself, `w - source`, unclamped: the
+//! largest in steps of `d` and the squared sums of the relative RMS. Clamping is the bound's allowance
+//! for a quantizer that gives up on outliers, not a smaller error; and the unclamped error is what
+//! the whole-tile path (`wide`) measures at its speed.
 
 /// Lanes of the running sums: independent accumulators let the compiler keep them in vector registers
 /// (one running float sum would force the elements into order).
@@ -15,7 +18,7 @@ pub const GROUP: usize = 32;
 pub struct Stats {
     /// Elements out of bound (or whose source value is not finite).
     pub out: u64,
-    /// Largest error `|w - clamp(s)|` in steps of `d`, over groups with `d > 0`.
+    /// Largest error `|w - s|` in steps of `d` (`e * (1 / d)`), over groups with `d > 0`.
     pub max_steps: f32,
     /// Sum of `(w - s)^2`, and of `s^2`: their ratio's root is the relative RMS error.
     pub sq_err: f64,
@@ -85,13 +88,13 @@ pub fn group(lanes: &mut Lanes, codes: &[u8; GROUP], source: &[f32; GROUP], d: f
             let e = (w - clamped).abs();
             let bad = (e > d) | !is_finite_bits(s);
             lanes.out[l] += u32::from(bad);
-            let steps = e * per_step;
+            let diff = w - s;
+            let steps = diff.abs() * per_step;
             lanes.max_steps[l] = if steps > lanes.max_steps[l] {
                 steps
             } else {
                 lanes.max_steps[l]
             };
-            let diff = w - s;
             lanes.sq_err[l] += diff * diff;
             lanes.sq_src[l] += s * s;
         }
@@ -108,8 +111,9 @@ pub fn group_scalar(codes: &[u8], source: &[f32], d: f32, m: f32) -> Stats {
         if !s.is_finite() || e > d {
             stats.out += 1;
         }
-        if e * (1.0 / d) > max_err {
-            max_err = e * (1.0 / d);
+        let steps = (w - s).abs() * (1.0 / d);
+        if steps > max_err {
+            max_err = steps;
         }
         stats.sq_err += f64::from((w - s) * (w - s));
         stats.sq_src += f64::from(s * s);

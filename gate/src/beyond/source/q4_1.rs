@@ -3,6 +3,8 @@
 
 use super::kernel::{self, Stats, GROUP};
 use super::values::Matrix;
+use super::wide;
+use crate::dtype::Dtype;
 use crate::parallel;
 use crate::tile::dequant::{DecodedTile, COLUMN_GROUPS};
 use crate::tile::{GridGeometry, TileGrid, TILE_BYTES, TILE_COLS, TILE_ROWS};
@@ -112,7 +114,7 @@ fn prefetch_source(job: &Job<'_>, t: u64) {
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: a prefetch hint never faults and `line` is in bounds.
                 unsafe {
-                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T1 }>(
                         line.as_ptr() as *const i8,
                     )
                 };
@@ -121,9 +123,33 @@ fn prefetch_source(job: &Job<'_>, t: u64) {
     }
 }
 
+/// The 32 BF16 source rows of tile `t` when the whole-tile comparison applies to it: a BF16
+/// source and a tile whose rows and columns are all real.
+#[inline(always)]
+fn wide_rows<'a>(job: &Job<'a>, t: u64) -> Option<wide::Rows<'a>> {
+    let g = job.grid.geometry;
+    if job.source.dtype != Dtype::Bf16 || t >= g.tiles() {
+        return None;
+    }
+    let (row0, col0) = origin(g, t);
+    if row0 + TILE_ROWS > g.n || col0 + TILE_COLS > g.k {
+        return None;
+    }
+    let mut rows = [&wide::NO_ROW; TILE_ROWS as usize];
+    for (r, row) in rows.iter_mut().enumerate() {
+        *row = job
+            .source
+            .span(row0 + r as u64, col0, TILE_COLS as usize)?
+            .try_into()
+            .ok()?;
+    }
+    Some(rows)
+}
+
 /// A worker's reusable state: one decoded tile and one row of source values.
 struct Worker {
     tile: Box<DecodedTile>,
+    wide: Box<wide::Scratch>,
     row: [f32; TILE_COLS as usize],
 }
 
@@ -131,6 +157,7 @@ impl Default for Worker {
     fn default() -> Worker {
         Worker {
             tile: Box::default(),
+            wide: Box::default(),
             row: [0.0; TILE_COLS as usize],
         }
     }
@@ -159,15 +186,46 @@ impl Worker {
         let g = job.grid.geometry;
         let mut outcome = Outcome::default();
         let mut lanes = kernel::Lanes::default();
+        let wide = !scalar && wide::available();
+        let mut next = if wide { wide_rows(job, from) } else { None };
         for t in from..to {
+            let rows = next;
+            // The next tile's rows (past the item's end too: the next item is usually this
+            // worker's), prefetched while this one is compared.
+            next = if wide { wide_rows(job, t + 1) } else { None };
             let at = (t * TILE_BYTES) as usize;
             let Some(bytes) = job.grid.bytes().get(at..at + TILE_BYTES as usize) else {
                 continue;
             };
-            self.tile.decode(bytes);
-            if t + 1 < to {
+            let tile: Option<&[u8; TILE_BYTES as usize]> = bytes.try_into().ok();
+            let ahead = ((t + 2) * TILE_BYTES) as usize;
+            if let Some(ahead) = job.grid.bytes().get(ahead..ahead + TILE_BYTES as usize) {
+                for line in ahead.chunks_exact(64) {
+                    #[cfg(target_arch = "x86_64")]
+                    // SAFETY: a prefetch hint never faults and `line` is in bounds.
+                    unsafe {
+                        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T1 }>(
+                            line.as_ptr() as *const i8,
+                        )
+                    };
+                }
+            }
+            if let (Some(rows), Some(tile)) = (&rows, tile) {
+                if let Some(sums) = wide::tile(&mut self.wide, tile, rows, next.as_ref()) {
+                    outcome.stats.add(&Stats {
+                        out: 0,
+                        max_steps: sums.max_steps,
+                        sq_err: sums.sq_err,
+                        sq_src: sums.sq_src,
+                    });
+                    outcome.elements += TILE_ROWS * TILE_COLS;
+                    continue;
+                }
+            }
+            if t + 1 < g.tiles() {
                 prefetch_source(job, t + 1);
             }
+            self.tile.decode(bytes);
             let (row0, col0) = origin(g, t);
             let rows = (g.n - row0).min(TILE_ROWS) as usize;
             let groups = ((g.k - col0).min(TILE_COLS) / GROUP as u64) as usize;

@@ -14,7 +14,7 @@ pub struct Matrix<'a> {
     pub bytes: &'a [u8],
 }
 
-impl Matrix<'_> {
+impl<'a> Matrix<'a> {
     /// Element size in bytes; only float types reach here.
     pub fn size(&self) -> usize {
         self.dtype.size() as usize
@@ -22,7 +22,7 @@ impl Matrix<'_> {
 
     /// The bytes of `count` elements from (row, col), if they are inside the tensor.
     #[inline(always)]
-    pub fn span(&self, row: u64, col: u64, count: usize) -> Option<&[u8]> {
+    pub fn span(&self, row: u64, col: u64, count: usize) -> Option<&'a [u8]> {
         let first = row.checked_mul(self.cols)?.checked_add(col)?;
         let begin = usize::try_from(first).ok()?.checked_mul(self.size())?;
         self.bytes

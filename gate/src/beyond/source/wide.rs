@@ -1,0 +1,580 @@
+//! The whole-tile comparison of `source.q4_1` in AVX2 + FMA, straight from the tile's bytes and the
+//! BF16 source rows: the path nearly every tile of a faithful grid takes, at close to the speed of
+//! reading both.
+//!
+//! It only ever vouches: `Some` means every element of the tile is finite and in bound, with the
+//! exact largest error in steps (the same `e * (1 / d)` as the plain loop) and the squared sums.
+//! Anything it cannot vouch for (a group that is not plain, a non-finite source value, an element
+//! within rounding reach of the bound) is `None`, and the caller takes the exact path, which counts
+//! and names offenders. So a failing grid is as well reported as before, only slower.
+//!
+//! Why the arithmetic agrees bit for bit with the plain loop: `d` and `m` are bf16 (8 significant
+//! bits) and codes 4 bits, so `q * d` and `15 * d` are exact in f32 and one fused multiply-add
+//! rounds `q * d + m` exactly as a multiply and an add do.
+
+use crate::tile::{CODES, CODES_PER_HALF, MINIMUMS, SCALES, TILE_BYTES, TILE_COLS, TILE_ROWS};
+
+/// Bytes of one tile row of BF16 source values (256 columns).
+pub const ROW_BYTES: usize = 2 * TILE_COLS as usize;
+const ROWS: usize = TILE_ROWS as usize;
+/// An element this many steps from its dequantized value, or more, is left to the exact path: an
+/// element out of bound (`e > d`) gives `e * (1 / d) >= 1 - 2^-24` whatever the rounding.
+const NEAR_BOUND: f32 = 0.999;
+
+/// What a vouched-for tile adds to its grid.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TileSums {
+    pub max_steps: f32,
+    pub sq_err: f64,
+    pub sq_src: f64,
+}
+
+/// Whether this processor runs [`tile`] (decided once per comparison by the caller).
+pub fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// A tile's 32 rows of BF16 source values (256 columns each).
+pub type Rows<'a> = [&'a [u8; ROW_BYTES]; ROWS];
+
+/// A placeholder row, for building [`Rows`] before every row is found.
+pub static NO_ROW: [u8; ROW_BYTES] = [0; ROW_BYTES];
+
+/// A worker's reusable room for one tile's decoded planes and regrouped codes (12 KiB: allocated
+/// once per worker, never cleared, every byte written before it is read).
+pub struct Scratch {
+    d: [f32; 256],
+    m: [f32; 256],
+    per_step: [f32; 256],
+    codes: [u8; 8192],
+}
+
+impl Default for Scratch {
+    fn default() -> Scratch {
+        Scratch {
+            d: [0.0; 256],
+            m: [0.0; 256],
+            per_step: [0.0; 256],
+            codes: [0; 8192],
+        }
+    }
+}
+
+/// Compares one whole tile (every row and column real) with its 32 BF16 source rows, asking for
+/// `next`'s rows as it goes (a row per row: a burst of 256 requests at once would stall on the
+/// memory system's queue). `None` when the processor lacks AVX2 or FMA, or the tile needs the exact
+/// path.
+pub fn tile(
+    scratch: &mut Scratch,
+    tile: &[u8; TILE_BYTES as usize],
+    rows: &Rows<'_>,
+    next: Option<&Rows<'_>>,
+) -> Option<TileSums> {
+    #[cfg(target_arch = "x86_64")]
+    if available() {
+        // SAFETY: the processor was just found to support both features the function enables.
+        return unsafe { x86::tile(scratch, tile, rows, next) };
+    }
+    let _ = (scratch, tile, rows, next);
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::*;
+    use core::arch::x86_64::*;
+
+    /// Eight bf16 (16 bytes) widened to f32: a bf16 is the high half of its f32.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn widen(bytes: &[u8; 16]) -> __m256 {
+        // SAFETY: an unaligned 16-byte load of a 16-byte array.
+        let v = unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) };
+        _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(v)))
+    }
+
+    #[inline(always)]
+    fn sixteen(bytes: &[u8], at: usize) -> &[u8; 16] {
+        bytes[at..at + 16].try_into().expect("16 bytes")
+    }
+
+    /// Decodes the planes; `None` unless every group is plain: `d` finite and positive, `m` and
+    /// `m + 15 d` finite.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn planes(tile: &[u8; TILE_BYTES as usize], planes: &mut Scratch) -> Option<()> {
+        let zero = _mm256_setzero_ps();
+        let infinity = _mm256_set1_ps(f32::INFINITY);
+        let magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
+        let mut plain = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        for i in 0..32 {
+            let d = widen(sixteen(tile, SCALES + 16 * i));
+            let m = widen(sixteen(tile, MINIMUMS + 16 * i));
+            let hi = _mm256_fmadd_ps(_mm256_set1_ps(15.0), d, m);
+            let ok = _mm256_and_ps(
+                _mm256_and_ps(
+                    _mm256_cmp_ps::<_CMP_GT_OQ>(d, zero),
+                    _mm256_cmp_ps::<_CMP_LT_OQ>(d, infinity),
+                ),
+                _mm256_and_ps(
+                    _mm256_cmp_ps::<_CMP_LT_OQ>(_mm256_and_ps(m, magnitude), infinity),
+                    _mm256_cmp_ps::<_CMP_LT_OQ>(_mm256_and_ps(hi, magnitude), infinity),
+                ),
+            );
+            plain = _mm256_and_ps(plain, ok);
+            let per_step = _mm256_div_ps(_mm256_set1_ps(1.0), d);
+            let at = 8 * i;
+            // SAFETY: unaligned 8-float stores into arrays of 256, at 8 * i <= 248.
+            unsafe {
+                _mm256_storeu_ps(planes.d[at..at + 8].as_mut_ptr(), d);
+                _mm256_storeu_ps(planes.m[at..at + 8].as_mut_ptr(), m);
+                _mm256_storeu_ps(planes.per_step[at..at + 8].as_mut_ptr(), per_step);
+            }
+        }
+        (_mm256_movemask_ps(plain) == 0xff).then_some(())
+    }
+
+    /// A tile's codes, one byte (0..15) per element, regrouped by [`regroup`] to match how
+    /// [`source_pair`] widens 16 source values: per row and 16-column window, the codes of columns
+    /// 0-3 and 8-11, then of 4-7 and 12-15.
+    type Codes = [u8; 8192];
+
+    /// Where row `r` (0..32) of window `w` (16 columns, 0..16) starts in [`Codes`].
+    #[inline(always)]
+    fn codes_at(r: usize, w: usize) -> usize {
+        let (half, row) = (r / 16, r % 16);
+        let (pair, parity) = (row / 2, row % 2);
+        ((half * 16 + w) * 8 + 4 * parity + (pair & 3)) * 32 + 16 * (pair >> 2)
+    }
+
+    /// Transposes each pair of 64-byte blocks of codes, stored (column, row pair), to (row pair,
+    /// column) and splits the two rows' nibbles. Per block, two in-lane shuffles interleave each
+    /// register's two columns and two rounds of word unpacking gather a row pair's eight columns
+    /// into one 8-byte word; a round of double-word unpacking then interleaves the two blocks'
+    /// words into the order of [`Codes`].
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn regroup(tile: &[u8; TILE_BYTES as usize], out: &mut Codes) {
+        let interleave = _mm256_setr_epi8(
+            0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12,
+            5, 13, 6, 14, 7, 15,
+        );
+        let low = _mm256_set1_epi8(0x0f);
+        // Row pairs 0, 1 | 4, 5 and 2, 3 | 6, 7 of one block, eight columns each.
+        let block = |at: usize| {
+            // Words (c0 c1) per row pair | (c2 c3); and (c4 c5) | (c6 c7).
+            let a0 = _mm256_shuffle_epi8(load32(tile, at), interleave);
+            let a1 = _mm256_shuffle_epi8(load32(tile, at + 32), interleave);
+            // (c0c1 c4c5) per row pair 0..3 | (c2c3 c6c7); then the same for pairs 4..7.
+            let l = _mm256_unpacklo_epi16(a0, a1);
+            let h = _mm256_unpackhi_epi16(a0, a1);
+            let p = _mm256_permute2x128_si256::<0x20>(l, h);
+            let q = _mm256_permute2x128_si256::<0x31>(l, h);
+            [_mm256_unpacklo_epi16(p, q), _mm256_unpackhi_epi16(p, q)]
+        };
+        for half in 0..2 {
+            for w in 0..16 {
+                let at = CODES + half * CODES_PER_HALF + 128 * w;
+                let ([a1, a2], [b1, b2]) = (block(at), block(at + 64));
+                // Row pairs 0 | 4, 1 | 5, 2 | 6 and 3 | 7, sixteen columns each in window order.
+                let pairs = [
+                    _mm256_unpacklo_epi32(a1, b1),
+                    _mm256_unpackhi_epi32(a1, b1),
+                    _mm256_unpacklo_epi32(a2, b2),
+                    _mm256_unpackhi_epi32(a2, b2),
+                ];
+                let base = (half * 16 + w) * 256;
+                for (i, v) in pairs.iter().enumerate() {
+                    for (parity, nibbles) in [
+                        _mm256_and_si256(*v, low),
+                        _mm256_and_si256(_mm256_srli_epi16::<4>(*v), low),
+                    ]
+                    .into_iter()
+                    .enumerate()
+                    {
+                        let at = base + (4 * parity + i) * 32;
+                        let dst: &mut [u8; 32] =
+                            (&mut out[at..at + 32]).try_into().expect("32 bytes");
+                        // SAFETY: an unaligned 32-byte store into a 32-byte array.
+                        unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), nibbles) };
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sixteen BF16 source values (32 bytes) as two vectors of f32: columns 0-3 and 8-11, then
+    /// 4-7 and 12-15 (a bf16 is the high half of its f32; unpacking below zeros puts it there).
+    /// The sum of two vectors' lanes, each widened to f64 first.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn sum_f64(v: [__m256; 2]) -> f64 {
+        let wide = |x: __m256| {
+            _mm256_add_pd(
+                _mm256_cvtps_pd(_mm256_castps256_ps128(x)),
+                _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x)),
+            )
+        };
+        let s = _mm256_add_pd(wide(v[0]), wide(v[1]));
+        let s = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd::<1>(s));
+        _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)))
+    }
+
+    /// The largest lane (a NaN lane may or may not win; a NaN result is not vouched for).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn largest_lane(v: __m256) -> f32 {
+        let m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps::<0b01>(m, m)))
+    }
+
+    #[cfg(test)]
+    #[target_feature(enable = "avx2")]
+    pub(super) fn regroup_for_test(tile: &[u8; TILE_BYTES as usize], scratch: &mut Scratch) {
+        regroup(tile, &mut scratch.codes);
+    }
+
+    #[cfg(test)]
+    pub(super) fn codes_at_for_test(r: usize, w: usize) -> usize {
+        codes_at(r, w)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn source_pair(bytes: &[u8], at: usize) -> [__m256; 2] {
+        let v = load32(bytes, at);
+        let zero = _mm256_setzero_si256();
+        [
+            _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, v)),
+            _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, v)),
+        ]
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn load32(bytes: &[u8], at: usize) -> __m256i {
+        let chunk: &[u8; 32] = bytes[at..at + 32].try_into().expect("32 bytes");
+        // SAFETY: an unaligned 32-byte load of a 32-byte array.
+        unsafe { _mm256_loadu_si256(chunk.as_ptr().cast()) }
+    }
+
+    /// Eight codes widened to 32-bit lanes.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn eight_codes(codes: &Codes, at: usize) -> __m256i {
+        let chunk: &[u8; 8] = codes[at..at + 8].try_into().expect("8 bytes");
+        // SAFETY: an 8-byte load of an 8-byte array.
+        _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(chunk.as_ptr().cast()) })
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn tile(
+        p: &mut Scratch,
+        tile: &[u8; TILE_BYTES as usize],
+        rows: &Rows<'_>,
+        next: Option<&Rows<'_>>,
+    ) -> Option<TileSums> {
+        planes(tile, p)?;
+        regroup(tile, &mut p.codes);
+        let codes = &p.codes;
+        let magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
+        let mut steps = _mm256_setzero_ps();
+        let mut sq_err = [_mm256_setzero_ps(); 2];
+        let mut sq_src = [_mm256_setzero_ps(); 2];
+        for (r, row) in rows.iter().enumerate() {
+            if let Some(next) = next {
+                // A hint: it reads nothing and cannot fault.
+                for line in next[r].chunks_exact(64) {
+                    _mm_prefetch::<_MM_HINT_T1>(line.as_ptr().cast());
+                }
+            }
+            for c in 0..8 {
+                let at = 32 * c + r;
+                let d = _mm256_set1_ps(p.d[at]);
+                let m = _mm256_set1_ps(p.m[at]);
+                // Errors are non-negative floats, whose bits order as integers: the running
+                // maximum takes an integer lane, leaving the float adders to the rest.
+                let mut worst = _mm256_setzero_si256();
+                for j in 0..2 {
+                    let at = codes_at(r, 2 * c + j);
+                    let sources = source_pair(&row[..], 64 * c + 32 * j);
+                    for (k, s) in sources.into_iter().enumerate() {
+                        let q = eight_codes(codes, at + 8 * k);
+                        let w = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), d, m);
+                        let diff = _mm256_sub_ps(w, s);
+                        let e = _mm256_and_ps(diff, magnitude);
+                        worst = _mm256_max_epu32(worst, _mm256_castps_si256(e));
+                        sq_err[k] = _mm256_fmadd_ps(diff, diff, sq_err[k]);
+                        sq_src[k] = _mm256_fmadd_ps(s, s, sq_src[k]);
+                    }
+                }
+                let per_step = _mm256_set1_ps(p.per_step[at]);
+                let worst = _mm256_castsi256_ps(worst);
+                steps = _mm256_max_ps(steps, _mm256_mul_ps(worst, per_step));
+            }
+        }
+        let max_steps = largest_lane(steps);
+        let (sq_err, sq_src) = (sum_f64(sq_err), sum_f64(sq_src));
+        // A NaN or infinite source value (or a square too large for f32) leaves a sum non-finite;
+        // steps that are NaN fail the comparison and go to the exact path too.
+        let vouched = sq_err.is_finite() && sq_src.is_finite() && max_steps < NEAR_BOUND;
+        vouched.then_some(TileSums {
+            max_steps,
+            sq_err,
+            sq_src,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::beyond::source::kernel;
+    use crate::tile::dequant::DecodedTile;
+    use half::bf16;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn unit(&mut self) -> f32 {
+            (self.next() % 20_001) as f32 / 10_000.0 - 1.0
+        }
+    }
+
+    /// A tile quantized from `source` (32 rows x 256 columns) with ggml's min/max rule, laid out
+    /// as spec section 4.1 says.
+    fn quantize(source: &[[f32; 256]; 32]) -> Vec<u8> {
+        let mut tile = vec![0u8; TILE_BYTES as usize];
+        for (r, row) in source.iter().enumerate() {
+            for c in 0..8 {
+                let group = &row[32 * c..32 * c + 32];
+                let lo = group.iter().copied().fold(f32::INFINITY, f32::min);
+                let hi = group.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let d = bf16::from_f32((hi - lo) / 15.0).to_f32();
+                let m = bf16::from_f32(lo).to_f32();
+                let i = c * 32 + r;
+                tile[2 * i..2 * i + 2].copy_from_slice(&bf16::from_f32(d).to_bits().to_le_bytes());
+                tile[512 + 2 * i..512 + 2 * i + 2]
+                    .copy_from_slice(&bf16::from_f32(m).to_bits().to_le_bytes());
+                for (k, &s) in group.iter().enumerate() {
+                    let q = if d > 0.0 {
+                        ((s - m) / d).round().clamp(0.0, 15.0) as u8
+                    } else {
+                        0
+                    };
+                    set_code(&mut tile, r, 32 * c + k, q);
+                }
+            }
+        }
+        tile
+    }
+
+    fn set_code(tile: &mut [u8], row: usize, col: usize, q: u8) {
+        let at = CODES + (row / 16) * CODES_PER_HALF + col * 8 + (row % 16) / 2;
+        tile[at] = if row.is_multiple_of(2) {
+            (tile[at] & 0xf0) | q
+        } else {
+            (tile[at] & 0x0f) | (q << 4)
+        };
+    }
+
+    /// Source values rounded to bf16, as rows of bytes and of floats.
+    fn source(rng: &mut Rng) -> ([[u8; ROW_BYTES]; 32], [[f32; 256]; 32]) {
+        let mut bytes = [[0u8; ROW_BYTES]; 32];
+        let mut values = [[0f32; 256]; 32];
+        for r in 0..32 {
+            let scale = 0.01 + 0.05 * (rng.next() % 100) as f32 / 100.0;
+            for c in 0..256 {
+                let v = bf16::from_f32(rng.unit() * scale);
+                values[r][c] = v.to_f32();
+                bytes[r][2 * c..2 * c + 2].copy_from_slice(&v.to_bits().to_le_bytes());
+            }
+        }
+        (bytes, values)
+    }
+
+    /// The exact path's verdict on a whole tile: elements out of bound, largest steps, sums.
+    fn exact(tile: &[u8], values: &[[f32; 256]; 32]) -> (u64, kernel::Stats) {
+        let mut decoded = DecodedTile::default();
+        assert!(decoded.decode(tile));
+        let mut total = kernel::Stats::default();
+        for (r, row) in values.iter().enumerate() {
+            for c in 0..8 {
+                let (d, m) = (decoded.scales[r][c], decoded.minimums[r][c]);
+                let codes = &decoded.codes[r][32 * c..32 * c + 32];
+                let stats = if d > 0.0 && d.is_finite() && m.is_finite() {
+                    kernel::group_scalar(codes, &row[32 * c..32 * c + 32], d, m)
+                } else {
+                    kernel::Stats {
+                        out: 32,
+                        ..Default::default()
+                    }
+                };
+                total.add(&stats);
+            }
+        }
+        (total.out, total)
+    }
+
+    fn run(tile_bytes: &[u8], rows: &[[u8; ROW_BYTES]; 32]) -> Option<TileSums> {
+        let refs: Rows<'_> = core::array::from_fn(|r| &rows[r]);
+        let mut scratch = Box::<Scratch>::default();
+        tile(
+            &mut scratch,
+            tile_bytes.try_into().expect("a whole tile"),
+            &refs,
+            Some(&refs),
+        )
+    }
+
+    /// Checks one case: whatever the whole-tile path vouches for, the exact path finds in bound,
+    /// with the same largest error and sums; returns whether it vouched.
+    fn agree(tile: &[u8], bytes: &[[u8; ROW_BYTES]; 32], values: &[[f32; 256]; 32]) -> bool {
+        let (out, stats) = exact(tile, values);
+        let Some(sums) = run(tile, bytes) else {
+            return false;
+        };
+        assert_eq!(
+            out, 0,
+            "vouched for a tile with {out} elements out of bound"
+        );
+        assert_eq!(sums.max_steps, stats.max_steps);
+        assert!((sums.sq_err - stats.sq_err).abs() <= 1e-5 * stats.sq_err);
+        assert!((sums.sq_src - stats.sq_src).abs() <= 1e-5 * stats.sq_src);
+        true
+    }
+
+    #[test]
+    fn a_faithful_tile_is_vouched_for_with_the_exact_statistics() {
+        if !available() {
+            return;
+        }
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for _ in 0..50 {
+            let (bytes, values) = source(&mut rng);
+            let tile = quantize(&values);
+            assert!(
+                agree(&tile, &bytes, &values),
+                "a faithful tile was not vouched for"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tile_with_an_element_out_of_bound_is_never_vouched_for() {
+        if !available() {
+            return;
+        }
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for round in 0..400 {
+            let (bytes, values) = source(&mut rng);
+            let mut tile = quantize(&values);
+            let (r, col) = ((rng.next() % 32) as usize, (rng.next() % 256) as usize);
+            // One code moved by 2..15 steps: more than a step off, whatever the rounding.
+            let at = CODES + (r / 16) * CODES_PER_HALF + col * 8 + (r % 16) / 2;
+            let q = if r % 2 == 0 {
+                tile[at] & 0x0f
+            } else {
+                tile[at] >> 4
+            };
+            let moved = if q >= 8 {
+                q - 2 - (round % 7) as u8
+            } else {
+                q + 2 + (round % 7) as u8
+            };
+            set_code(&mut tile, r, col, moved);
+            assert!(
+                exact(&tile, &values).0 > 0,
+                "round {round}: the control is in bound"
+            );
+            assert!(!agree(&tile, &bytes, &values), "round {round}: vouched");
+        }
+    }
+
+    #[test]
+    fn non_finite_source_values_and_broken_headers_go_to_the_exact_path() {
+        if !available() {
+            return;
+        }
+        let mut rng = Rng(0xdead_beef_cafe_f00d);
+        let (bytes, values) = source(&mut rng);
+        let tile = quantize(&values);
+        for bits in [0x7fc0u16, 0x7f80, 0xff80] {
+            let mut b = bytes;
+            b[7][2 * 100..2 * 100 + 2].copy_from_slice(&bits.to_le_bytes());
+            assert!(run(&tile, &b).is_none(), "source bits {bits:#06x}");
+        }
+        // A huge finite source value: its square overflows f32, so the sums cannot be trusted.
+        let mut b = bytes;
+        b[3][0..2].copy_from_slice(&bf16::from_f32(3e38).to_bits().to_le_bytes());
+        assert!(run(&tile, &b).is_none());
+        for (plane, bits) in [
+            (0, 0u16),
+            (0, 0xbf80),
+            (0, 0x7fc0),
+            (0, 0x7f80),
+            (512, 0x7f80),
+        ] {
+            let mut t = tile.clone();
+            t[plane + 2 * 77..plane + 2 * 77 + 2].copy_from_slice(&bits.to_le_bytes());
+            assert!(run(&t, &bytes).is_none(), "plane {plane} bits {bits:#06x}");
+        }
+    }
+
+    #[test]
+    fn random_codes_are_not_vouched_for() {
+        if !available() {
+            return;
+        }
+        let mut rng = Rng(0x0123_4567_89ab_cdef);
+        let (bytes, values) = source(&mut rng);
+        let mut tile = quantize(&values);
+        for b in tile[CODES..].iter_mut() {
+            *b = rng.next() as u8;
+        }
+        assert!(!agree(&tile, &bytes, &values));
+    }
+
+    #[test]
+    fn codes_are_regrouped_where_the_main_loop_reads_them() {
+        if !available() {
+            return;
+        }
+        let mut tile = vec![0u8; TILE_BYTES as usize];
+        for r in 0..32 {
+            for col in 0..256 {
+                set_code(&mut tile, r, col, ((r * 7 + col * 3) % 16) as u8);
+            }
+        }
+        let mut scratch = Box::<Scratch>::default();
+        // SAFETY: AVX2 was found above.
+        unsafe { x86::regroup_for_test(&tile.try_into().expect("tile"), &mut scratch) };
+        for r in 0..32 {
+            for w in 0..16 {
+                let at = x86::codes_at_for_test(r, w);
+                let order = [0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15];
+                for (i, &k) in order.iter().enumerate() {
+                    let col = 16 * w + k;
+                    assert_eq!(
+                        scratch.codes[at + i],
+                        ((r * 7 + col * 3) % 16) as u8,
+                        "row {r} column {col}"
+                    );
+                }
+            }
+        }
+    }
+}
