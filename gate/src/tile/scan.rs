@@ -121,6 +121,24 @@ impl TileGrid<'_> {
 
     /// One pass over every tile header, keeping the ordinary keys inside `bracket` in `keys`.
     fn pass(&self, bracket: (u32, u32), keys: &mut Vec<u32>) -> Pass {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor was just found to support AVX2, the only feature enabled.
+            return unsafe { self.pass_avx2(bracket, keys) };
+        }
+        self.pass_baseline(bracket, keys)
+    }
+
+    /// The same pass compiled for 8-wide vectors: the per-group arithmetic (a division among it)
+    /// is most of the scan's work, and the baseline build has 4-wide vectors only.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn pass_avx2(&self, bracket: (u32, u32), keys: &mut Vec<u32>) -> Pass {
+        self.pass_baseline(bracket, keys)
+    }
+
+    #[inline(always)]
+    fn pass_baseline(&self, bracket: (u32, u32), keys: &mut Vec<u32>) -> Pass {
         let g = self.geometry;
         keys.clear();
         let mut acc = Accumulator {

@@ -183,6 +183,16 @@ fn block_equal(block: &[u8], rows: &[&[u8]; 32], cols: usize) -> bool {
     };
     let mut differ = _mm_setzero_si128();
     for c0 in (0..cols).step_by(8) {
+        // Each 64 bytes into the rows, the 32 rows' lines 2 KiB on are asked for: 32 streams are
+        // more than the hardware prefetcher follows (the reference fc: 7.5 ms without, 6 with). A
+        // hint: it reads nothing and cannot fault.
+        if c0.is_multiple_of(32) {
+            for row in rows {
+                if let Some(line) = row.get(2 * c0 + 2048..) {
+                    _mm_prefetch::<_MM_HINT_T1>(line.as_ptr().cast());
+                }
+            }
+        }
         for r0 in (0..32).step_by(8) {
             // a[i]: column c0 + i, rows r0..r0 + 8; transposed to t[j]: row r0 + j, 8 columns.
             let a: [__m128i; 8] = core::array::from_fn(|i| load(block, (c0 + i) * 64 + 2 * r0));
