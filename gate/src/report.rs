@@ -170,7 +170,9 @@ pub struct SourceGridCensus {
     pub name: String,
     /// Real elements compared.
     pub elements: u64,
-    /// Largest `|dequantized - clamped source|` over a group's step `d`; at most 1 when faithful.
+    /// Largest `|dequantized - source|` over the group's step `d`, before clamping (the bound clamps:
+    /// a quantizer that gives up on an outlier passes with this above 1). About 0.5 for ggml's
+    /// min/max quantizer.
     pub max_error_steps: f32,
     /// RMS of (dequantized - source) over RMS of source: about 0.08 for a faithful 4-bit grid.
     pub relative_rms: f64,

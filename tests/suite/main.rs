@@ -33,6 +33,9 @@ fn main() -> ExitCode {
         "arms::control::source_shard_missing_is_exit_2",
         || gate_tests::arms::source::shard_missing_is_an_error().map_err(Failed::from),
     ));
+    for (name, body) in gate_tests::arms::source::paths_agree() {
+        trials.push(Trial::test(name, move || body().map_err(Failed::from)));
+    }
     for (name, body) in gate_tests::arms::target_read::trials() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }

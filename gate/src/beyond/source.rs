@@ -329,7 +329,7 @@ fn compare_grids(
         Check::fail(
             Q4_1,
             format!(
-                "{} is not a faithful quantization of source {}: {} of {} elements are more than one step from their source value (largest error {:.2} steps, relative RMS {:.3}); first at {first}; {} of {} grids fail",
+                "{} is not a faithful quantization of source {}: {} of {} elements are more than one step from their source value clamped to the group's range (largest error {:.2} steps, relative RMS {:.3}); first at {first}; {} of {} grids fail",
                 job.name,
                 job.source.name,
                 o.stats.out,
@@ -350,7 +350,7 @@ fn compare_grids(
         Check::pass(
             Q4_1,
             format!(
-                "every one of the {} grids is a faithful quantization of its source: {elements} elements within one step (largest error {worst_steps:.2} steps, worst relative RMS {worst_rms:.3})",
+                "every one of the {} grids is a faithful quantization of its source: {elements} elements within one step of their source value clamped to the group's range (largest error, unclamped, {worst_steps:.2} steps; worst relative RMS {worst_rms:.3})",
                 jobs.len()
             ),
         )

@@ -53,7 +53,8 @@ fn settle(files: &[PathBuf]) {
     use std::io::Read;
     for path in files {
         let mut file = std::fs::File::open(path).expect("file");
-        #[cfg(target_os = "linux")]
+        // `off_t` is 64 bits on 64-bit Linux, as declared below.
+        #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
         {
             use std::os::fd::AsRawFd;
             extern "C" {
@@ -121,6 +122,7 @@ fn time_floor(files: &[PathBuf]) -> Duration {
 }
 
 pub fn run(cache: &Path, runs: usize) {
+    let runs = runs.max(1);
     let (draft, source) = ensure_pair(&cache.join("bolt-source"));
     let files = vec![draft.join("model.q4nx"), source.join("model.safetensors")];
     let bytes: u64 = files

@@ -780,6 +780,19 @@ pub fn gate_arm_in(
     defect: fn(&mut Scenario),
     extra: Extra,
 ) -> Result<Result<Report, gate::PackageError>, String> {
+    let (dir, options) = prepare_arm(root, base, encoding, defect, extra)?;
+    Ok(gate::gate(&dir, &options))
+}
+
+/// Writes an arm's package (and its source, target or manifest) under `root`: the package's
+/// directory and the options that gate it as the arm does.
+pub fn prepare_arm(
+    root: &Path,
+    base: Base,
+    encoding: Encoding,
+    defect: fn(&mut Scenario),
+    extra: Extra,
+) -> Result<(std::path::PathBuf, gate::Options), String> {
     let mut scenario = Scenario::new(Package::generate(&base.geometry(), encoding, SEED));
     let mut options = gate::Options::default();
     if let Extra::Source(source) = extra {
@@ -818,7 +831,7 @@ pub fn gate_arm_in(
             options.manifest = true;
         }
     }
-    Ok(gate::gate(&dir, &options))
+    Ok((dir, options))
 }
 
 /// Runs one arm: `Ok` when the gate said exactly what the arm expects.

@@ -411,3 +411,59 @@ pub fn shard_missing_is_an_error() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// A trial of [`paths_agree`]: `Err` says where the two paths differ.
+pub type AgreementTrial = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+/// Every `--source` arm gated twice, through the whole-tile path (where the processor has AVX2 and
+/// FMA) and through the plain scalar loop: the same verdict, and per grid the same element count,
+/// out-of-bound count and largest error in steps, and relative RMS errors within f32 summation's
+/// reach. One trial per arm, named after it.
+pub fn paths_agree() -> Vec<(String, AgreementTrial)> {
+    arms()
+        .into_iter()
+        .filter(|arm| matches!(arm.extra, Extra::Source(_)))
+        .map(|arm| {
+            let name = format!("source_paths_agree::{}", arm.name);
+            let body = move || {
+                let root = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+                let (dir, options) =
+                    super::prepare_arm(root.path(), arm.base, arm.encoding, arm.defect, arm.extra)?;
+                let scalar = gate::Options {
+                    scalar_source_loop: true,
+                    ..options.clone()
+                };
+                let gate = |o: &gate::Options| {
+                    gate::gate(&dir, o).map_err(|e| format!("the gate could not run: {e}"))
+                };
+                let (wide, plain) = (gate(&options)?, gate(&scalar)?);
+                let outcome = |r: &Report| r.check(gate::beyond::source::Q4_1).map(|c| c.outcome);
+                if outcome(&wide) != outcome(&plain) {
+                    return Err(format!(
+                        "source.q4_1: {:?} through the whole-tile path, {:?} through the scalar loop",
+                        outcome(&wide),
+                        outcome(&plain)
+                    ));
+                }
+                let (a, b) = (&wide.census.source_grids, &plain.census.source_grids);
+                if a.len() != b.len() {
+                    return Err(format!("{} grids against {}", a.len(), b.len()));
+                }
+                for (x, y) in a.iter().zip(b) {
+                    let rms_close = (x.relative_rms - y.relative_rms).abs()
+                        <= 1e-5 * y.relative_rms.max(1e-12);
+                    if x.name != y.name
+                        || x.elements != y.elements
+                        || x.out_of_bound != y.out_of_bound
+                        || x.max_error_steps != y.max_error_steps
+                        || !rms_close
+                    {
+                        return Err(format!("{x:?} through the whole-tile path, {y:?} through the scalar loop"));
+                    }
+                }
+                Ok(())
+            };
+            (name, Box::new(body) as AgreementTrial)
+        })
+        .collect()
+}

@@ -176,8 +176,11 @@ impl Default for Worker {
 }
 
 impl Worker {
-    /// Tiles `from..to` of one job, with AVX2 where the processor has it: the same loop compiled for
-    /// 8-wide vectors (no FMA, so every result is the same as the baseline build's).
+    /// Tiles `from..to` of one job: each whole tile through `wide` where the processor has AVX2 and
+    /// FMA, and every tile it does not vouch for through the exact loop, itself compiled for 8-wide
+    /// vectors where AVX2 is there (without FMA, so its results are the baseline build's). The two
+    /// paths agree exactly on every count and on the largest error; the squared sums behind the
+    /// relative RMS differ only by the order of f32 additions.
     fn tiles(&mut self, job: &Job<'_>, from: u64, to: u64, scalar: bool) -> Outcome {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {

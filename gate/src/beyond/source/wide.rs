@@ -3,7 +3,8 @@
 //! reading both.
 //!
 //! It only ever vouches: `Some` means every element of the tile is finite and in bound, with the
-//! exact largest error in steps (the same `e * (1 / d)` as the plain loop) and the squared sums.
+//! exact largest error in steps (the same `|w - s| * (1 / d)` as the plain loop) and the squared
+//! sums.
 //! Anything it cannot vouch for (a group that is not plain, a non-finite source value, an element
 //! within rounding reach of the bound) is `None`, and the caller takes the exact path, which counts
 //! and names offenders. So a failing grid is as well reported as before, only slower.
@@ -106,7 +107,9 @@ mod x86 {
     }
 
     /// Decodes the planes; `None` unless every group is plain: `d` finite and positive, `m` and
-    /// `m + 15 d` finite.
+    /// `m + 15 d` finite, and `1 / d` finite too. A subnormal `d` below 2^-128 is a sane header
+    /// whose `1 / d` overflows; with it an error of 0 would make `0 * inf`, a NaN among the steps,
+    /// where an infinite step must stand. The exact path takes such a tile.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     fn planes(tile: &[u8; TILE_BYTES as usize], planes: &mut Scratch) -> Option<()> {
@@ -128,8 +131,9 @@ mod x86 {
                     _mm256_cmp_ps::<_CMP_LT_OQ>(_mm256_and_ps(hi, magnitude), infinity),
                 ),
             );
-            plain = _mm256_and_ps(plain, ok);
             let per_step = _mm256_div_ps(_mm256_set1_ps(1.0), d);
+            let ok = _mm256_and_ps(ok, _mm256_cmp_ps::<_CMP_LT_OQ>(per_step, infinity));
+            plain = _mm256_and_ps(plain, ok);
             let at = 8 * i;
             // SAFETY: unaligned 8-float stores into arrays of 256, at 8 * i <= 248.
             unsafe {
@@ -210,8 +214,6 @@ mod x86 {
         }
     }
 
-    /// Sixteen BF16 source values (32 bytes) as two vectors of f32: columns 0-3 and 8-11, then
-    /// 4-7 and 12-15 (a bf16 is the high half of its f32; unpacking below zeros puts it there).
     /// The sum of two vectors' lanes, each widened to f64 first.
     #[inline]
     #[target_feature(enable = "avx2")]
@@ -247,6 +249,8 @@ mod x86 {
         codes_at(r, w)
     }
 
+    /// Sixteen BF16 source values (32 bytes) as two vectors of f32: columns 0-3 and 8-11, then
+    /// 4-7 and 12-15 (a bf16 is the high half of its f32; unpacking below zeros puts it there).
     #[inline]
     #[target_feature(enable = "avx2")]
     fn source_pair(bytes: &[u8], at: usize) -> [__m256; 2] {
@@ -318,7 +322,9 @@ mod x86 {
                 }
                 let per_step = _mm256_set1_ps(p.per_step[at]);
                 let worst = _mm256_castsi256_ps(worst);
-                steps = _mm256_max_ps(steps, _mm256_mul_ps(worst, per_step));
+                // `max` returns its second operand when either is NaN: a NaN product (none can
+                // arise with `1 / d` finite) is passed over, as the plain loop's `>` passes it.
+                steps = _mm256_max_ps(_mm256_mul_ps(worst, per_step), steps);
             }
         }
         let max_steps = largest_lane(steps);
@@ -459,10 +465,13 @@ mod tests {
 
     #[test]
     fn a_faithful_tile_is_vouched_for_with_the_exact_statistics() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         if !available() {
+            // Without AVX2 and FMA the path vouches for nothing: every tile takes the exact path.
+            let (bytes, values) = source(&mut rng);
+            assert!(run(&quantize(&values), &bytes).is_none());
             return;
         }
-        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         for _ in 0..50 {
             let (bytes, values) = source(&mut rng);
             let tile = quantize(&values);
@@ -532,6 +541,48 @@ mod tests {
             t[plane + 2 * 77..plane + 2 * 77 + 2].copy_from_slice(&bits.to_le_bytes());
             assert!(run(&t, &bytes).is_none(), "plane {plane} bits {bits:#06x}");
         }
+    }
+
+    #[test]
+    fn a_scale_whose_reciprocal_overflows_goes_to_the_exact_path() {
+        if !available() {
+            return;
+        }
+        // Every group: d = 1/16, m = -1/2, codes 8, so w = 0 against a source of 0; but row 0's
+        // groups 0 and 1 have the smallest subnormal d (1 / d = inf) and m = 0, codes 0, so w = 0:
+        // group 0 against a source of 0.5 (32 elements out of bound, steps inf), group 1 against
+        // 0 (error 0, steps 0 * inf = NaN, which must not hide the inf before it).
+        let mut tile = vec![0u8; TILE_BYTES as usize];
+        for i in 0..256 {
+            let (d, m) = if i == 0 || i == 32 {
+                (0x0001u16, 0u16)
+            } else {
+                (0x3d80, 0xbf00)
+            };
+            tile[2 * i..2 * i + 2].copy_from_slice(&d.to_le_bytes());
+            tile[512 + 2 * i..512 + 2 * i + 2].copy_from_slice(&m.to_le_bytes());
+        }
+        for r in 0..32 {
+            for col in 0..256 {
+                let tiny = r == 0 && col < 64;
+                set_code(&mut tile, r, col, if tiny { 0 } else { 8 });
+            }
+        }
+        let mut bytes = [[0u8; ROW_BYTES]; 32];
+        let mut values = [[0f32; 256]; 32];
+        for col in 0..32 {
+            bytes[0][2 * col..2 * col + 2].copy_from_slice(&0x3f00u16.to_le_bytes());
+            values[0][col] = 0.5;
+        }
+        assert_eq!(
+            exact(&tile, &values).0,
+            32,
+            "the control's 32 elements are out of bound"
+        );
+        assert!(
+            run(&tile, &bytes).is_none(),
+            "vouched for 32 elements out of bound"
+        );
     }
 
     #[test]
