@@ -60,6 +60,8 @@ fn compared(r: &Report) -> Result<(), String> {
     if grids.len() != 14 {
         return Err(format!("{} grids compared, 14 expected", grids.len()));
     }
+    // The largest error is unclamped; neither of the generator's quantizers clips an outlier, so a
+    // faithful grid of theirs is within a step even before clamping.
     for g in grids {
         if !(g.max_error_steps <= 1.0 && g.relative_rms < 0.15 && g.out_of_bound == 0) {
             return Err(format!(
