@@ -294,10 +294,17 @@ mod x86 {
         let mut sq_err = [_mm256_setzero_ps(); 2];
         let mut sq_src = [_mm256_setzero_ps(); 2];
         for (r, row) in rows.iter().enumerate() {
+            // Rows of the tiles ahead into the second-level cache, and this tile's row two on into
+            // the first: each a row per row, as a burst of requests would stall on the memory
+            // system's queue. Hints: they read nothing and cannot fault.
             if let Some(next) = next {
-                // A hint: it reads nothing and cannot fault.
                 for line in next[r].chunks_exact(64) {
                     _mm_prefetch::<_MM_HINT_T1>(line.as_ptr().cast());
+                }
+            }
+            if let Some(soon) = rows.get(r + 2) {
+                for line in soon.chunks_exact(64) {
+                    _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
                 }
             }
             for c in 0..8 {
