@@ -1,13 +1,12 @@
 //! The whole-tile comparison of `source.q4_1` in AVX2 + FMA, straight from the tile's bytes and the
-//! BF16 source rows: the path nearly every tile of a faithful grid takes, at close to the speed of
-//! reading both.
+//! BF16 source rows: the path nearly every tile of a faithful grid takes.
 //!
-//! It only ever vouches: `Some` means every element of the tile is finite and in bound, with the
-//! exact largest error in steps (the same `|w - s| * (1 / d)` as the plain loop) and the squared
-//! sums.
-//! Anything it cannot vouch for (a group that is not plain, a non-finite source value, an element
-//! within rounding reach of the bound) is `None`, and the caller takes the exact path, which counts
-//! and names offenders. So a failing grid is as well reported as before, only slower.
+//! It only ever vouches: `Some` means every element of the tile is finite and under 0.999 of a
+//! step from its source value (so in bound), with the exact largest error in steps (the same
+//! `|w - s| * (1 / d)` as the plain loop) and the squared sums. Anything it cannot vouch for (a
+//! group that is not plain, a `1 / d` that overflows, a non-finite source value, an element within
+//! rounding reach of the bound) is `None`, and the caller takes the exact path, which counts and
+//! names offenders. So a failing grid is as well reported as before, only slower.
 //!
 //! Why the arithmetic agrees bit for bit with the plain loop: `d` and `m` are bf16 (8 significant
 //! bits) and codes 4 bits, so `q * d` and `15 * d` are exact in f32 and one fused multiply-add
@@ -18,8 +17,9 @@ use crate::tile::{CODES, CODES_PER_HALF, MINIMUMS, SCALES, TILE_BYTES, TILE_COLS
 /// Bytes of one tile row of BF16 source values (256 columns).
 pub const ROW_BYTES: usize = 2 * TILE_COLS as usize;
 const ROWS: usize = TILE_ROWS as usize;
-/// An element this many steps from its dequantized value, or more, is left to the exact path: an
-/// element out of bound (`e > d`) gives `e * (1 / d) >= 1 - 2^-24` whatever the rounding.
+/// An element this many steps from its dequantized value, or more, is left to the exact path: with
+/// `1 / d` finite, an element out of bound (`e > d`) gives `e * (1 / d) >= 1 - 2^-24` whatever the
+/// rounding, and clamping only makes an error smaller.
 const NEAR_BOUND: f32 = 0.999;
 
 /// What a vouched-for tile adds to its grid.
@@ -30,7 +30,7 @@ pub struct TileSums {
     pub sq_src: f64,
 }
 
-/// Whether this processor runs [`tile`] (decided once per comparison by the caller).
+/// Whether this processor runs [`tile`]'s vectorized comparison (AVX2 and FMA).
 pub fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -69,9 +69,8 @@ impl Default for Scratch {
 }
 
 /// Compares one whole tile (every row and column real) with its 32 BF16 source rows, asking for
-/// `next`'s rows as it goes (a row per row: a burst of 256 requests at once would stall on the
-/// memory system's queue). `None` when the processor lacks AVX2 or FMA, or the tile needs the exact
-/// path.
+/// `next`'s rows (a tile further on) as it goes. `None` when the processor lacks AVX2 or FMA, or
+/// the tile needs the exact path.
 pub fn tile(
     scratch: &mut Scratch,
     tile: &[u8; TILE_BYTES as usize],
