@@ -329,7 +329,7 @@ fn compare_grids(
         Check::fail(
             Q4_1,
             format!(
-                "{} is not a faithful quantization of source {}: {} of {} elements are more than one step from their source value clamped to the group's range (largest error {:.2} steps, relative RMS {:.3}); first at {first}; {} of {} grids fail",
+                "{} is not a faithful quantization of source {}: {} of {} elements are more than one step from their source value clamped to the group's range (largest error, unclamped, {:.2} steps; relative RMS {:.3}); first at {first}; {} of {} grids fail",
                 job.name,
                 job.source.name,
                 o.stats.out,
