@@ -11,6 +11,8 @@
 
 #[path = "gate/source.rs"]
 mod source;
+#[path = "gate/yardstick.rs"]
+mod yardstick;
 
 use gate::container::Container;
 use gate::tile::TILE_BYTES;

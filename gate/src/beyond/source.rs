@@ -11,7 +11,7 @@ mod config;
 pub mod kernel;
 mod q4_1;
 mod values;
-mod wide;
+pub mod wide;
 
 use crate::checkpoint::Checkpoint;
 use crate::container::{Container, TensorInfo};

@@ -4,6 +4,12 @@
 //! comparison must do). The gate runs whole (every form check plus `source.*`), once with the
 //! vectorized comparison and once with the plain scalar loop, so the table shows what vectorizing buys.
 //!
+//! Three more rows say where the gate's time goes and how far it could fall here: the form checks
+//! alone (the gate without `--source`); the comparison's arithmetic alone (its whole-tile kernel over
+//! one tile held in cache, as many times as the package has tiles); and the sequential yardstick
+//! (`yardstick.rs`: the same arithmetic streaming both files in address order). The last lines add
+//! the form checks to each, as bounds on the gate's time while the form checks are a pass of their own.
+//!
 //! The floor is bound by memory bandwidth, which other tenants of a shared machine take in bursts,
 //! and the gate mostly by arithmetic: timed in separate batches, their ratio follows the neighbours.
 //! So floor and gate runs alternate, and gate/floor is given per pair (median, and the range).
@@ -15,9 +21,11 @@
 //! published file a loader opens has been: every run, on every machine, then starts alike.
 
 use super::{median, ms, LIVE, PEAK};
+use gate::beyond::source::wide;
 use gate_tests::arms::SEED;
-use gate_tests::synth::source::{write_source, SourceOptions};
+use gate_tests::synth::source::{quantize, source_matrix, write_source, Quantizer, SourceOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
+use half::bf16;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -121,6 +129,48 @@ fn time_floor(files: &[PathBuf]) -> Duration {
     start.elapsed()
 }
 
+/// The comparison's arithmetic with no memory to wait for: the gate's whole-tile kernel over one
+/// faithful tile and its source rows, held in cache, as many times as the package has tiles, on every
+/// core. What the gate spends beyond this (and beyond its form checks) is waiting for memory. `None`
+/// where the processor lacks the kernel's features.
+fn time_arithmetic(elements: u64) -> Option<Duration> {
+    if !wide::available() {
+        return None;
+    }
+    const ROW_BYTES: usize = wide::ROW_BYTES;
+    let values = source_matrix(32, 256, SEED);
+    let tile: [u8; gate::tile::TILE_BYTES as usize] = quantize(32, 256, &values, Quantizer::MinMax)
+        .try_into()
+        .expect("one tile");
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes())
+        .collect();
+    let (chunks, _) = bytes.as_chunks::<ROW_BYTES>();
+    let rows: wide::Rows<'_> = std::array::from_fn(|r| &chunks[r]);
+    const TILES_PER_ITEM: u64 = 256;
+    let tiles = elements / 8192;
+    let items: Vec<u64> = (0..tiles.div_ceil(TILES_PER_ITEM))
+        .map(|i| TILES_PER_ITEM.min(tiles - i * TILES_PER_ITEM))
+        .collect();
+    let start = Instant::now();
+    let vouched = gate::parallel::map(&items, Box::<wide::Scratch>::default, |scratch, &count| {
+        (0..count)
+            .filter(|_| {
+                wide::tile(scratch, black_box(&tile), black_box(&rows), Some(&rows)).is_some()
+            })
+            .count() as u64
+    });
+    let time = start.elapsed();
+    // Counted here, not asserted in the workers: a worker's panic only shortens `map`'s result.
+    assert_eq!(
+        vouched.iter().sum::<u64>(),
+        tiles,
+        "the kernel vouches for every copy of a faithful tile"
+    );
+    Some(time)
+}
+
 pub fn run(cache: &Path, runs: usize) {
     let runs = runs.max(1);
     let (draft, source) = ensure_pair(&cache.join("bolt-source"));
@@ -140,6 +190,7 @@ pub fn run(cache: &Path, runs: usize) {
     settle(&files);
     black_box(floor(&files));
     let (mut floors, mut gates, mut scalars, mut ratios) = (vec![], vec![], vec![], vec![]);
+    let (mut forms, mut arithmetic, mut sequential) = (vec![], vec![], vec![]);
     let (mut heap, mut scalar_heap, mut elements) = (0, 0, 0);
     for _ in 0..runs {
         let floor_time = time_floor(&files);
@@ -148,6 +199,9 @@ pub fn run(cache: &Path, runs: usize) {
         (heap, elements) = (heap.max(h), e);
         floors.push(floor_time);
         gates.push(time);
+        forms.push(time_gate(&draft, &gate::Options::default()).0);
+        arithmetic.extend(time_arithmetic(elements));
+        sequential.extend(super::yardstick::time(&files[0], &files[1], elements));
     }
     // The scalar loop only needs to show its order of magnitude: a few runs.
     for _ in 0..runs.min(3) {
@@ -156,6 +210,9 @@ pub fn run(cache: &Path, runs: usize) {
         scalars.push(time);
     }
     let (floor_time, gate_time, scalar_time) = (median(floors), median(gates), median(scalars));
+    let form_time = median(forms);
+    let arithmetic_time = (!arithmetic.is_empty()).then(|| median(arithmetic));
+    let sequential_time = (!sequential.is_empty()).then(|| median(sequential));
     ratios.sort_by(f64::total_cmp);
     println!(
         "\n--source, reference package + bf16 checkpoint ({bytes} bytes, {elements} grid elements)"
@@ -180,6 +237,13 @@ pub fn run(cache: &Path, runs: usize) {
     };
     row("floor (read both)", floor_time, None);
     row("gate --source", gate_time, Some(heap));
+    row("form checks alone", form_time, None);
+    if let Some(t) = arithmetic_time {
+        row("arithmetic in cache", t, None);
+    }
+    if let Some(t) = sequential_time {
+        row("sequential yardstick", t, None);
+    }
     row("gate, scalar loop", scalar_time, Some(scalar_heap));
     println!(
         "vectorizing buys {:.2}x over the scalar loop (whole gate); gate/floor per pair: median {:.2} (range {:.2}..{:.2}, {} pairs)",
@@ -189,4 +253,24 @@ pub fn run(cache: &Path, runs: usize) {
         ratios[ratios.len() - 1],
         ratios.len()
     );
+    // Two bounds under the gate's structure (form checks, then the comparison): with every memory wait
+    // hidden behind arithmetic, and with waits as the sequential yardstick meets them.
+    let floor_s = floor_time.as_secs_f64();
+    let bound = |name: &str, comparison: f64| {
+        let total = form_time.as_secs_f64() + comparison;
+        println!(
+            "form checks + {name} = {:.1}ms, {:.2}x floor",
+            total * 1e3,
+            total / floor_s
+        );
+    };
+    if let Some(a) = arithmetic_time {
+        bound(
+            "max(arithmetic in cache, floor)",
+            a.as_secs_f64().max(floor_s),
+        );
+    }
+    if let Some(y) = sequential_time {
+        bound("sequential yardstick", y.as_secs_f64());
+    }
 }
