@@ -3,7 +3,8 @@
 //!
 //! Per element it does what the gate's whole-tile kernel does (`w = q * d + m`, `|w - s|`, the running
 //! largest error, the squared error and the squared source summed: nine vector operations per eight
-//! elements), with none of the gate's other work: no tile order to follow (the source is read front to
+//! elements), and less per group (the largest error is not scaled to steps, so no `1 / d`), with none
+//! of the gate's other work: no tile order to follow (the source is read front to
 //! back, the package's tile bytes too, the codes taken in byte order), no planes checked, no
 //! regrouping, no form checks. The rest of both files is read once as the floor reads it. Its time
 //! over the floor's is what this arithmetic and the memory cost together on this machine when both
@@ -104,7 +105,7 @@ mod x86 {
         let magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
         let low = _mm256_set1_epi32(0x0f);
         let zero = _mm256_setzero_si256();
-        let mut steps = _mm256_setzero_ps();
+        let mut largest = zero;
         let (mut sq_err, mut sq_src) = ([_mm256_setzero_ps(); 2], [_mm256_setzero_ps(); 2]);
         for t in from..to {
             // Arrays, so that every index below is checked when compiling, not in the loop.
@@ -161,14 +162,17 @@ mod x86 {
                         sq_src[k] = _mm256_fmadd_ps(sources[k], sources[k], sq_src[k]);
                     }
                 }
-                let per_step = _mm256_set1_ps(1.0 / d);
-                steps = _mm256_max_ps(_mm256_mul_ps(_mm256_castsi256_ps(worst), per_step), steps);
+                // The largest error itself, not in steps: the yardstick spares the kernel's division.
+                largest = _mm256_max_epu32(worst, largest);
             }
         }
         let mut lanes = [0f32; 8];
         let total = _mm256_add_ps(
             _mm256_add_ps(sq_err[0], sq_err[1]),
-            _mm256_add_ps(_mm256_add_ps(sq_src[0], sq_src[1]), steps),
+            _mm256_add_ps(
+                _mm256_add_ps(sq_src[0], sq_src[1]),
+                _mm256_castsi256_ps(largest),
+            ),
         );
         // SAFETY: an unaligned 8-float store into an array of 8.
         unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), total) };
