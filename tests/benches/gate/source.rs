@@ -4,15 +4,17 @@
 //! comparison must do). The gate runs whole (every form check plus `source.*`), once with the
 //! vectorized comparison and once with the plain scalar loop, so the table shows what vectorizing buys.
 //!
-//! Three more rows say where the gate's time goes and how far it could fall here: the form checks
-//! alone (the gate without `--source`); the comparison's arithmetic alone (its whole-tile kernel over
-//! one tile held in cache, as many times as the package has tiles); and the sequential yardstick
-//! (`yardstick.rs`: the same arithmetic streaming both files in address order). The last lines add
-//! the form checks to each, as bounds on the gate's time while the form checks are a pass of their own.
+//! More rows say where the gate's time goes and how far it could fall here: the form checks alone (the
+//! gate without `--source`); the comparison's arithmetic alone (its whole-tile kernel over one tile
+//! held in cache, as many times as the package has tiles); and the sequential yardstick
+//! (`yardstick.rs`: the same arithmetic streaming both files in address order), also over one tile in
+//! cache. The last lines add the form checks to each, as bounds on the gate's time while the form
+//! checks are a pass of their own.
 //!
 //! The floor is bound by memory bandwidth, which other tenants of a shared machine take in bursts,
 //! and the gate mostly by arithmetic: timed in separate batches, their ratio follows the neighbours.
-//! So floor and gate runs alternate, and gate/floor is given per pair (median, and the range).
+//! So every measurement is taken in rounds, beside a floor run, and each ratio to the floor is the
+//! median of the rounds' own ratios.
 //!
 //! Both also depend on how the page cache holds the files: pages a program just wrote are mapped
 //! 4 KiB at a time, pages readahead brought in come in large folios, mapped many at once. Measured
@@ -20,7 +22,8 @@
 //! before timing, each file is dropped from the page cache and read once from end to end, as a
 //! published file a loader opens has been: every run, on every machine, then starts alike.
 
-use super::{median, ms, LIVE, PEAK};
+use super::yardstick::Reading;
+use super::{median, LIVE, PEAK};
 use gate::beyond::source::wide;
 use gate_tests::arms::SEED;
 use gate_tests::synth::source::{quantize, source_matrix, write_source, Quantizer, SourceOptions};
@@ -150,6 +153,7 @@ fn time_arithmetic(elements: u64) -> Option<Duration> {
     let rows: wide::Rows<'_> = std::array::from_fn(|r| &chunks[r]);
     const TILES_PER_ITEM: u64 = 256;
     let tiles = elements / 8192;
+    assert_eq!(tiles * 8192, elements, "the gate compared whole tiles");
     let items: Vec<u64> = (0..tiles.div_ceil(TILES_PER_ITEM))
         .map(|i| TILES_PER_ITEM.min(tiles - i * TILES_PER_ITEM))
         .collect();
@@ -171,6 +175,25 @@ fn time_arithmetic(elements: u64) -> Option<Duration> {
     Some(time)
 }
 
+/// One round of measurements, each taken beside the round's floor run so that its ratio to the floor
+/// is of the same spell of the machine.
+struct Round {
+    floor: Duration,
+    gate: Duration,
+    form: Duration,
+    arithmetic: Option<Duration>,
+    yardstick: Option<Duration>,
+    yardstick_in_cache: Option<Duration>,
+    scalar: Option<Duration>,
+}
+
+/// Median, least and greatest of the values `f` gives for the rounds (`None` when it gives none).
+fn spread(rounds: &[Round], f: impl Fn(&Round) -> Option<f64>) -> Option<(f64, f64, f64)> {
+    let mut v: Vec<f64> = rounds.iter().filter_map(f).collect();
+    v.sort_by(f64::total_cmp);
+    Some((*v.get(v.len() / 2)?, *v.first()?, *v.last()?))
+}
+
 pub fn run(cache: &Path, runs: usize) {
     let runs = runs.max(1);
     let (draft, source) = ensure_pair(&cache.join("bolt-source"));
@@ -189,88 +212,105 @@ pub fn run(cache: &Path, runs: usize) {
     };
     settle(&files);
     black_box(floor(&files));
-    let (mut floors, mut gates, mut scalars, mut ratios) = (vec![], vec![], vec![], vec![]);
-    let (mut forms, mut arithmetic, mut sequential) = (vec![], vec![], vec![]);
     let (mut heap, mut scalar_heap, mut elements) = (0, 0, 0);
-    for _ in 0..runs {
-        let floor_time = time_floor(&files);
-        let (time, h, e) = time_gate(&draft, &vectorized);
-        ratios.push(time.as_secs_f64() / floor_time.as_secs_f64());
+    let mut rounds = Vec::new();
+    for round in 0..runs {
+        let floor = time_floor(&files);
+        let (gate, h, e) = time_gate(&draft, &vectorized);
         (heap, elements) = (heap.max(h), e);
-        floors.push(floor_time);
-        gates.push(time);
-        forms.push(time_gate(&draft, &gate::Options::default()).0);
-        arithmetic.extend(time_arithmetic(elements));
-        sequential.extend(super::yardstick::time(&files[0], &files[1], elements));
+        let form = time_gate(&draft, &gate::Options::default()).0;
+        let yardstick = |reading| super::yardstick::time(&files[0], &files[1], elements, reading);
+        let (arithmetic, yardstick, yardstick_in_cache) = (
+            time_arithmetic(elements),
+            yardstick(Reading::Streaming),
+            yardstick(Reading::InCache),
+        );
+        // The scalar loop only needs to show its order of magnitude: the first three rounds.
+        let scalar = (round < 3).then(|| {
+            let (time, h, _) = time_gate(&draft, &scalar);
+            scalar_heap = scalar_heap.max(h);
+            time
+        });
+        rounds.push(Round {
+            floor,
+            gate,
+            form,
+            arithmetic,
+            yardstick,
+            yardstick_in_cache,
+            scalar,
+        });
     }
-    // The scalar loop only needs to show its order of magnitude: a few runs.
-    for _ in 0..runs.min(3) {
-        let (time, h, _) = time_gate(&draft, &scalar);
-        scalar_heap = scalar_heap.max(h);
-        scalars.push(time);
-    }
-    let (floor_time, gate_time, scalar_time) = (median(floors), median(gates), median(scalars));
-    let form_time = median(forms);
-    let arithmetic_time = (!arithmetic.is_empty()).then(|| median(arithmetic));
-    let sequential_time = (!sequential.is_empty()).then(|| median(sequential));
-    ratios.sort_by(f64::total_cmp);
     println!(
         "\n--source, reference package + bf16 checkpoint ({bytes} bytes, {elements} grid elements)"
     );
     println!(
         "{:<22} {:>10} {:>8} {:>9} {:>14} {:>12}",
-        "", "time", "x floor", "GB/s", "elements/s", "peak heap"
+        "", "median", "x floor", "GB/s", "elements/s", "peak heap"
     );
-    let row = |name: &str, t: Duration, heap: Option<usize>| {
+    // Each row: the median time, and the median of its ratios to the floor run of the same round.
+    let row = |name: &str, f: &dyn Fn(&Round) -> Option<Duration>, heap: Option<usize>| {
+        let times: Vec<Duration> = rounds.iter().filter_map(f).collect();
+        let Some(ratio) = spread(&rounds, |r| {
+            Some(f(r)?.as_secs_f64() / r.floor.as_secs_f64())
+        }) else {
+            return;
+        };
+        let t = median(times).as_secs_f64();
         println!(
             "{:<22} {:>8.1}ms {:>8.2} {:>9.2} {:>14.3e} {:>12}",
             name,
-            ms(t),
-            t.as_secs_f64() / floor_time.as_secs_f64(),
-            bytes as f64 / 1e9 / t.as_secs_f64(),
-            elements as f64 / t.as_secs_f64(),
+            t * 1e3,
+            ratio.0,
+            bytes as f64 / 1e9 / t,
+            elements as f64 / t,
             heap.map_or(String::new(), |h| format!(
                 "{:.2}MiB",
                 h as f64 / (1 << 20) as f64
             ))
         );
     };
-    row("floor (read both)", floor_time, None);
-    row("gate --source", gate_time, Some(heap));
-    row("form checks alone", form_time, None);
-    if let Some(t) = arithmetic_time {
-        row("arithmetic in cache", t, None);
-    }
-    if let Some(t) = sequential_time {
-        row("sequential yardstick", t, None);
-    }
-    row("gate, scalar loop", scalar_time, Some(scalar_heap));
-    println!(
-        "vectorizing buys {:.2}x over the scalar loop (whole gate); gate/floor per pair: median {:.2} (range {:.2}..{:.2}, {} pairs)",
-        scalar_time.as_secs_f64() / gate_time.as_secs_f64(),
-        ratios[ratios.len() / 2],
-        ratios[0],
-        ratios[ratios.len() - 1],
-        ratios.len()
-    );
-    // Two bounds under the gate's structure (form checks, then the comparison): with every memory wait
-    // hidden behind arithmetic, and with waits as the sequential yardstick meets them.
-    let floor_s = floor_time.as_secs_f64();
-    let bound = |name: &str, comparison: f64| {
-        let total = form_time.as_secs_f64() + comparison;
-        println!(
-            "form checks + {name} = {:.1}ms, {:.2}x floor",
-            total * 1e3,
-            total / floor_s
-        );
+    row("floor (read both)", &|r| Some(r.floor), None);
+    row("gate --source", &|r| Some(r.gate), Some(heap));
+    row("form checks alone", &|r| Some(r.form), None);
+    row("arithmetic in cache", &|r| r.arithmetic, None);
+    row("sequential yardstick", &|r| r.yardstick, None);
+    row("yardstick in cache", &|r| r.yardstick_in_cache, None);
+    row("gate, scalar loop", &|r| r.scalar, Some(scalar_heap));
+    let seconds = |d: Duration| d.as_secs_f64();
+    let line = |what: &str, f: &dyn Fn(&Round) -> Option<f64>| {
+        if let Some((m, lo, hi)) = spread(&rounds, f) {
+            println!(
+                "{what}: median {m:.2} (range {lo:.2}..{hi:.2}, {} rounds)",
+                rounds.len()
+            );
+        }
     };
-    if let Some(a) = arithmetic_time {
-        bound(
-            "max(arithmetic in cache, floor)",
-            a.as_secs_f64().max(floor_s),
-        );
-    }
-    if let Some(y) = sequential_time {
-        bound("sequential yardstick", y.as_secs_f64());
-    }
+    line("gate/floor per pair", &|r| {
+        Some(seconds(r.gate) / seconds(r.floor))
+    });
+    line("vectorizing buys (scalar loop / gate, same round)", &|r| {
+        Some(seconds(r.scalar?) / seconds(r.gate))
+    });
+    // Bounds on the gate while its form checks are a pass of their own: with every memory wait hidden
+    // behind the comparison's arithmetic, and with waits as the yardstick meets them. Slightly high:
+    // the form checks' own run maps and faults in the package, which the gate does once for both.
+    line(
+        "form checks + max(arithmetic in cache, floor), x floor",
+        &|r| {
+            Some(
+                (seconds(r.form) + seconds(r.arithmetic?).max(seconds(r.floor))) / seconds(r.floor),
+            )
+        },
+    );
+    line("form checks + sequential yardstick, x floor", &|r| {
+        Some((seconds(r.form) + seconds(r.yardstick?)) / seconds(r.floor))
+    });
+    line(
+        "the gate less its form checks, x the sequential yardstick",
+        &|r| Some((seconds(r.gate) - seconds(r.form)) / seconds(r.yardstick?)),
+    );
+    line("yardstick / kernel, both in cache", &|r| {
+        Some(seconds(r.yardstick_in_cache?) / seconds(r.arithmetic?))
+    });
 }

@@ -2,14 +2,18 @@
 //! read in address order, as if the package were laid out for the comparison.
 //!
 //! Per element it does what the gate's whole-tile kernel does (`w = q * d + m`, `|w - s|`, the running
-//! largest error, the squared error and the squared source summed: nine vector operations per eight
-//! elements), and less per group (the largest error is not scaled to steps, so no `1 / d`), with none
-//! of the gate's other work: no tile order to follow (the source is read front to
-//! back, the package's tile bytes too, the codes taken in byte order), no planes checked, no
-//! regrouping, no form checks. The rest of both files is read once as the floor reads it. Its time
-//! over the floor's is what this arithmetic and the memory cost together on this machine when both
-//! cores compute while they stream, in the most favourable order: the gate's comparison, which must
-//! follow the tiles, is not expected to beat it, and only fewer operations per element could.
+//! largest error, the squared error and the squared source summed), its codes split from nibbles in
+//! the loop (ten vector operations for eight elements, the kernel's nine). Per group it takes `d` and
+//! `m` from the planes in scalar code and keeps the largest error unscaled. Per tile it does none of the
+//! kernel's work: no planes checked, no `1 / d`, no regrouping; and none of the gate's: no tile order
+//! to follow (source and tile bytes are read front to back), no form checks. The rest of both files is
+//! read once as the floor reads it. Its codes and source values are paired by position, not as a grid
+//! pairs them: the sums mean nothing, only the time does.
+//!
+//! Streaming, its time over the floor's is what this arithmetic and the memory cost together when both
+//! cores compute while they stream, in the most favourable order, with prefetching tuned (two tiles
+//! ahead into the second-level cache: one, four or eight tiles ahead, or other hints, measured no
+//! better). In cache (`Reading::InCache`) it shows its arithmetic against the kernel's.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -34,56 +38,79 @@ enum Item<'a> {
     Rest(&'a [u8]),
 }
 
-/// The yardstick's time over `package` and `source` (mapped afresh, as the floor maps them) for
-/// `elements` grid elements; `None` where the processor lacks AVX2 and FMA. Panics when the files
-/// hold fewer than `elements`, so that its figure is never one of a smaller comparison.
-pub fn time(package: &PathBuf, source: &PathBuf, elements: u64) -> Option<Duration> {
+/// Where the yardstick's tile bytes come from.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Reading {
+    /// Both files, front to back, every byte once: the yardstick proper.
+    Streaming,
+    /// The first tile and its source values, again and again, and nothing else read: the
+    /// yardstick's arithmetic with no memory to wait for, to set beside the kernel's.
+    InCache,
+}
+
+/// The yardstick's time for `elements` grid elements, mapping both files and unmapping them inside
+/// the timing as the floor does; `None` where the processor lacks AVX2 and FMA. Panics when the
+/// files hold fewer than `elements`, so that its figure is never one of a smaller comparison.
+pub fn time(
+    package: &PathBuf,
+    source: &PathBuf,
+    elements: u64,
+    reading: Reading,
+) -> Option<Duration> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        let map = |path: &PathBuf| {
-            let file = std::fs::File::open(path).expect("file");
-            // SAFETY: read-only map of a file nothing else writes during the benchmark.
-            unsafe { memmap2::Mmap::map(&file) }.expect("map")
-        };
         let start = Instant::now();
-        let (package_map, source_map) = (map(package), map(source));
-        let (package, source) = (data(&package_map), data(&source_map));
-        let whole = usize::try_from(elements).expect("elements");
-        let tiles = whole / TILE_ELEMENTS;
-        assert!(
-            tiles * TILE_ELEMENTS == whole
-                && tiles <= package.len() / TILE_BYTES
-                && tiles <= source.len() / (2 * TILE_ELEMENTS),
-            "the yardstick compares the gate's {elements} elements, whole tiles of both files"
-        );
-        let mut items: Vec<Item<'_>> = (0..tiles.div_ceil(TILES_PER_ITEM))
-            .map(|i| Item::Tiles(i * TILES_PER_ITEM, ((i + 1) * TILES_PER_ITEM).min(tiles)))
-            .collect();
+        black_box(run(package, source, elements, reading));
+        return Some(start.elapsed());
+    }
+    let _ = (package, source, elements, reading);
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+fn run(package: &PathBuf, source: &PathBuf, elements: u64, reading: Reading) -> Vec<f64> {
+    let map = |path: &PathBuf| {
+        let file = std::fs::File::open(path).expect("file");
+        // SAFETY: read-only map of a file nothing else writes during the benchmark.
+        unsafe { memmap2::Mmap::map(&file) }.expect("map")
+    };
+    let (package_map, source_map) = (map(package), map(source));
+    let (package, source) = (data(&package_map), data(&source_map));
+    let whole = usize::try_from(elements).expect("elements");
+    let tiles = whole / TILE_ELEMENTS;
+    assert!(
+        tiles * TILE_ELEMENTS == whole
+            && tiles <= package.len() / TILE_BYTES
+            && tiles <= source.len() / (2 * TILE_ELEMENTS),
+        "the yardstick compares the gate's {elements} elements, whole tiles of both files"
+    );
+    let mut items: Vec<Item<'_>> = (0..tiles.div_ceil(TILES_PER_ITEM))
+        .map(|i| Item::Tiles(i * TILES_PER_ITEM, ((i + 1) * TILES_PER_ITEM).min(tiles)))
+        .collect();
+    if reading == Reading::Streaming {
         for rest in [
             &package[tiles * TILE_BYTES..],
             &source[tiles * 2 * TILE_ELEMENTS..],
         ] {
             items.extend(rest.chunks(1 << 20).map(Item::Rest));
         }
-        let sums = gate::parallel::map(
-            &items,
-            || (),
-            |_, item| match *item {
-                // SAFETY: the processor was just found to support both features the function enables.
-                Item::Tiles(from, to) => unsafe { x86::tiles(package, source, from, to) },
-                Item::Rest(bytes) => {
-                    let (words, _) = bytes.as_chunks::<8>();
-                    words.iter().fold(0u64, |s, w| s ^ u64::from_le_bytes(*w)) as f64
-                }
-            },
-        );
-        // A worker's panic would only shorten `map`'s result: a short one is not a figure.
-        assert_eq!(sums.len(), items.len(), "the yardstick read every item");
-        black_box(sums);
-        return Some(start.elapsed());
     }
-    let _ = (package, source, elements);
-    None
+    let in_cache = reading == Reading::InCache;
+    let sums = gate::parallel::map(
+        &items,
+        || (),
+        |_, item| match *item {
+            // SAFETY: `time` found the processor to support both features the function enables.
+            Item::Tiles(from, to) => unsafe { x86::tiles(package, source, from, to, in_cache) },
+            Item::Rest(bytes) => {
+                let (words, _) = bytes.as_chunks::<8>();
+                words.iter().fold(0u64, |s, w| s ^ u64::from_le_bytes(*w)) as f64
+            }
+        },
+    );
+    // A worker's panic would only shorten `map`'s result: a short one is not a figure.
+    assert_eq!(sums.len(), items.len(), "the yardstick read every item");
+    sums
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -98,16 +125,24 @@ mod x86 {
         f32::from_bits(u32::from((bits & 0x7f) | 0x3c00 | sign) << 16)
     }
 
-    /// Tiles `from..to`: each tile's 256 groups of 32 elements, the scale and minimum of group `g`
-    /// at entry `g` of the tile's planes, its codes two to a byte in element order.
+    /// Tiles `from..to` (tile 0 each time when `in_cache`): each tile's 256 groups of 32 elements,
+    /// the scale and minimum of group `g` at entry `g` of the tile's planes, its codes two to a byte
+    /// in element order.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn tiles<'a>(package: &'a [u8], source: &'a [u8], from: usize, to: usize) -> f64 {
+    pub(super) fn tiles<'a>(
+        package: &'a [u8],
+        source: &'a [u8],
+        from: usize,
+        to: usize,
+        in_cache: bool,
+    ) -> f64 {
         let magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
         let low = _mm256_set1_epi32(0x0f);
         let zero = _mm256_setzero_si256();
         let mut largest = zero;
         let (mut sq_err, mut sq_src) = ([_mm256_setzero_ps(); 2], [_mm256_setzero_ps(); 2]);
         for t in from..to {
+            let t = if in_cache { 0 } else { t };
             // Arrays, so that every index below is checked when compiling, not in the loop.
             let tile: &[u8; TILE_BYTES] = package[t * TILE_BYTES..(t + 1) * TILE_BYTES]
                 .try_into()
@@ -117,7 +152,8 @@ mod x86 {
                 .try_into()
                 .expect("a tile's source values");
             // The bytes two tiles on, asked for into the second-level cache a line per group (the
-            // hardware's own prefetching alone measured about 7% slower).
+            // hardware's own prefetching alone measured about 7% slower, four tiles on the same,
+            // eight or the first-level cache slower).
             let ahead = |bytes: &'a [u8], size: usize| bytes.get((t + 2) * size..).unwrap_or(&[]);
             let (source_ahead, tile_ahead) =
                 (ahead(source, 2 * TILE_ELEMENTS), ahead(package, TILE_BYTES));
@@ -162,7 +198,7 @@ mod x86 {
                         sq_src[k] = _mm256_fmadd_ps(sources[k], sources[k], sq_src[k]);
                     }
                 }
-                // The largest error itself, not in steps: the yardstick spares the kernel's division.
+                // The largest error itself, not in steps: no multiply by `1 / d`.
                 largest = _mm256_max_epu32(worst, largest);
             }
         }
