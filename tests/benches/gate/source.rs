@@ -286,7 +286,7 @@ pub fn run(cache: &Path, runs: usize) {
             );
         }
     };
-    line("gate/floor per pair", &|r| {
+    line("gate/floor per round", &|r| {
         Some(seconds(r.gate) / seconds(r.floor))
     });
     line("vectorizing buys (scalar loop / gate, same round)", &|r| {
