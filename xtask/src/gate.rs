@@ -18,6 +18,14 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
         .map_err(|e| format!("gate: {e}\nfor more, run 'cargo xtask gate --help'"))?;
     let mut args = args.to_vec();
     if parsed.operands.is_empty() && !parsed.has("--all") && !parsed.has("--version") {
+        // An option that names what to compare a package with says the user meant a package of
+        // their own: gating the bundled one against their checkpoint or target would answer a
+        // question nobody asked (and fail, as if their files were at fault).
+        if let Some(option) = ["--source", "--target"].into_iter().find(|o| parsed.has(o)) {
+            return Err(format!(
+                "gate: {option} was given but no package directory was named (cargo xtask gate <package-dir> {option} <dir>)"
+            ));
+        }
         eprintln!("xtask: no package named; gating the bundled {DEFAULT_PACKAGE}");
         args.push(
             crate::root()
@@ -70,6 +78,22 @@ fn executable(messages: &str, name: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_checkpoint_or_target_without_a_package_is_a_usage_error_not_the_bundled_fixture() {
+        for option in ["--source", "--target"] {
+            let args = [
+                option.to_owned(),
+                "some/dir".to_owned(),
+                "--json".to_owned(),
+            ];
+            let err = super::run(&args).expect_err("refused before any build");
+            assert!(
+                err.contains(&format!("{option} was given but no package directory")),
+                "{err}"
+            );
+        }
+    }
+
     #[test]
     fn the_executable_is_read_from_cargos_messages() {
         let messages = r#"{"reason":"compiler-artifact","target":{"name":"gate","kind":["lib"]},"executable":null}

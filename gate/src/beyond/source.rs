@@ -33,13 +33,17 @@ pub const CHECKS: [&str; 4] = [CONFIG, INVENTORY, BF16, Q4_1];
 
 /// The names a package tensor's source counterpart may have: its own name without `model.` first,
 /// then every spelling its family gives the role (the assistant head's aliases, a codebook with and
-/// without `.weight`). A name no family explains is looked up as it is.
+/// without `.weight`), then each of those with the `model.` prefix that Hugging Face checkpoints of
+/// the target's kind carry (spec section 11 names the bare spelling; the content comparison, not the
+/// name, is what proves a pairing). A name no family explains is looked up as it is.
 fn source_names(package_name: &str) -> Vec<String> {
     let bare = package_name.strip_prefix("model.").unwrap_or(package_name);
     let mut names = vec![bare.to_owned()];
     if let Some(s) = source_name(package_name) {
         names.extend(s.spellings.into_iter().filter(|n| n != bare));
     }
+    let prefixed: Vec<String> = names.iter().map(|n| format!("model.{n}")).collect();
+    names.extend(prefixed);
     names
 }
 
@@ -162,7 +166,21 @@ pub fn checks(
         .headers
         .entries()
         .filter(|e| !claimed.contains(&e.name))
-        .map(|e| format!("source tensor {} has no package counterpart", e.name))
+        .map(|e| {
+            // Both spellings of one tensor in the source: which one a loader takes is not ours to guess.
+            let twin = e
+                .name
+                .strip_prefix("model.")
+                .map_or_else(|| format!("model.{}", e.name), str::to_owned);
+            if claimed.contains(&twin) {
+                format!(
+                    "source tensor {} is a second spelling of {twin}, which was compared",
+                    e.name
+                )
+            } else {
+                format!("source tensor {} has no package counterpart", e.name)
+            }
+        })
         .collect();
     extra.sort();
     checks.push(inventory(&pairs, &missing, &extra, &misshapen));
@@ -267,10 +285,18 @@ fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String])
         )
         .with_evidence(evidence);
     }
+    let rounded = jobs
+        .iter()
+        .filter(|j| j.source.dtype != crate::dtype::Dtype::Bf16)
+        .count();
+    let rounded = match rounded {
+        0 => String::new(),
+        n => format!(" ({n} of them from an F16 or F32 source, rounded to bf16 nearest-even)"),
+    };
     Check::pass(
         BF16,
         format!(
-            "every one of the {} BF16 tensors equals its source bit for bit",
+            "every one of the {} BF16 tensors paired with a source tensor equals it bit for bit{rounded}",
             jobs.len()
         ),
     )
@@ -331,7 +357,7 @@ fn compare_grids(
         Check::fail(
             Q4_1,
             format!(
-                "{} is not a faithful quantization of source {}: {} of {} elements are more than one step from their source value clamped to the group's range (largest error, unclamped, {:.2} steps; relative RMS {:.3}); first at {first}; {} of {} grids fail",
+                "{} is not a faithful quantization of source {}: {} of {} elements are out of bound, more than one step from their source value clamped to the group's range or more than one step outside that range (largest error, unclamped, {:.2} steps; relative RMS {:.3}); first at {first}; {} of {} grids fail",
                 job.name,
                 job.source.name,
                 o.stats.out,
@@ -352,7 +378,7 @@ fn compare_grids(
         Check::pass(
             Q4_1,
             format!(
-                "every one of the {} grids is a faithful quantization of its source: {elements} elements within one step of their source value clamped to the group's range (largest error, unclamped, {worst_steps:.2} steps; worst relative RMS {worst_rms:.3})",
+                "every one of the {} grids paired with a source matrix is a faithful quantization of it: {elements} elements within one step of their source value clamped to the group's range, none more than a step outside it (largest error, unclamped, {worst_steps:.2} steps; worst relative RMS {worst_rms:.3})",
                 jobs.len()
             ),
         )

@@ -4,7 +4,7 @@
 
 use super::{fail, none, Arm, Base, Expect, Extra};
 use crate::defects::{gain, proj, Scenario};
-use crate::synth::source::{quantize, source_matrix, Quantizer, SourceOptions};
+use crate::synth::source::{grid_source, quantize, source_matrix, Quantizer, SourceOptions};
 use crate::synth::Encoding;
 use gate::dtype::Dtype;
 use gate::report::{Outcome, Report};
@@ -43,6 +43,11 @@ const FAITHFUL: Source = Source {
     },
     after: untouched,
 };
+
+/// The faithful checkpoint, then bent by `after`.
+fn bent(after: fn(&Path)) -> Source {
+    Source { after, ..FAITHFUL }
+}
 
 fn sourced(name: &'static str, defect: fn(&mut Scenario), source: Source, expect: Expect) -> Arm {
     Arm {
@@ -113,10 +118,6 @@ pub fn arms() -> Vec<Arm> {
         },
         ..FAITHFUL
     };
-    let config_differs = Source {
-        after: source_config_differs,
-        ..FAITHFUL
-    };
     let q4_1 = gate::beyond::source::Q4_1;
     let bf16 = gate::beyond::source::BF16;
     vec![
@@ -145,6 +146,34 @@ pub fn arms() -> Vec<Arm> {
             Expect::Pass { facts: compared },
         ),
         sourced(
+            "pass::source_names_model_prefixed",
+            none,
+            bent(source_names_prefixed),
+            Expect::Pass { facts: compared },
+        ),
+        sourced(
+            "control::source_tensor_in_both_spellings",
+            none,
+            bent(source_gain_in_both_spellings),
+            fail(
+                gate::beyond::source::INVENTORY,
+                &["source tensor model.layers.0.input_layernorm.weight is a second spelling of layers.0.input_layernorm.weight"],
+            ),
+        ),
+        sourced(
+            "control::source_ranges_clipped",
+            ranges_clipped,
+            FAITHFUL,
+            fail(
+                q4_1,
+                &[
+                    "model.layers.0.mlp.down_proj.weight",
+                    "steps outside the group's range",
+                    "1 of 14 grids fail",
+                ],
+            ),
+        ),
+        sourced(
             "control::source_tiles_column_block_major",
             tiles_column_block_major,
             FAITHFUL,
@@ -169,7 +198,7 @@ pub fn arms() -> Vec<Arm> {
                 q4_1,
                 &[
                     "model.layers.1.self_attn.q_proj.weight",
-                    "elements are more than one step",
+                    "elements are out of bound",
                 ],
             ),
         ),
@@ -268,11 +297,28 @@ pub fn arms() -> Vec<Arm> {
         sourced(
             "control::source_config_field_differs",
             none,
-            config_differs,
+            bent(source_config_differs),
             fail(
                 gate::beyond::source::CONFIG,
                 &["intermediate_size: package 512, source 1024"],
             ),
+        ),
+        sourced(
+            "pass::source_config_numbers_respelled",
+            none,
+            bent(source_config_respelled),
+            Expect::Pass { facts: compared },
+        ),
+        sourced(
+            "control::source_config_field_absent",
+            none,
+            bent(source_config_field_absent),
+            Expect::Refused {
+                check: gate::beyond::source::CONFIG,
+                outcome: Outcome::Undecided,
+                mentions: &["sliding_window (stated by the package only)"],
+                also: &[],
+            },
         ),
     ]
 }
@@ -327,6 +373,15 @@ fn layers_swapped(s: &mut Scenario) {
     s.package.tensor_mut(&a).data = second;
 }
 
+/// layer 0's down_proj quantized from its own source values, but into ranges half as wide (see
+/// [`Quantizer::Clipping`]): every value inside a range is within half a step, so only the bound on
+/// how far outside its range a value may lie refuses it.
+fn ranges_clipped(s: &mut Scenario) {
+    let name = proj(0, Projection::Down);
+    let (n, k, values) = grid_source(&s.package, &name, super::SEED).expect("a grid's source");
+    s.package.tensor_mut(&name).data = quantize(n, k, &values, Quantizer::Clipping);
+}
+
 fn other_weights(s: &mut Scenario) {
     let (n, k) = (512, 256);
     let values = source_matrix(n, k, 0x0bad_5eed);
@@ -378,6 +433,121 @@ fn source_config_differs(dir: &Path) {
     let mut config: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).expect("source config")).expect("json");
     config["intermediate_size"] = 1024.into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json")).expect("write");
+}
+
+/// The source's `model.safetensors` rewritten: its tensors (name, dtype, shape, bytes) as `edit` leaves
+/// them (read in name order; laid out in the order `edit` leaves them).
+fn rewrite_source(dir: &Path, edit: impl FnOnce(&mut Vec<(String, String, Vec<i64>, Vec<u8>)>)) {
+    let path = dir.join("model.safetensors");
+    let file = std::fs::read(&path).expect("the source's model.safetensors");
+    let (length, rest) = file.split_at(8);
+    let length = u64::from_le_bytes(length.try_into().expect("8 bytes")) as usize;
+    let (header, data) = rest.split_at(length);
+    let header: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(header).expect("a JSON header");
+    let mut tensors: Vec<(String, String, Vec<i64>, Vec<u8>)> = header
+        .iter()
+        .filter(|(name, _)| *name != "__metadata__")
+        .map(|(name, e)| {
+            let at = |i: usize| e["data_offsets"][i].as_u64().expect("offset") as usize;
+            (
+                name.clone(),
+                e["dtype"].as_str().expect("dtype").to_owned(),
+                e["shape"]
+                    .as_array()
+                    .expect("shape")
+                    .iter()
+                    .map(|d| d.as_i64().expect("dimension"))
+                    .collect(),
+                data[at(0)..at(1)].to_vec(),
+            )
+        })
+        .collect();
+    edit(&mut tensors);
+    let mut entries = Vec::new();
+    let mut bytes = Vec::new();
+    for (name, dtype, shape, data) in tensors {
+        let begin = bytes.len() as u64;
+        bytes.extend_from_slice(&data);
+        entries.push(crate::synth::Entry {
+            name,
+            dtype,
+            shape,
+            offsets: [begin, bytes.len() as u64],
+        });
+    }
+    let header = crate::synth::header_bytes(&entries, &[]);
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&bytes);
+    std::fs::write(&path, out).expect("write the source");
+}
+
+/// Every source tensor under its `model.`-prefixed name, as a Hugging Face checkpoint spells it.
+fn source_names_prefixed(dir: &Path) {
+    rewrite_source(dir, |tensors| {
+        for t in tensors {
+            t.0 = format!("model.{}", t.0);
+        }
+    });
+}
+
+/// One gain in the source twice, under both spellings.
+fn source_gain_in_both_spellings(dir: &Path) {
+    rewrite_source(dir, |tensors| {
+        let gain = tensors
+            .iter()
+            .find(|t| t.0 == "layers.0.input_layernorm.weight")
+            .expect("the gain")
+            .clone();
+        tensors.push((format!("model.{}", gain.0), gain.1, gain.2, gain.3));
+    });
+}
+
+/// Every number of the source's config written another way with the same value (an integer as a
+/// float, a float in exponent form), as another serializer would.
+fn source_config_respelled(dir: &Path) {
+    let path = dir.join("config.json");
+    let text = std::fs::read_to_string(&path).expect("source config");
+    let config: serde_json::Value = serde_json::from_str(&text).expect("json");
+    fn respell(v: &serde_json::Value) -> String {
+        match v {
+            serde_json::Value::Number(n) if n.is_f64() => {
+                format!("{:e}", n.as_f64().unwrap_or(0.0))
+            }
+            serde_json::Value::Number(n) => format!("{n}.0"),
+            serde_json::Value::Array(a) => {
+                format!("[{}]", a.iter().map(respell).collect::<Vec<_>>().join(", "))
+            }
+            serde_json::Value::Object(o) => format!(
+                "{{{}}}",
+                o.iter()
+                    .map(|(k, v)| format!(
+                        "{}: {}",
+                        serde_json::Value::from(k.as_str()),
+                        respell(v)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            other => other.to_string(),
+        }
+    }
+    let respelled = respell(&config);
+    assert!(respelled.contains(".0"), "some integer respelled");
+    std::fs::write(&path, respelled).expect("write");
+}
+
+fn source_config_field_absent(dir: &Path) {
+    let path = dir.join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("source config")).expect("json");
+    config
+        .as_object_mut()
+        .expect("object")
+        .remove("sliding_window")
+        .expect("the small geometry states sliding_window");
     std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json")).expect("write");
 }
 

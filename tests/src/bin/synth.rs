@@ -1,47 +1,93 @@
-//! `synth <geometry> <dir> [seed] [--source DIR]`: writes a well-formed synthetic package (micro, tiny,
-//! small, padded, bolt, large, dflash2-small, dflash2-reference or assistant-head) into `dir`, for fuzz
-//! seeds and for trying the gate by hand; with `--source`, also the bf16 checkpoint it was quantized
-//! from, for trying `dflash-gate --source`.
-#![allow(clippy::print_stderr)]
+//! `synth <geometry> <dir> [seed] [--source DIR [--shards N]]`: writes a well-formed synthetic package
+//! (micro, tiny, small, padded, bolt, large, dflash2-small, dflash2-reference or assistant-head) into
+//! `dir`, for fuzz seeds and for trying the gate by hand; with `--source`, also the bf16 checkpoint it
+//! was quantized from (in N shards named by an index with `--shards`), for trying
+//! `dflash-gate --source`.
+#![allow(clippy::print_stderr, clippy::print_stdout)]
 
 use gate_tests::synth::source::{write_source, SourceOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
 use std::path::Path;
 use std::process::ExitCode;
 
+const USAGE: &str = "usage: synth <micro|tiny|small|padded|bolt|large|dflash2-small|dflash2-reference|assistant-head> <dir> [seed] [--source DIR [--shards N]]
+
+Writes a well-formed synthetic package into <dir> (seed: a number; default the test suite's).
+--source DIR   also write the bf16 checkpoint the package's grids are quantized from. The grids are
+               then drawn for the checkpoint: a package written without --source holds other grids,
+               so write both in one run to compare them.
+--shards N     write the checkpoint as N shards named by model.safetensors.index.json (default 1:
+               model.safetensors)";
+
+/// Takes `--name VALUE` out of `args`: `Ok(None)` when absent, `Err` when it has no value.
+fn take(args: &mut Vec<String>, name: &str) -> Result<Option<String>, String> {
+    match args.iter().position(|a| a == name) {
+        Some(i) if i + 1 < args.len() => {
+            let value = args.remove(i + 1);
+            args.remove(i);
+            Ok(Some(value))
+        }
+        Some(_) => Err(format!("{name} needs a value")),
+        None => Ok(None),
+    }
+}
+
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let source = match args.iter().position(|a| a == "--source") {
-        Some(i) if i + 1 < args.len() => {
-            let dir = args.remove(i + 1);
-            args.remove(i);
-            Some(dir)
-        }
-        Some(_) => {
-            eprintln!("synth: --source needs a directory");
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    let (source, shards) = match (take(&mut args, "--source"), take(&mut args, "--shards")) {
+        (Ok(source), Ok(shards)) => (source, shards),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("synth: {e}\n{USAGE}");
             return ExitCode::from(2);
         }
-        None => None,
+    };
+    let shards = match shards.map(|n| n.parse::<usize>()) {
+        None => 1,
+        Some(Ok(n)) if (1..=64).contains(&n) && source.is_some() => n,
+        Some(_) if source.is_none() => {
+            eprintln!("synth: --shards is for the checkpoint: give --source too");
+            return ExitCode::from(2);
+        }
+        Some(_) => {
+            eprintln!("synth: --shards takes a number from 1 to 64");
+            return ExitCode::from(2);
+        }
     };
     let (Some(name), Some(dir)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: synth <micro|tiny|small|padded|bolt|large|dflash2-small|dflash2-reference|assistant-head> <dir> [seed] [--source DIR]");
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
+    if let Some(extra) = args.get(3) {
+        eprintln!("synth: unexpected argument {extra:?}\n{USAGE}");
+        return ExitCode::from(2);
+    }
     let Some(geometry) = Geometry::named(name) else {
-        eprintln!("synth: unknown geometry {name:?}");
+        eprintln!("synth: unknown geometry {name:?}\n{USAGE}");
         return ExitCode::from(2);
     };
-    let seed = args
-        .get(2)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(gate_tests::arms::SEED);
+    let seed = match args.get(2).map(|s| s.parse()) {
+        None => gate_tests::arms::SEED,
+        Some(Ok(seed)) => seed,
+        Some(Err(_)) => {
+            eprintln!("synth: the seed must be a number, not {:?}", args[2]);
+            return ExitCode::from(2);
+        }
+    };
     let dir = Path::new(dir);
     let mut package = Package::generate(&geometry, Encoding::default(), seed);
     let written = std::fs::create_dir_all(dir).and_then(|()| match &source {
         Some(source) => {
             let source = Path::new(source);
             std::fs::create_dir_all(source)?;
-            write_source(&mut package, source, SourceOptions::default(), seed)
+            let options = SourceOptions {
+                shards,
+                ..SourceOptions::default()
+            };
+            write_source(&mut package, source, options, seed)
         }
         None => Ok(()),
     });

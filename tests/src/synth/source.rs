@@ -19,6 +19,11 @@ pub enum Quantizer {
     /// Codes chosen as by `MinMax`, then `d` and `m` refitted by least squares over those codes, as
     /// ggml's importance-matrix path (`make_qkx3_quants`) refits after choosing codes.
     Refit,
+    /// A converter with a wrong range, for a negative control: each group's range halved about its
+    /// centre (`m = min + (max - min) / 4`, `d = (max - min) / 30`), values clamped into it, codes
+    /// rounded. Every value inside the range is within half a step; a quarter of the values at each
+    /// end lie up to 7.5 steps outside it.
+    Clipping,
 }
 
 /// How the checkpoint is written.
@@ -112,7 +117,7 @@ pub fn write_source(
             let t = &mut package.tensors[*i];
             let values = if t.dtype == Dtype::I8 {
                 let (n, k) = (shape[0], shape[1]);
-                let values = source_matrix(n, k, seed ^ (0x5851_f42d * (*i as u64 + 1)));
+                let values = source_matrix(n, k, matrix_seed(seed, *i));
                 t.data = quantize(n, k, &values, options.quantizer);
                 values
             } else {
@@ -139,6 +144,20 @@ pub fn write_source(
         )?;
     }
     Ok(())
+}
+
+/// The seed of the source matrix of the package's tensor `i`.
+fn matrix_seed(seed: u64, i: usize) -> u64 {
+    seed ^ (0x5851_f42d * (i as u64 + 1))
+}
+
+/// The source values [`write_source`] (given `seed`) draws for the package's grid `name`, as N, K and
+/// row-major values: for a control that quantizes one grid another way.
+pub fn grid_source(package: &Package, name: &str, seed: u64) -> Option<(u64, u64, Vec<f32>)> {
+    let i = package.tensors.iter().position(|t| t.name == name)?;
+    let bare = name.strip_prefix("model.").unwrap_or(name);
+    let (n, k) = grid_dims(bare, &package.geometry)?;
+    Some((n, k, source_matrix(n, k, matrix_seed(seed, i))))
 }
 
 /// Values (already bf16-exact) as the checkpoint stores them.
@@ -197,6 +216,7 @@ pub fn quantize(n: u64, k: u64, values: &[f32], quantizer: Quantizer) -> Vec<u8>
                 match quantizer {
                     Quantizer::MinMax => write_group(tile, c, r, &group),
                     Quantizer::Refit => write_group_refit(tile, c, r, &group),
+                    Quantizer::Clipping => write_group_clipping(tile, c, r, &group),
                 }
             }
         }
@@ -243,6 +263,26 @@ fn write_group_refit(tile: &mut [u8], c: usize, r: usize, weights: &[f32; 32]) {
     tile[512 + 2 * i..512 + 2 * i + 2].copy_from_slice(&m.to_bits().to_le_bytes());
     for (j, &q) in codes.iter().enumerate() {
         set_code(tile, c * 32 + j, r, q as u8);
+    }
+}
+
+/// See [`Quantizer::Clipping`].
+fn write_group_clipping(tile: &mut [u8], c: usize, r: usize, weights: &[f32; 32]) {
+    let min = weights.iter().copied().fold(f32::INFINITY, f32::min);
+    let max = weights.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let d = bf16::from_f32((max - min) / 30.0);
+    let m = bf16::from_f32(min + (max - min) / 4.0);
+    let i = c * 32 + r;
+    tile[2 * i..2 * i + 2].copy_from_slice(&d.to_bits().to_le_bytes());
+    tile[512 + 2 * i..512 + 2 * i + 2].copy_from_slice(&m.to_bits().to_le_bytes());
+    let (d, m) = (d.to_f32(), m.to_f32());
+    for (j, &w) in weights.iter().enumerate() {
+        let q = if d > 0.0 {
+            ((w - m) / d).round().clamp(0.0, 15.0) as u8
+        } else {
+            0
+        };
+        set_code(tile, c * 32 + j, r, q);
     }
 }
 

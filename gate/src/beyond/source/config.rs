@@ -1,11 +1,14 @@
 //! `source.config`: the source checkpoint's config against the package's, field by field.
 //!
-//! Compared as the JSON each file states (a number stays the number written), so a converter that
-//! rounds or retypes a field is named; fields are looked up where the draft reader looks for them
-//! (top level or `dflash_config`, spec section 5), so moving a field between the two is no difference.
+//! Compared as JSON values, numbers by value: `16`, `16.0` and `1.6e1` are one number (JSON has one
+//! number type, and a publisher's serializer chooses the spelling), while a converter that rounds a
+//! field, or writes `"16"`, is named. Integers compare exactly, beyond what an f64 holds. Fields are
+//! looked up where the draft reader looks for them (top level or `dflash_config`, spec section 5), so
+//! moving a field between the two is no difference. A field only one config states cannot be compared:
+//! the check is then UNDECIDED, naming it, unless another field differs.
 
 use crate::report::Check;
-use serde_json::{json, Value};
+use serde_json::{json, Number, Value};
 
 pub const ID: &str = "source.config";
 
@@ -54,8 +57,7 @@ pub fn check(package: &[u8], source: &[u8]) -> Check {
         (Ok(p), Ok(s)) => (p, s),
         (Err(why), _) | (_, Err(why)) => return Check::fail(ID, why),
     };
-    let mut differing = Vec::new();
-    let mut compared = Vec::new();
+    let (mut equal, mut differing, mut one_sided) = (Vec::new(), Vec::new(), Vec::new());
     for (field, nested_first) in FIELDS {
         let (p, s) = (
             lookup(&package, field, nested_first),
@@ -63,25 +65,23 @@ pub fn check(package: &[u8], source: &[u8]) -> Check {
         );
         match (p, s) {
             (None, None) => {}
-            (Some(p), Some(s)) if p == s => compared.push(field),
-            (p, s) => differing.push(format!(
+            (Some(p), Some(s)) if same(p, s) => equal.push(field),
+            (Some(_), Some(_)) => differing.push(format!(
                 "{field}: package {}, source {}",
                 shown(p),
                 shown(s)
             )),
+            (Some(_), None) => one_sided.push(format!("{field} (stated by the package only)")),
+            (None, Some(_)) => one_sided.push(format!("{field} (stated by the source only)")),
         }
     }
-    let evidence = json!({ "compared": compared, "differing": differing });
-    if differing.is_empty() {
-        Check::pass(
-            ID,
-            format!(
-                "the source's config states the package's {} geometry and DFlash fields",
-                compared.len()
-            ),
-        )
-        .with_evidence(evidence)
-    } else {
+    let evidence = json!({
+        "fields": FIELDS.map(|(f, _)| f),
+        "compared": equal,
+        "differing": differing,
+        "one_sided": one_sided,
+    });
+    let check = if !differing.is_empty() {
         Check::fail(
             ID,
             format!(
@@ -89,7 +89,59 @@ pub fn check(package: &[u8], source: &[u8]) -> Check {
                 differing.join("; ")
             ),
         )
-        .with_evidence(evidence)
+    } else if !one_sided.is_empty() {
+        Check::undecided(
+            ID,
+            format!(
+                "cannot decide: {} of the compared fields are stated by one config only: {}",
+                one_sided.len(),
+                one_sided.join("; ")
+            ),
+        )
+    } else {
+        Check::pass(
+            ID,
+            format!(
+                "the source's config states the package's {} geometry and DFlash fields (of the {} compared when stated)",
+                equal.len(),
+                FIELDS.len()
+            ),
+        )
+    };
+    check.with_evidence(evidence)
+}
+
+/// JSON equality with numbers compared by value: `16 == 16.0`, `[1, 2] == [1.0, 2.0]`, `16 != "16"`.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => same_number(x, y),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Integers exactly (an integral float against an integer too: 2^53 + 1 is not 2^53 written as a
+/// float, which an f64 comparison would call equal), anything else as f64.
+fn same_number(x: &Number, y: &Number) -> bool {
+    let integer = |n: &Number| {
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
+    let float_is = |f: Option<f64>, i: i128| {
+        // Integral and under 2^100: exactly representable as i128, so the cast is exact.
+        f.is_some_and(|f| f.fract() == 0.0 && f.abs() < 1e30 && f as i128 == i)
+    };
+    match (integer(x), integer(y)) {
+        (Some(a), Some(b)) => a == b,
+        (Some(a), None) => float_is(y.as_f64(), a),
+        (None, Some(b)) => float_is(x.as_f64(), b),
+        (None, None) => x.as_f64().is_some() && x.as_f64() == y.as_f64(),
     }
 }
 
@@ -127,5 +179,57 @@ mod tests {
             c.message
         );
         assert_eq!(check(package, b"{").outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn numbers_compare_by_value_and_a_field_one_side_states_is_undecided() {
+        let package = br#"{"embedding_scale": 16.0, "rms_norm_eps": 1e-6, "target_layer_ids": [1, 2], "vocab_size": 9007199254740993}"#;
+        let respelled = br#"{"embedding_scale": 16, "rms_norm_eps": 0.000001, "target_layer_ids": [1.0, 2e0], "vocab_size": 9007199254740993}"#;
+        let c = check(package, respelled);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.message);
+        // Rounded, retyped, or an integer an f64 cannot tell from its neighbour: named.
+        for (source, named) in [
+            (
+                br#"{"embedding_scale": 16.5}"#.as_slice(),
+                "embedding_scale",
+            ),
+            (br#"{"embedding_scale": "16"}"#, "embedding_scale"),
+            (br#"{"vocab_size": 9007199254740992.0}"#, "vocab_size"),
+            (br#"{"target_layer_ids": [1, 2, 3]}"#, "target_layer_ids"),
+        ] {
+            let mut merged: Value = serde_json::from_slice(respelled).expect("json");
+            let over: Value = serde_json::from_slice(source).expect("json");
+            for (k, v) in over.as_object().expect("object") {
+                merged[k] = v.clone();
+            }
+            let c = check(package, merged.to_string().as_bytes());
+            assert_eq!(c.outcome, Outcome::Fail, "{}", c.message);
+            assert!(
+                c.message.contains(&format!("{named}: package")),
+                "{}",
+                c.message
+            );
+        }
+        let c = check(
+            package,
+            br#"{"embedding_scale": 16, "rms_norm_eps": 1e-6, "target_layer_ids": [1, 2]}"#,
+        );
+        assert_eq!(c.outcome, Outcome::Undecided, "{}", c.message);
+        assert!(
+            c.message
+                .contains("vocab_size (stated by the package only)"),
+            "{}",
+            c.message
+        );
+        let c = check(
+            br#"{"hidden_size": 64}"#,
+            br#"{"hidden_size": 64, "block_size": 8}"#,
+        );
+        assert_eq!(c.outcome, Outcome::Undecided, "{}", c.message);
+        assert!(
+            c.message.contains("block_size (stated by the source only)"),
+            "{}",
+            c.message
+        );
     }
 }
