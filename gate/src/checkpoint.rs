@@ -3,13 +3,15 @@
 //!
 //! Every shard is read with the package container's strict parser and limits. The index is untrusted
 //! input: every shard it names must be a plain file name inside the directory, every tensor must sit in
-//! exactly one shard, and the index's names and the shards' headers must agree both ways. Anything
-//! else is a [`PackageError`] (exit 2): a checkpoint that cannot be read is not a verdict on a package.
+//! exactly one shard, and the index's names and the shards' headers must agree both ways (checked shard
+//! by shard, as each header is read). A directory holding both `model.safetensors` and an index is
+//! refused: loaders differ on which they read. Anything else is a [`PackageError`] (exit 2): a
+//! checkpoint that cannot be read is not a verdict on a package.
 
 use crate::container::{parse_header_only, Table, TensorInfo};
 use crate::error::PackageError;
-use crate::files::{self, Bytes, FileError, RegularFile, CONFIG_FILE};
-use crate::limits::{MAX_CONFIG_BYTES, MAX_HEADER_BYTES};
+use crate::files::{self, Bytes, FileError, RegularFile, CONFIG_FILE, GUARDED_MAPS};
+use crate::limits::{MAX_CONFIG_BYTES, MAX_HEADER_BYTES, MAX_TENSORS};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,14 +19,22 @@ use std::path::{Path, PathBuf};
 pub const SINGLE_FILE: &str = "model.safetensors";
 pub const INDEX_FILE: &str = "model.safetensors.index.json";
 
-/// A checkpoint's config bytes and its shards' headers, with every tensor located once.
+/// The most shards a checkpoint read whole may have. Each shard's bytes stay mapped, under the
+/// `SIGBUS` guard, for the whole comparison; past the guard's [`GUARDED_MAPS`] slots a shard would be
+/// read into memory whole instead. Half the slots are left for what is mapped at the same time: the
+/// package's own weight file, and other gates a host (or the test suite) runs on other threads. Draft
+/// checkpoints have one or two shards.
+pub const MAX_SHARDS: usize = GUARDED_MAPS / 2;
+
+/// A checkpoint's config bytes and its shards' headers, every tensor in exactly one shard.
 pub struct Headers {
     pub dir: PathBuf,
+    /// config.json as read: one JSON object (checked with the strict parser when read), kept as bytes
+    /// for `source.config` to compare field by field.
     pub config: Vec<u8>,
-    /// Each shard: its file name, its open file, and its table.
-    pub shards: Vec<(String, RegularFile, Table)>,
-    /// Tensor name -> (shard, entry in that shard's table).
-    at: HashMap<String, (usize, usize)>,
+    /// Each shard, in shard order (sorted by file name): its file name and its table. No tensor is in
+    /// two shards.
+    pub shards: Vec<(String, Table)>,
 }
 
 /// A checkpoint with every shard's bytes in hand (mapped when large).
@@ -33,128 +43,64 @@ pub struct Checkpoint {
     bytes: Vec<Bytes>,
 }
 
+/// What a read keeps of each shard.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// Its table only (`--target`): the file is closed once its header is read, so any number of
+    /// shards costs neither file handles nor maps.
+    Headers,
+    /// Its table and its open file, whose bytes are then held (`--source`): at most [`MAX_SHARDS`].
+    Whole,
+}
+
+/// Where a checkpoint keeps its weights.
+enum Layout {
+    Single,
+    /// The index's `weight_map` (tensor -> shard file name), and its shards, sorted, each once.
+    Sharded {
+        index: HashMap<String, String>,
+        shards: Vec<String>,
+    },
+}
+
 impl Headers {
-    /// Reads config.json and every shard's header; no tensor data.
+    /// Reads config.json and every shard's header; no tensor data, and no shard is kept open.
     pub fn read(dir: &Path) -> Result<Headers, PackageError> {
-        crate::error::require_dir(dir)?;
-        let config = match files::read_capped(&dir.join(CONFIG_FILE), MAX_CONFIG_BYTES) {
-            Ok(bytes) => bytes,
-            Err(FileError::NotFound { .. }) => {
-                return Err(PackageError::NoConfig {
-                    path: dir.to_owned(),
-                })
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let (names, index) = shard_names(dir)?;
-        let mut shards = Vec::with_capacity(names.len());
-        let mut at = HashMap::new();
-        for name in names {
-            let file = files::open(&dir.join(&name))?;
-            let table = read_table(&file)?;
-            for (i, entry) in table.entries.iter().enumerate() {
-                if let Some((other, _)) = at.insert(entry.name.clone(), (shards.len(), i)) {
-                    let first: &(String, RegularFile, Table) = &shards[other];
-                    return Err(malformed(
-                        &dir.join(&name),
-                        format!("tensor {} is also in {}", entry.name, first.0),
-                    ));
-                }
-            }
-            shards.push((name, file, table));
-        }
-        let headers = Headers {
-            dir: dir.to_owned(),
-            config,
-            shards,
-            at,
-        };
-        if let Some(index) = index {
-            headers.agree_with(&index)?;
-        }
-        Ok(headers)
+        Ok(read(dir, Read::Headers, MAX_TENSORS)?.0)
     }
 
-    /// Every tensor the index names is in the shard it names, and every shard tensor is named.
-    fn agree_with(&self, index: &HashMap<String, String>) -> Result<(), PackageError> {
-        let path = self.dir.join(INDEX_FILE);
-        let mut names: Vec<&String> = index.keys().collect();
-        names.sort();
-        for name in names {
-            let shard = &index[name];
-            match self.at.get(name) {
-                None => {
-                    return Err(malformed(
-                        &path,
-                        format!(
-                            "tensor {name} is listed in {shard} but that shard has no such tensor"
-                        ),
-                    ))
-                }
-                Some(&(s, _)) if self.shards[s].0 != *shard => {
-                    return Err(malformed(
-                        &path,
-                        format!(
-                            "tensor {name} is listed in {shard} but stored in {}",
-                            self.shards[s].0
-                        ),
-                    ))
-                }
-                Some(_) => {}
-            }
-        }
-        if let Some((name, &(s, _))) = self.at.iter().find(|(n, _)| !index.contains_key(*n)) {
-            return Err(malformed(
-                &path,
-                format!(
-                    "tensor {name} in {} is not in the index's weight_map",
-                    self.shards[s].0
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    /// The header entry of `name`, and the shard holding it.
+    /// The header entry of `name`, and the shard holding it (a binary search of each shard's table:
+    /// a checkpoint read whole has at most [`MAX_SHARDS`]).
     pub fn get(&self, name: &str) -> Option<(usize, &TensorInfo)> {
-        let &(s, e) = self.at.get(name)?;
-        Some((s, &self.shards[s].2.entries[e]))
+        self.shards
+            .iter()
+            .enumerate()
+            .find_map(|(s, (_, table))| Some((s, table.get(name)?)))
     }
 
     /// Every tensor, in shard order then file order.
     pub fn entries(&self) -> impl Iterator<Item = &TensorInfo> {
-        self.shards.iter().flat_map(|(_, _, t)| t.entries.iter())
-    }
-
-    /// Takes every shard's bytes (mapping the large ones), for reading tensor data.
-    pub fn into_checkpoint(self) -> Result<Checkpoint, PackageError> {
-        let mut bytes = Vec::with_capacity(self.shards.len());
-        for (_, file, table) in &self.shards {
-            let whole = files::bytes(file.path())?;
-            if whole.len() != table.header_bytes + table.data_len {
-                return Err(FileError::Changed {
-                    path: file.path().to_owned(),
-                    why: format!(
-                        "{} bytes when its header was read, {} now",
-                        table.header_bytes + table.data_len,
-                        whole.len()
-                    ),
-                }
-                .into());
-            }
-            bytes.push(whole);
-        }
-        Ok(Checkpoint {
-            headers: self,
-            bytes,
-        })
+        self.shards.iter().flat_map(|(_, t)| t.entries.iter())
     }
 }
 
 impl Checkpoint {
     /// Reads a checkpoint directory whole (config, index, every shard).
     pub fn open(dir: &Path) -> Result<Checkpoint, PackageError> {
-        Headers::read(dir)?.into_checkpoint()
+        let (headers, files) = read(dir, Read::Whole, MAX_TENSORS)?;
+        Checkpoint::hold(headers, files)
+    }
+
+    /// Takes the bytes of the very files whose headers were read (mapping the large ones). Never their
+    /// paths opened again: a file renamed into place in between would pair one file's table with
+    /// another's data. Each table was parsed against its file's size at open, which is the length of
+    /// the bytes held; a file rewritten in place meanwhile is caught by [`Checkpoint::unchanged`].
+    fn hold(headers: Headers, files: Vec<RegularFile>) -> Result<Checkpoint, PackageError> {
+        let bytes = files
+            .into_iter()
+            .map(RegularFile::into_bytes)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Checkpoint { headers, bytes })
     }
 
     /// Every shard still has the size and modification time it had when opened: a checkpoint rewritten
@@ -169,11 +115,245 @@ impl Checkpoint {
     /// The header entry and data bytes of `name`.
     pub fn tensor(&self, name: &str) -> Option<(&TensorInfo, &[u8])> {
         let (s, info) = self.headers.get(name)?;
-        let table = &self.headers.shards[s].2;
+        let table = &self.headers.shards[s].1;
         let begin = usize::try_from(table.header_bytes + info.begin).ok()?;
         let end = usize::try_from(table.header_bytes + info.end).ok()?;
-        Some((info, self.bytes[s].as_slice().get(begin..end)?))
+        Some((info, self.bytes.get(s)?.as_slice().get(begin..end)?))
     }
+}
+
+/// Reads config.json and every shard's header, and with [`Read::Whole`] keeps every shard's open file.
+/// A checkpoint may hold at most `max_tensors` tensors in all ([`MAX_TENSORS`], the container's limit
+/// for one file: a model split into shards is held to what it would be held to as one file).
+fn read(
+    dir: &Path,
+    how: Read,
+    max_tensors: usize,
+) -> Result<(Headers, Vec<RegularFile>), PackageError> {
+    crate::error::require_dir(dir)?;
+    let config = read_config(dir)?;
+    let (names, index) = match layout(dir, how, max_tensors)? {
+        Layout::Single => (vec![SINGLE_FILE.to_owned()], None),
+        Layout::Sharded { index, shards } => (shards, Some(index)),
+    };
+    let mut listed: HashMap<&str, usize> = HashMap::new();
+    for shard in index.iter().flat_map(HashMap::values) {
+        *listed.entry(shard).or_default() += 1;
+    }
+    let mut shards: Vec<(String, Table)> = Vec::with_capacity(names.len());
+    let mut files = Vec::new();
+    for name in &names {
+        let path = dir.join(name);
+        let count = listed.get(name.as_str()).copied().unwrap_or_default();
+        let plural = if count == 1 { "" } else { "s" };
+        let named = index
+            .as_ref()
+            .map(|_| format!("{INDEX_FILE} lists {count} tensor{plural} in it"));
+        let file = open_present(&path, named)?;
+        let table = read_table(&file)?;
+        if let Some(index) = &index {
+            agrees(dir, index, name, count, &table, &shards)?;
+        }
+        shards.push((name.clone(), table));
+        if how == Read::Whole {
+            files.push(file);
+        }
+    }
+    let headers = Headers {
+        dir: dir.to_owned(),
+        config,
+        shards,
+    };
+    Ok((headers, files))
+}
+
+/// config.json's bytes, refused unless they are one JSON object by the strict parser: a checkpoint
+/// whose config cannot be read is exit 2 when it is read (as a target's is), not a finding about the
+/// package later.
+fn read_config(dir: &Path) -> Result<Vec<u8>, PackageError> {
+    let path = dir.join(CONFIG_FILE);
+    let bytes = match files::read_capped(&path, MAX_CONFIG_BYTES) {
+        Ok(bytes) => bytes,
+        Err(FileError::NotFound { .. }) => {
+            return Err(PackageError::NoConfig {
+                path: dir.to_owned(),
+            })
+        }
+        Err(e) => return Err(e.into()),
+    };
+    match crate::strict_json::parse(&bytes) {
+        Ok(Value::Object(_)) => Ok(bytes),
+        Ok(_) => Err(malformed(
+            &path,
+            "the checkpoint's config.json is not a JSON object".to_owned(),
+        )),
+        Err(e) => Err(malformed(
+            &path,
+            format!("the checkpoint's config.json is not valid JSON: {e}"),
+        )),
+    }
+}
+
+/// Which weight files the directory holds. Names are looked up without following links, so a link
+/// that leads nowhere counts as there (and is then reported as what it is, not as absent).
+fn layout(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageError> {
+    let there = |name: &str| match std::fs::symlink_metadata(dir.join(name)) {
+        Ok(_) => true,
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    };
+    match (there(SINGLE_FILE), there(INDEX_FILE)) {
+        (true, true) => Err(malformed(
+            dir,
+            format!("holds both {SINGLE_FILE} and {INDEX_FILE}: a loader may read either (transformers reads {SINGLE_FILE} first), so the gate does not pick one"),
+        )),
+        (true, false) => Ok(Layout::Single),
+        (false, true) => sharded(dir, how, max_tensors),
+        (false, false) => Err(PackageError::Missing {
+            path: dir.to_owned(),
+            why: no_weights(dir, how),
+        }),
+    }
+}
+
+/// The index and the shards it names. Its tensor count is the checkpoint's (each shard must hold
+/// exactly the tensors the index lists in it), so the cap on that is applied here, before any shard
+/// is opened. (Within the index's own size cap it cannot be reached today; it keeps the bound should
+/// that cap grow.)
+fn sharded(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageError> {
+    let path = dir.join(INDEX_FILE);
+    let bytes = open_present(&path, None)?.read_all(MAX_CONFIG_BYTES)?;
+    let index = parse_index(&bytes).map_err(|why| malformed(&path, why))?;
+    if index.len() > max_tensors {
+        return Err(malformed(
+            &path,
+            format!(
+                "weight_map lists {} tensors, more than the {max_tensors} one checkpoint may hold",
+                index.len()
+            ),
+        ));
+    }
+    let mut shards: Vec<String> = index.values().cloned().collect();
+    shards.sort();
+    shards.dedup();
+    if shards.is_empty() {
+        return Err(malformed(&path, "weight_map lists no tensors".to_owned()));
+    }
+    if how == Read::Whole && shards.len() > MAX_SHARDS {
+        return Err(malformed(
+            &path,
+            format!(
+                "names {} shards, more than the {MAX_SHARDS} the gate holds mapped at once (its guard against a file truncated while mapped has {GUARDED_MAPS} slots, shared with the package's weight file)",
+                shards.len()
+            ),
+        ));
+    }
+    Ok(Layout::Sharded { index, shards })
+}
+
+/// Why a directory has no weights to read. Read whole, it is the source a package was converted from,
+/// and a `*.q4nx` file there means the package was given in its place: the message says so. (A target
+/// may well be a Q4NX package: its reader looks for one before it comes here.)
+fn no_weights(dir: &Path, how: Read) -> String {
+    let why = format!("no weights: neither {SINGLE_FILE} nor {INDEX_FILE} is there");
+    if how == Read::Headers {
+        return why;
+    }
+    let (mut count, mut first) = (0usize, None::<String>);
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = crate::escape::name(&entry.file_name());
+        if name.ends_with(".q4nx") {
+            count += 1;
+            if first.as_ref().is_none_or(|f| name < *f) {
+                first = Some(name);
+            }
+        }
+    }
+    let holds = match (count, first) {
+        (1, Some(name)) => name,
+        (n, Some(name)) => format!("{n} *.q4nx files ({name} first)"),
+        _ => return why,
+    };
+    format!("{why}; it holds {holds}: it looks like a Q4NX package, not the safetensors checkpoint a package is converted from (were the package and the checkpoint swapped?)")
+}
+
+/// Opens a file the checkpoint says is there (the directory listed it, or the index named it). Not
+/// found then means a symbolic link that leads nowhere, which is said with where it points, or a file
+/// removed meanwhile; `named` says what named it, since "no such file" alone reads as a file nothing
+/// asked for.
+fn open_present(path: &Path, named: Option<String>) -> Result<RegularFile, PackageError> {
+    let error = match files::open(path) {
+        Ok(file) => return Ok(file),
+        Err(error @ FileError::NotFound { .. }) => error,
+        Err(error) => return Err(error.into()),
+    };
+    let link = std::fs::read_link(path).ok().map(|to| {
+        format!(
+            "it is a symbolic link to {}, which leads to no file",
+            to.display()
+        )
+    });
+    let notes: Vec<String> = named.into_iter().chain(link).collect();
+    if notes.is_empty() {
+        return Err(error.into());
+    }
+    Err(PackageError::FileNoted {
+        error,
+        note: notes.join("; "),
+    })
+}
+
+/// Checks one shard's table against the index as soon as it is read, so the first shard that
+/// contradicts the index stops the read before another is parsed. `listed` is how many tensors the
+/// index lists in it; `earlier` are the shards read before. The shard's entries are taken in file
+/// order and the index's names in sorted order, so the tensor named is the same on every run.
+fn agrees(
+    dir: &Path,
+    index: &HashMap<String, String>,
+    name: &str,
+    listed: usize,
+    table: &Table,
+    earlier: &[(String, Table)],
+) -> Result<(), PackageError> {
+    let index_path = dir.join(INDEX_FILE);
+    for entry in &table.entries {
+        let tensor = &entry.name;
+        match index.get(tensor) {
+            None => {
+                return Err(malformed(
+                    &index_path,
+                    format!("tensor {tensor} in {name} is not in the index's weight_map"),
+                ))
+            }
+            Some(shard) if shard != name => {
+                if let Some((other, _)) = earlier.iter().find(|(_, t)| t.get(tensor).is_some()) {
+                    return Err(malformed(
+                        &dir.join(name),
+                        format!("tensor {tensor} is also in {other}"),
+                    ));
+                }
+                return Err(malformed(
+                    &index_path,
+                    format!("tensor {tensor} is listed in {shard} but stored in {name}"),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    // Every entry is one the index lists here, and no two share a name: fewer means one is missing.
+    if table.entries.len() < listed {
+        let missing = index
+            .iter()
+            .filter(|&(tensor, shard)| shard == name && table.get(tensor).is_none())
+            .map(|(tensor, _)| tensor)
+            .min();
+        if let Some(tensor) = missing {
+            return Err(malformed(
+                &index_path,
+                format!("tensor {tensor} is listed in {name} but that shard has no such tensor"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Reads a safetensors file's header and nothing more: 8 bytes, then `n` (bounded by the limit and the
@@ -207,37 +387,8 @@ pub fn read_table(file: &RegularFile) -> Result<Table, PackageError> {
     })
 }
 
-/// The shard file names: the index's shards (sorted, each once), else `model.safetensors` alone.
-#[allow(clippy::type_complexity)]
-fn shard_names(dir: &Path) -> Result<(Vec<String>, Option<HashMap<String, String>>), PackageError> {
-    let index_path = dir.join(INDEX_FILE);
-    let bytes = match files::read_capped(&index_path, MAX_CONFIG_BYTES) {
-        Ok(bytes) => bytes,
-        Err(FileError::NotFound { .. }) => {
-            if dir.join(SINGLE_FILE).exists() {
-                return Ok((vec![SINGLE_FILE.to_owned()], None));
-            }
-            return Err(malformed(
-                dir,
-                format!("no weights: neither {SINGLE_FILE} nor {INDEX_FILE}"),
-            ));
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let index = parse_index(&bytes).map_err(|why| malformed(&index_path, why))?;
-    let mut names: Vec<String> = index.values().cloned().collect();
-    names.sort();
-    names.dedup();
-    if names.is_empty() {
-        return Err(malformed(
-            &index_path,
-            "weight_map lists no tensors".to_owned(),
-        ));
-    }
-    Ok((names, Some(index)))
-}
-
-/// `weight_map` of an index file: tensor name -> shard file name, each shard a plain file name.
+/// `weight_map` of an index file: tensor name -> shard file name, each shard a plain file name. Names
+/// are shown as they are written (the human report escapes what a terminal must not see).
 fn parse_index(bytes: &[u8]) -> Result<HashMap<String, String>, String> {
     let value = crate::strict_json::parse(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
     let Some(Value::Object(map)) = value.get("weight_map") else {
@@ -248,13 +399,12 @@ fn parse_index(bytes: &[u8]) -> Result<HashMap<String, String>, String> {
         let Value::String(shard) = shard else {
             return Err(format!("weight_map entry {name} is not a file name string"));
         };
-        let plain = !shard.is_empty()
-            && shard != "."
-            && shard != ".."
-            && !shard.contains(['/', '\\', '\0']);
-        if !plain {
+        if shard.is_empty() {
+            return Err(format!("weight_map entry {name} names an empty file name"));
+        }
+        if shard == "." || shard == ".." || shard.contains(['/', '\\', '\0']) {
             return Err(format!(
-                "weight_map entry {name} names {shard:?}, not a file inside the checkpoint"
+                "weight_map entry {name} names {shard}, not a file inside the checkpoint"
             ));
         }
         index.insert(name.clone(), shard.clone());
@@ -296,13 +446,32 @@ mod tests {
         out
     }
 
-    fn checkpoint(files: &[(&str, Vec<u8>)]) -> Result<Checkpoint, PackageError> {
+    /// A safetensors file holding one U8 tensor `a` of `len` bytes, each `fill`.
+    fn filled(len: usize, fill: u8) -> Vec<u8> {
+        let mut header =
+            format!("{{\"a\":{{\"dtype\":\"U8\",\"shape\":[{len}],\"data_offsets\":[0,{len}]}}}}")
+                .into_bytes();
+        while header.len() % 8 != 0 {
+            header.push(b' ');
+        }
+        let mut out = (header.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(&header);
+        out.resize(out.len() + len, fill);
+        out
+    }
+
+    /// A checkpoint directory: config.json `{}` and `files`.
+    fn directory(files: &[(&str, Vec<u8>)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join(CONFIG_FILE), b"{}").expect("config");
         for (name, bytes) in files {
             std::fs::write(dir.path().join(name), bytes).expect("file");
         }
-        Checkpoint::open(dir.path())
+        dir
+    }
+
+    fn checkpoint(files: &[(&str, Vec<u8>)]) -> Result<Checkpoint, PackageError> {
+        Checkpoint::open(directory(files).path())
     }
 
     fn index(map: &str) -> Vec<u8> {
@@ -370,5 +539,233 @@ mod tests {
         let mut trailing = shard(&["a"]);
         trailing.push(0);
         refused(&[(SINGLE_FILE, trailing)], "does not parse");
+    }
+
+    /// The error of a read that must fail.
+    fn error<T>(read: Result<T, PackageError>) -> PackageError {
+        match read {
+            Ok(_) => panic!("read a checkpoint that should be refused"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn the_data_is_the_bytes_of_the_file_whose_header_was_read() {
+        // Large enough to be mapped, and small enough to be read: both come from the open file.
+        for len in [4, files::READ_BELOW as usize] {
+            let dir = directory(&[(SINGLE_FILE, filled(len, 1))]);
+            let (headers, files) = read(dir.path(), Read::Whole, MAX_TENSORS).expect("read");
+            // Another file of the same length renamed into place between the header and the data.
+            let other = dir.path().join("other");
+            std::fs::write(&other, filled(len, 9)).expect("other");
+            std::fs::rename(&other, dir.path().join(SINGLE_FILE)).expect("rename");
+            let checkpoint = Checkpoint::hold(headers, files).expect("hold");
+            let (_, data) = checkpoint.tensor("a").expect("a");
+            assert!(
+                data.iter().all(|&b| b == 1),
+                "the data came from the other file"
+            );
+            checkpoint.unchanged().expect("the file read is unchanged");
+        }
+    }
+
+    #[test]
+    fn a_config_that_is_not_one_json_object_is_refused_when_read() {
+        let deep = format!("{{\"a\":{}1{}}}", "[".repeat(70), "]".repeat(70));
+        for bad in [
+            &b""[..],
+            b"[]",
+            b"{\"a\": 1,",
+            b"{\"a\": 1, \"a\": 2}",
+            b"{\"a\": \"\xff\"}",
+            deep.as_bytes(),
+        ] {
+            let dir = directory(&[(SINGLE_FILE, shard(&["a"]))]);
+            std::fs::write(dir.path().join(CONFIG_FILE), bad).expect("config");
+            for e in [
+                error(Checkpoint::open(dir.path())),
+                error(Headers::read(dir.path())),
+            ] {
+                assert_eq!(e.reason(), "malformed", "{e}");
+                assert_eq!(e.path(), dir.path().join(CONFIG_FILE), "{e}");
+                assert!(e.to_string().contains("config.json is not"), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn both_a_single_file_and_an_index_is_ambiguous() {
+        let e = error(checkpoint(&[
+            (SINGLE_FILE, shard(&["a"])),
+            ("s1", shard(&["b"])),
+            (INDEX_FILE, index(r#""b": "s1""#)),
+        ]));
+        let text = e.to_string();
+        assert!(
+            text.contains(SINGLE_FILE) && text.contains(INDEX_FILE),
+            "{text}"
+        );
+        assert!(text.contains("a loader may read either"), "{text}");
+    }
+
+    #[test]
+    fn each_shard_is_held_to_the_index_as_it_is_read() {
+        // s1 contradicts the index; s2 does not even parse, and is never reached.
+        let e = error(checkpoint(&[
+            ("s1", shard(&["a", "x"])),
+            ("s2", b"not a container".to_vec()),
+            (INDEX_FILE, index(r#""a": "s1", "b": "s2""#)),
+        ]));
+        assert!(
+            e.to_string()
+                .contains("tensor x in s1 is not in the index's weight_map"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_tensor_count_is_capped_before_any_shard_is_opened() {
+        let dir = directory(&[
+            ("s1", b"not a container".to_vec()),
+            (INDEX_FILE, index(r#""a": "s1", "b": "s1", "c": "s1""#)),
+        ]);
+        let e = error(read(dir.path(), Read::Headers, 2));
+        assert_eq!(e.path(), dir.path().join(INDEX_FILE), "{e}");
+        assert!(
+            e.to_string()
+                .contains("weight_map lists 3 tensors, more than the 2 one checkpoint may hold"),
+            "{e}"
+        );
+        assert!(read(dir.path(), Read::Headers, 3).is_err_and(|e| e.path().ends_with("s1")));
+    }
+
+    #[test]
+    fn a_whole_read_has_at_most_as_many_shards_as_guarded_maps_allow() {
+        let names: Vec<String> = (0..=MAX_SHARDS).map(|i| format!("s{i:03}")).collect();
+        let map: Vec<String> = names.iter().map(|n| format!("\"t{n}\": \"{n}\"")).collect();
+        let mut files: Vec<(&str, Vec<u8>)> = names
+            .iter()
+            .map(|n| (n.as_str(), shard(&[&format!("t{n}")])))
+            .collect();
+        files.push((INDEX_FILE, index(&map.join(", "))));
+        let dir = directory(&files);
+        let e = error(Checkpoint::open(dir.path()));
+        assert!(
+            e.to_string().contains(&format!(
+                "names {} shards, more than the {MAX_SHARDS}",
+                MAX_SHARDS + 1
+            )),
+            "{e}"
+        );
+        // Headers only hold no map: any number of shards is read.
+        let headers = Headers::read(dir.path()).expect("headers");
+        assert_eq!(headers.shards.len(), MAX_SHARDS + 1);
+        // One shard fewer is read whole.
+        std::fs::remove_file(dir.path().join(&names[MAX_SHARDS])).expect("rm");
+        let map = map[..MAX_SHARDS].join(", ");
+        std::fs::write(dir.path().join(INDEX_FILE), index(&map)).expect("index");
+        Checkpoint::open(dir.path()).expect("at the limit");
+    }
+
+    #[test]
+    fn index_errors_name_the_same_tensor_every_time_and_shards_as_written() {
+        // Many tensors the index omits: the first in file order is named, on every read.
+        let extra: Vec<String> = (0..20).map(|i| format!("t{}", (i * 7) % 20)).collect();
+        let mut names = vec!["a"];
+        names.extend(extra.iter().map(String::as_str));
+        for _ in 0..5 {
+            refused(
+                &[("s1", shard(&names)), (INDEX_FILE, index(r#""a": "s1""#))],
+                "tensor t0 in s1 is not in the index's weight_map",
+            );
+            refused(
+                &[
+                    ("s1", shard(&["a"])),
+                    (
+                        INDEX_FILE,
+                        index(r#""a": "s1", "t3": "s1", "t1": "s1", "t2": "s1""#),
+                    ),
+                ],
+                "tensor t1 is listed in s1 but that shard has no such tensor",
+            );
+        }
+        refused(
+            &[(INDEX_FILE, index(r#""a": "..\\bf16""#))],
+            "weight_map entry a names ..\\bf16, not a file inside the checkpoint",
+        );
+        refused(
+            &[(INDEX_FILE, index(r#""a": """#))],
+            "weight_map entry a names an empty file name",
+        );
+    }
+
+    #[test]
+    fn a_missing_shard_is_said_to_be_named_by_the_index() {
+        let e = error(checkpoint(&[
+            ("s1", shard(&["a"])),
+            (INDEX_FILE, index(r#""a": "s1", "b": "s2", "c": "s2""#)),
+        ]));
+        assert_eq!(e.reason(), "file_not_found", "{e}");
+        assert!(e.path().ends_with("s2"), "{e}");
+        assert!(
+            e.to_string().ends_with(&format!(
+                "s2: no such file; {INDEX_FILE} lists 2 tensors in it"
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_weight_file_that_is_there_but_unusable_is_not_no_weights() {
+        let dir = directory(&[]);
+        let single = dir.path().join(SINGLE_FILE);
+        std::os::unix::fs::symlink(dir.path().join("gone"), &single).expect("link");
+        let e = error(Checkpoint::open(dir.path()));
+        assert_eq!(e.reason(), "file_not_found", "{e}");
+        assert_eq!(e.path(), single, "{e}");
+        assert!(e.to_string().contains("is a symbolic link to"), "{e}");
+        std::fs::remove_file(&single).expect("rm");
+        std::os::unix::fs::symlink(&single, &single).expect("loop");
+        let e = error(Headers::read(dir.path()));
+        assert_eq!(
+            (e.reason(), e.path()),
+            ("unreadable", single.as_path()),
+            "{e}"
+        );
+        let index = dir.path().join(INDEX_FILE);
+        std::fs::remove_file(&single).expect("rm");
+        std::os::unix::fs::symlink(dir.path().join("gone"), &index).expect("link");
+        let e = error(Checkpoint::open(dir.path()));
+        assert_eq!(
+            (e.reason(), e.path()),
+            ("file_not_found", index.as_path()),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("no weights"), "{e}");
+    }
+
+    #[test]
+    fn no_weights_is_file_not_found_with_a_hint_only_for_a_whole_read_of_a_package() {
+        let dir = directory(&[]);
+        let e = error(Checkpoint::open(dir.path()));
+        assert_eq!(
+            (e.reason(), e.path()),
+            ("file_not_found", dir.path()),
+            "{e}"
+        );
+        assert!(e.to_string().contains("no weights"), "{e}");
+        assert!(!e.to_string().contains("Q4NX"), "{e}");
+        std::fs::write(dir.path().join("model.q4nx"), b"").expect("q4nx");
+        let e = error(Checkpoint::open(dir.path()));
+        assert_eq!(e.reason(), "file_not_found", "{e}");
+        assert!(
+            e.to_string()
+                .contains("no weights: neither model.safetensors nor model.safetensors.index.json is there; it holds model.q4nx: it looks like a Q4NX package"),
+            "{e}"
+        );
+        // A target may be a Q4NX package: headers-only reading gives no such hint.
+        let e = error(Headers::read(dir.path()));
+        assert_eq!(e.reason(), "file_not_found", "{e}");
+        assert!(!e.to_string().contains("Q4NX"), "{e}");
     }
 }

@@ -19,6 +19,12 @@ pub enum PackageError {
     /// A file the gate must read could not be opened or read, is not a regular file, or changed while
     /// it was read.
     File(FileError),
+    /// A file error with what the reader knew that the file system does not say (the index that named
+    /// a missing shard, the symbolic link that leads nowhere): the reason stays the file's own.
+    FileNoted { error: FileError, note: String },
+    /// The directory holds none of the files it must have one of (a checkpoint with neither
+    /// `model.safetensors` nor an index): `why` names them. Its reason is `file_not_found`.
+    Missing { path: PathBuf, why: String },
     /// A file was read but is not what it must be (a checkpoint shard that does not parse, an index
     /// naming a shard that is not there): `why` says what, naming the file's contents.
     Malformed { path: PathBuf, why: String },
@@ -41,6 +47,8 @@ impl fmt::Display for PackageError {
             }
             PackageError::NoConfig { path } => write!(f, "{}: no config.json", path.display()),
             PackageError::File(e) => e.fmt(f),
+            PackageError::FileNoted { error, note } => write!(f, "{error}; {note}"),
+            PackageError::Missing { path, why } => write!(f, "{}: {why}", path.display()),
             PackageError::Malformed { path, why } => write!(f, "{}: {why}", path.display()),
             PackageError::Option { option, inner } => write!(f, "{option} {inner}"),
         }
@@ -50,7 +58,7 @@ impl fmt::Display for PackageError {
 impl std::error::Error for PackageError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            PackageError::File(e) => Some(e),
+            PackageError::File(e) | PackageError::FileNoted { error: e, .. } => Some(e),
             PackageError::Option { inner, .. } => Some(inner.as_ref()),
             _ => None,
         }
@@ -70,11 +78,8 @@ impl PackageError {
             PackageError::NoSuchDirectory { .. } => "no_such_directory",
             PackageError::NotADirectory { .. } => "not_a_directory",
             PackageError::NoConfig { .. } => "no_config",
-            PackageError::File(FileError::NotFound { .. }) => "file_not_found",
-            PackageError::File(FileError::NotRegular { .. }) => "not_a_regular_file",
-            PackageError::File(FileError::TooLarge { .. }) => "file_too_large",
-            PackageError::File(FileError::Unreadable { .. }) => "unreadable",
-            PackageError::File(FileError::Changed { .. }) => "changed_while_read",
+            PackageError::File(e) | PackageError::FileNoted { error: e, .. } => file_reason(e),
+            PackageError::Missing { .. } => "file_not_found",
             PackageError::Malformed { .. } => "malformed",
             PackageError::Option { inner, .. } => inner.reason(),
         }
@@ -86,8 +91,9 @@ impl PackageError {
             PackageError::NoSuchDirectory { path }
             | PackageError::NotADirectory { path }
             | PackageError::NoConfig { path }
+            | PackageError::Missing { path, .. }
             | PackageError::Malformed { path, .. } => path,
-            PackageError::File(e) => e.path(),
+            PackageError::File(e) | PackageError::FileNoted { error: e, .. } => e.path(),
             PackageError::Option { inner, .. } => inner.path(),
         }
     }
@@ -98,6 +104,17 @@ impl PackageError {
             option,
             inner: Box::new(self),
         }
+    }
+}
+
+/// The reason token of a file error, noted or not.
+fn file_reason(e: &FileError) -> &'static str {
+    match e {
+        FileError::NotFound { .. } => "file_not_found",
+        FileError::NotRegular { .. } => "not_a_regular_file",
+        FileError::TooLarge { .. } => "file_too_large",
+        FileError::Unreadable { .. } => "unreadable",
+        FileError::Changed { .. } => "changed_while_read",
     }
 }
 

@@ -176,6 +176,11 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, FileError> {
     open(path)?.read_all(cap)
 }
 
+/// How many maps the `SIGBUS` guard can hold at once, for the whole process: past them,
+/// [`RegularFile::into_bytes`] reads a large file into memory instead of mapping it. Readers that hold
+/// several maps at once (a checkpoint's shards) bound their number by this.
+pub const GUARDED_MAPS: usize = sigbus::SLOTS;
+
 /// Files smaller than this are read into memory rather than mapped (a zero-length file cannot be
 /// mapped, and a page or two is cheaper to copy than to map).
 pub const READ_BELOW: u64 = 1 << 16;

@@ -29,10 +29,9 @@ fn main() -> ExitCode {
             gate_tests::arms::run(&arm).map_err(Failed::from)
         }));
     }
-    trials.push(Trial::test(
-        "arms::control::source_shard_missing_is_exit_2",
-        || gate_tests::arms::source::shard_missing_is_an_error().map_err(Failed::from),
-    ));
+    for (name, body) in gate_tests::arms::source::unreadable() {
+        trials.push(Trial::test(name, move || body().map_err(Failed::from)));
+    }
     for (name, body) in gate_tests::arms::source::paths_agree() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }

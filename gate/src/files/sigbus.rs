@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// How many maps can be guarded at once (one per open weight file or shard).
-const SLOTS: usize = 64;
+pub(super) const SLOTS: usize = 64;
 
 struct Slot {
     /// Held by a registration (set before `start` is published, cleared after it is withdrawn).

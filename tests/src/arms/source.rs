@@ -551,35 +551,103 @@ fn source_config_field_absent(dir: &Path) {
     std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json")).expect("write");
 }
 
-/// A sharded source with one shard deleted cannot be read: the gate stops (exit 2), naming the shard.
-pub fn shard_missing_is_an_error() -> Result<(), String> {
-    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let sharded = Source {
-        options: SourceOptions {
-            shards: 3,
-            ..FAITHFUL.options
-        },
+/// A source that cannot be read, and what the gate must then say: it stops (exit 2) with `reason`,
+/// its message starting with `--source ` and naming each of `mentions`.
+struct Unreadable {
+    name: &'static str,
+    shards: usize,
+    after: fn(&Path),
+    reason: &'static str,
+    mentions: &'static [&'static str],
+}
+
+const UNREADABLE: &[Unreadable] = &[
+    Unreadable {
+        name: "arms::control::source_shard_missing_is_exit_2",
+        shards: 3,
         after: |dir| {
             std::fs::remove_file(dir.join("model-00002-of-00003.safetensors")).expect("shard")
         },
+        reason: "file_not_found",
+        mentions: &[
+            "model-00002-of-00003.safetensors",
+            "model.safetensors.index.json lists",
+        ],
+    },
+    Unreadable {
+        name: "arms::control::source_config_not_an_object_is_exit_2",
+        shards: 1,
+        after: |dir| std::fs::write(dir.join("config.json"), b"[]").expect("config"),
+        reason: "malformed",
+        mentions: &["config.json", "is not a JSON object"],
+    },
+    Unreadable {
+        name: "arms::control::source_both_single_file_and_index_is_exit_2",
+        shards: 3,
+        after: |dir| {
+            std::fs::copy(
+                dir.join("model-00001-of-00003.safetensors"),
+                dir.join("model.safetensors"),
+            )
+            .expect("copy");
+        },
+        reason: "malformed",
+        mentions: &["holds both model.safetensors and model.safetensors.index.json"],
+    },
+    Unreadable {
+        name: "arms::control::source_given_a_package_is_exit_2",
+        shards: 1,
+        after: |dir| {
+            std::fs::rename(dir.join("model.safetensors"), dir.join("model.q4nx")).expect("rename")
+        },
+        reason: "file_not_found",
+        mentions: &[
+            "no weights",
+            "it holds model.q4nx",
+            "looks like a Q4NX package",
+        ],
+    },
+];
+
+/// One trial per source in [`UNREADABLE`], named after it.
+pub fn unreadable() -> Vec<(&'static str, AgreementTrial)> {
+    UNREADABLE
+        .iter()
+        .map(|u| {
+            let trial: AgreementTrial = Box::new(move || unreadable_source(u));
+            (u.name, trial)
+        })
+        .collect()
+}
+
+fn unreadable_source(u: &Unreadable) -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let source = Source {
+        options: SourceOptions {
+            shards: u.shards,
+            ..FAITHFUL.options
+        },
+        after: u.after,
     };
     let err = super::gate_arm_in(
         root.path(),
         Base::Small,
         Encoding::default(),
         none,
-        Extra::Source(sharded),
+        Extra::Source(source),
     )?
     .err()
-    .ok_or("the gate ran over a source with a shard missing")?;
+    .ok_or("the gate ran over a source it cannot read")?;
     let text = err.to_string();
-    if !(err.reason() == "file_not_found"
-        && text.starts_with("--source ")
-        && text.contains("model-00002-of-00003.safetensors"))
-    {
+    if err.reason() != u.reason || !text.starts_with("--source ") {
         return Err(format!(
-            "expected a file error naming the missing shard, got: {text}"
+            "expected --source ... with reason {}, got {}: {text}",
+            u.reason,
+            err.reason()
         ));
+    }
+    if let Some(m) = u.mentions.iter().find(|m| !text.contains(*m)) {
+        return Err(format!("the error does not name {m:?}: {text}"));
     }
     Ok(())
 }
