@@ -45,6 +45,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "inventory.explained", file: "gate/src/checks/inventory.rs", from: "if !unexplained.is_empty() {", to: "if false {", filter: "arms::control::second_family_tensor" },
     Mutant { check: "manifest.sha256", file: "gate/src/beyond/manifest.rs", from: "if hex != want {", to: "if false {", filter: "arms::control::manifest_flipped_byte" },
     Mutant { check: "target.hidden_size", file: "gate/src/beyond/target.rs", from: "(Ok(d), Some(t)) if *d == t =>", to: "(Ok(d), Some(t)) if *d == t || t > 0 =>", filter: "arms::control::target_hidden_differs" },
+    Mutant { check: "target.hidden_size table width", file: "gate/src/beyond/target.rs", from: "Width::Columns(w) if w == *t => compared.push(name),", to: "Width::Columns(_) => compared.push(name),", filter: "arms::control::target_embedding_wider_than_its_hidden_size" },
     Mutant { check: "target.tokenizer", file: "gate/src/beyond/target.rs", from: "if target.tokenizer {", to: "if true {", filter: "arms::control::target_without_tokenizer" },
     Mutant { check: "dflash2.conv", file: "gate/src/checks/dflash2.rs", from: "if !absent.is_empty() || !refused.is_empty() {", to: "if false {", filter: "arms::control::dflash2_mlp_conv_missing" },
     Mutant { check: "dflash2.selector", file: "gate/src/checks/dflash2.rs", from: "Some(form) if info.dtype == Dtype::Bf16 && info.shape == shape => {", to: "Some(form) if info.dtype == Dtype::Bf16 => {", filter: "arms::control::dflash2_codebook_one_row_short" },

@@ -3,15 +3,19 @@
 //! milliseconds.
 
 use crate::checkpoint;
-use crate::config::DraftConfig;
+use crate::config::{DraftConfig, Field, FieldProblem, ProblemKind};
 use crate::container::TensorInfo;
 use crate::dtype::Dtype;
 use crate::error::PackageError;
+use crate::escape;
 use crate::files::{self, FileError, CONFIG_FILE};
 use crate::limits::MAX_CONFIG_BYTES;
 use crate::report::Check;
-use crate::tile::TILE_BYTES;
+use crate::tile::{TILE_BYTES, TILE_COLS, TILE_ROWS};
 use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 pub const HIDDEN: &str = "target.hidden_size";
@@ -21,15 +25,36 @@ pub const MASK: &str = "target.mask_token";
 pub const TOKENIZER: &str = "target.tokenizer";
 
 /// What the gate reads of a target package.
+///
+/// The three counts keep what was wrong with them ([`stated`]), so a check that cannot use one says
+/// whether it is absent, of the wrong type or out of range, instead of calling every one "missing".
 pub struct Target {
-    pub hidden_size: Option<u64>,
-    pub num_hidden_layers: Option<u64>,
-    pub vocab_size: Option<u64>,
+    pub hidden_size: Field<u64>,
+    pub num_hidden_layers: Field<u64>,
+    pub vocab_size: Field<u64>,
     /// Every tensor entry of the target's weight file headers (one Q4NX file, or a safetensors
     /// checkpoint, single or sharded), or why the target has none to read.
     pub tensors: Result<Vec<TensorInfo>, String>,
-    pub tokenizer: bool,
+    pub tokenizer: Tokenizer,
 }
+
+/// What is at the target's `tokenizer.json`. Told apart so that a tokenizer that is there but cannot
+/// be one (a FIFO, a directory) is not reported as absent, and one that could not be examined is
+/// UNDECIDED rather than a verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tokenizer {
+    /// A regular file (symlinks followed). It is not read: the gate checks only that it is there.
+    Present,
+    /// Nothing there, or a symlink to nothing.
+    Absent,
+    /// Something other than a regular file: "a directory", "a FIFO", ...
+    NotRegular(&'static str),
+    /// `stat` failed for another reason (permissions, a loop of symlinks): the error, as text.
+    Unexamined(String),
+}
+
+/// The file `target.tokenizer` looks for: drafts carry no tokenizer and use the target's.
+pub const TOKENIZER_FILE: &str = "tokenizer.json";
 
 /// Reads the target's config and weight-file headers. A target that cannot be read (no config, a
 /// config that is not JSON, a weight file that is not a regular file, cannot be read or does not
@@ -61,20 +86,116 @@ pub fn read(dir: &Path) -> Result<Target, PackageError> {
             ))
         }
     };
-    // Multimodal targets keep the language model's fields under text_config.
-    let field = |name: &str| {
-        config
-            .get(name)
-            .or_else(|| config.get("text_config").and_then(|t| t.get(name)))
-            .and_then(Value::as_u64)
-    };
     Ok(Target {
-        hidden_size: field("hidden_size"),
-        num_hidden_layers: field("num_hidden_layers"),
-        vocab_size: field("vocab_size"),
+        hidden_size: stated(&config, "hidden_size"),
+        num_hidden_layers: stated(&config, "num_hidden_layers"),
+        vocab_size: stated(&config, "vocab_size"),
         tensors: read_headers(dir)?,
-        tokenizer: dir.join("tokenizer.json").is_file(),
+        tokenizer: tokenizer_at(&dir.join(TOKENIZER_FILE)),
     })
+}
+
+/// A count the target's config states (`hidden_size`, `num_hidden_layers`, `vocab_size`): at top level,
+/// else under `text_config`, where multimodal targets keep the language model's fields.
+///
+/// A null counts as absent, at either place: Hugging Face writes an unset attribute as null, and a
+/// multimodal wrapper may leave its top-level copy null while `text_config` holds the value, so a null
+/// must not hide the nested one. Anything else found at top level is the answer, right or wrong.
+///
+/// Read by the draft config's rules (`config.rs`), so that one JSON value means the same on both
+/// sides: a number that is not an integer, `256.0` included, or a value of another JSON type is of the
+/// wrong type (the checks that need it are UNDECIDED, the value is not guessed at); an integer that is
+/// zero or negative, or too long for 64 bits, is invalid (a FAIL: no draft fits such a target, as a
+/// stated 0 never let one). There is no upper limit: these numbers are only compared, they never size
+/// anything.
+fn stated(config: &Value, name: &str) -> Field<u64> {
+    let top = config.get(name).filter(|v| !v.is_null());
+    let nested = || {
+        config
+            .get("text_config")
+            .and_then(|t| t.get(name))
+            .filter(|v| !v.is_null())
+    };
+    let (field, v) = match top {
+        Some(v) => (name.to_owned(), v),
+        None => match nested() {
+            Some(v) => (format!("text_config.{name}"), v),
+            None => return Err(FieldProblem::new(name, ProblemKind::Missing)),
+        },
+    };
+    let problem = |kind| Err(FieldProblem::new(&field, kind));
+    let Value::Number(n) = v else {
+        return problem(ProblemKind::WrongType(format!(
+            "{}, not an integer",
+            shown(v)
+        )));
+    };
+    if let Some(u) = n.as_u64() {
+        return match u {
+            0 => problem(ProblemKind::Invalid("is 0, not positive".to_owned())),
+            u => Ok(u),
+        };
+    }
+    if n.as_i64().is_some() {
+        return problem(ProblemKind::Invalid(format!("is {n}, not positive")));
+    }
+    // serde_json keeps an integer beyond 64 bits as a float, as config.rs's `integer` explains; a float
+    // that merely has an integral value (`256.0`) is of the wrong type.
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && f <= -TOO_LONG_FOR_64_BITS => {
+            problem(ProblemKind::Invalid(format!("is {n}, not positive")))
+        }
+        Some(f) if f.fract() == 0.0 && f >= TOO_LONG_FOR_64_BITS => problem(ProblemKind::Invalid(
+            format!("is {n}, an integer too long for 64 bits"),
+        )),
+        _ => problem(ProblemKind::WrongType(format!(
+            "{n}, a number that is not an integer"
+        ))),
+    }
+}
+
+/// 2^63, as in config.rs: from here on serde_json holds an integer as a float.
+const TOO_LONG_FOR_64_BITS: f64 = 9_223_372_036_854_775_808.0;
+
+/// A JSON value of the wrong type as a message shows it: a short string or a scalar as written, an
+/// array or object (or a long string) by kind only, so that a config cannot put a megabyte into a line.
+fn shown(v: &Value) -> String {
+    match v {
+        Value::String(s) if s.chars().count() <= 32 => format!("{v}, a string"),
+        Value::String(s) => format!("a string of {} characters", s.chars().count()),
+        Value::Bool(_) => format!("{v}, a boolean"),
+        Value::Null => "null".to_owned(),
+        Value::Number(n) => n.to_string(),
+        Value::Array(_) => "an array".to_owned(),
+        Value::Object(_) => "an object".to_owned(),
+    }
+}
+
+/// What is at `path`, by `stat` (symlinks followed). The file is never opened: its presence is all
+/// the check asks, and opening a device or FIFO only to learn its kind is not worth the risk.
+fn tokenizer_at(path: &Path) -> Tokenizer {
+    match std::fs::metadata(path) {
+        Ok(meta) => {
+            let kind = meta.file_type();
+            if kind.is_file() {
+                Tokenizer::Present
+            } else if kind.is_dir() {
+                Tokenizer::NotRegular("a directory")
+            } else if kind.is_fifo() {
+                Tokenizer::NotRegular("a FIFO")
+            } else if kind.is_socket() {
+                Tokenizer::NotRegular("a socket")
+            } else if kind.is_char_device() {
+                Tokenizer::NotRegular("a character device")
+            } else if kind.is_block_device() {
+                Tokenizer::NotRegular("a block device")
+            } else {
+                Tokenizer::NotRegular("not a file")
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Tokenizer::Absent,
+        Err(e) => Tokenizer::Unexamined(e.to_string()),
+    }
 }
 
 fn malformed(path: &Path, why: String) -> PackageError {
@@ -88,27 +209,33 @@ fn malformed(path: &Path, why: String) -> PackageError {
 /// safetensors checkpoint (`model.safetensors`, or the shards its index names). `Ok(Err(..))` when the
 /// target holds no weight file at all (nothing to count); a weight file that is there and cannot be
 /// read or parsed is an error.
+///
+/// Names are kept as the file system spells them (`OsString`), so a name that is not UTF-8 still opens;
+/// a lossy conversion would open a different name (`\u{fffd}` for each bad byte) and report it missing.
+/// Where a name is printed, it is escaped ([`escape::name`]).
 fn read_headers(dir: &Path) -> Result<Result<Vec<TensorInfo>, String>, PackageError> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
+    let mut names: Vec<OsString> = std::fs::read_dir(dir)
         .map_err(|source| FileError::Unreadable {
             path: dir.to_owned(),
             source,
         })?
-        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-        .filter(|n| n.ends_with(".q4nx"))
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .filter(|n| n.as_encoded_bytes().ends_with(b".q4nx"))
         .collect();
     names.sort();
     let q4nx = if names.iter().any(|n| n == "model.q4nx") {
-        Some("model.q4nx".to_owned())
+        Some(OsString::from("model.q4nx"))
     } else {
         match names.as_slice() {
             [one] => Some(one.clone()),
             [] => None,
-            _ => {
+            many => {
+                let listed: Vec<String> = many.iter().map(|n| escape::name(n)).collect();
                 return Ok(Err(format!(
-                "the target has {} *.q4nx files and no model.q4nx: the gate does not guess which",
-                names.len()
-            )))
+                    "the target has {} *.q4nx files ({}) and no model.q4nx: the gate does not guess which",
+                    many.len(),
+                    listed.join(", ")
+                )));
             }
         }
     };
@@ -141,17 +268,149 @@ pub fn checks(draft: &DraftConfig, target: &Target) -> Vec<Check> {
     ]
 }
 
-fn hidden(draft: &DraftConfig, target: &Target) -> Check {
-    match (&draft.hidden_size, target.hidden_size) {
-        (Err(p), _) => Check::blocked(HIDDEN, "config.geometry", format!("cannot decide: {}", p.needs())),
-        (_, None) => Check::undecided(HIDDEN, "cannot decide: the target's config.json has no hidden_size"),
-        (Ok(d), Some(t)) if *d == t => Check::pass(HIDDEN, format!("the draft's hidden size equals the target's ({d} vs {t}): fc fuses the target's hidden states")),
-        (Ok(d), Some(t)) => Check::fail(HIDDEN, format!("the draft's hidden size differs from the target's ({d} vs {t}): fc cannot fuse the target's hidden states")),
+/// The embedding and head tables whose rows `target.vocab` counts and whose width `target.hidden_size`
+/// compares, under the names targets give them.
+const TABLES: [&str; 4] = [
+    "model.embed_tokens.weight",
+    "embed_tokens.weight",
+    "lm_head.weight",
+    "model.lm_head.weight",
+];
+
+/// A target config count a check cannot use, as `config.geometry` treats the draft's own fields: absent
+/// or of the wrong type is UNDECIDED (nothing is guessed at), present and typed but zero, negative or
+/// too long for 64 bits is a FAIL (no draft fits it).
+fn unusable(id: &str, p: &FieldProblem) -> Check {
+    match &p.kind {
+        ProblemKind::Missing => Check::undecided(
+            id,
+            format!(
+                "cannot decide: the target's config.json has no {}, at top level or in text_config \
+                 (null counts as none)",
+                p.field
+            ),
+        ),
+        ProblemKind::WrongType(_) => Check::undecided(
+            id,
+            format!("cannot decide: in the target's config.json, {p}"),
+        ),
+        ProblemKind::Invalid(_) => Check::fail(id, format!("in the target's config.json, {p}")),
     }
-    .with_evidence(json!({ "draft": draft.hidden_size.clone().ok(), "target": target.hidden_size }))
+}
+
+/// `target.hidden_size`: the draft's hidden size is the target's, and the target's embedding and head
+/// tables are as wide as the hidden size its config states. fc fuses the target's hidden states, whose
+/// width those tables fix; a config whose `hidden_size` disagrees with its own tables would let a
+/// draft pass against a number the target does not have. Problems that do not depend on the draft (the
+/// target's `hidden_size` zero or negative, a table of another width) FAIL even when the draft's own
+/// hidden size could not be read.
+fn hidden(draft: &DraftConfig, target: &Target) -> Check {
+    let mut problems = Vec::new();
+    let mut compared = Vec::new();
+    if let Err(p) = &target.hidden_size {
+        if p.is_invalid() {
+            problems.push(format!("in the target's config.json, {p}"));
+        }
+    }
+    if let (Ok(d), Ok(t)) = (&draft.hidden_size, &target.hidden_size) {
+        if d != t {
+            problems.push(format!("the draft's hidden size differs from the target's ({d} vs {t}): fc cannot fuse the target's hidden states"));
+        }
+    }
+    if let (Ok(t), Ok(tensors)) = (&target.hidden_size, &target.tensors) {
+        for name in TABLES {
+            let Some(info) = tensors.iter().find(|e| e.name == name) else {
+                continue;
+            };
+            let declared = format!("{name} is {} {}", info.dtype, info.shape_text());
+            match width(info) {
+                Width::Columns(w) if w == *t => compared.push(name),
+                Width::Columns(w) => problems.push(format!(
+                    "{declared}: {w} wide, the target's hidden_size is {t}"
+                )),
+                Width::ColumnBlocks(b) if b == t.div_ceil(TILE_COLS) => compared.push(name),
+                Width::ColumnBlocks(b) => problems.push(format!(
+                    "{declared}: a tile grid {b} column blocks wide, the target's hidden_size {t} needs {} (of {TILE_COLS} columns each)",
+                    t.div_ceil(TILE_COLS)
+                )),
+                Width::Unstated => {}
+            }
+        }
+    }
+    // The evidence keeps its documented shape (schema/report.schema.json): the tables compared are
+    // named in the message.
+    let evidence = json!({
+        "draft": draft.hidden_size.clone().ok(),
+        "target": target.hidden_size.clone().ok(),
+    });
+    if !problems.is_empty() {
+        return Check::fail(HIDDEN, problems.join("; ")).with_evidence(evidence);
+    }
+    let d = match &draft.hidden_size {
+        Ok(d) => *d,
+        Err(p) => {
+            return Check::blocked(
+                HIDDEN,
+                "config.geometry",
+                format!("cannot decide: {}", p.needs()),
+            )
+            .with_evidence(evidence)
+        }
+    };
+    let t = match &target.hidden_size {
+        Ok(t) => *t,
+        Err(p) => return unusable(HIDDEN, p).with_evidence(evidence),
+    };
+    let mut message = format!("the draft's hidden size equals the target's ({d} vs {t}): fc fuses the target's hidden states");
+    if !compared.is_empty() {
+        message.push_str(&format!(
+            "; the target's {} as wide",
+            match compared.as_slice() {
+                [one] => format!("{one} is"),
+                many => format!("{} are", many.join(" and ")),
+            }
+        ));
+    }
+    Check::pass(HIDDEN, message).with_evidence(evidence)
+}
+
+/// How wide an embedding or head table is, as far as its header says.
+enum Width {
+    /// A plain matrix: exactly this many columns.
+    Columns(u64),
+    /// A `[N/32, Kp/256, 5120]` tile grid: this many blocks of 256 columns, so the width is known to
+    /// within the last block's padding (the same header field `rows` reads the row blocks from).
+    ColumnBlocks(u64),
+    /// Nothing to compare: a form the gate does not read, or a flat `[tiles, 5120]` grid, whose width
+    /// is not stated at all (`rows` derives its rows by assuming the width is the target's hidden
+    /// size, so comparing the two would prove nothing).
+    Unstated,
+}
+
+fn width(info: &TensorInfo) -> Width {
+    match (info.dtype, info.shape.as_slice()) {
+        (d, [_, cols]) if is_float(d) => Width::Columns(*cols),
+        (Dtype::I8 | Dtype::U8, [_, col_blocks, last]) if *last == TILE_BYTES => {
+            Width::ColumnBlocks(*col_blocks)
+        }
+        _ => Width::Unstated,
+    }
+}
+
+/// The float dtypes a plain `[rows, columns]` table may be declared in.
+fn is_float(d: Dtype) -> bool {
+    matches!(
+        d,
+        Dtype::F8E4M3 | Dtype::F8E5M2 | Dtype::F16 | Dtype::Bf16 | Dtype::F32 | Dtype::F64
+    )
 }
 
 fn depth(draft: &DraftConfig, target: &Target) -> Check {
+    if let Err(p) = &target.num_hidden_layers {
+        if p.is_invalid() {
+            return unusable(DEPTH, p);
+        }
+    }
     let taps = match &draft.target_layer_ids {
         Ok(t) => t,
         Err(p) => {
@@ -162,11 +421,9 @@ fn depth(draft: &DraftConfig, target: &Target) -> Check {
             )
         }
     };
-    let Some(layers) = target.num_hidden_layers else {
-        return Check::undecided(
-            DEPTH,
-            "cannot decide: the target's config.json has no num_hidden_layers",
-        );
+    let layers = match &target.num_hidden_layers {
+        Ok(layers) => *layers,
+        Err(p) => return unusable(DEPTH, p),
     };
     let evidence = json!({ "taps": taps, "target_layers": layers, "draft_num_target_layers": draft.num_target_layers.clone().ok().flatten() });
     if let Some(bad) = taps.iter().find(|&&t| t >= layers) {
@@ -193,11 +450,9 @@ fn depth(draft: &DraftConfig, target: &Target) -> Check {
 }
 
 fn vocab(draft: &DraftConfig, target: &Target) -> Check {
-    let Some(vocab) = target.vocab_size else {
-        return Check::undecided(
-            VOCAB,
-            "cannot decide: the target's config.json has no vocab_size",
-        );
+    let vocab = match &target.vocab_size {
+        Ok(vocab) => *vocab,
+        Err(p) => return unusable(VOCAB, p),
     };
     let mut problems = Vec::new();
     let mut agreed = vec![format!("target vocab_size {vocab}")];
@@ -210,17 +465,13 @@ fn vocab(draft: &DraftConfig, target: &Target) -> Check {
         Err(p) => problems.push(format!("the draft's {p}")),
     }
     let mut rows_read = Vec::new();
+    let hidden = target.hidden_size.clone().ok();
     if let Ok(tensors) = &target.tensors {
-        for name in [
-            "model.embed_tokens.weight",
-            "embed_tokens.weight",
-            "lm_head.weight",
-            "model.lm_head.weight",
-        ] {
+        for name in TABLES {
             let Some(info) = tensors.iter().find(|e| e.name == name) else {
                 continue;
             };
-            match rows(info, target.hidden_size) {
+            match rows(info, hidden) {
                 Rows::Exact(r) if r == vocab => agreed.push(format!("{name} has {r} rows")),
                 Rows::Exact(r) => {
                     problems.push(format!("{name} has {r} rows, vocab_size is {vocab}"))
@@ -233,7 +484,7 @@ fn vocab(draft: &DraftConfig, target: &Target) -> Check {
                 )),
                 Rows::Unknown => {}
             }
-            if !matches!(rows(info, target.hidden_size), Rows::Unknown) {
+            if !matches!(rows(info, hidden), Rows::Unknown) {
                 rows_read.push(name);
             }
         }
@@ -279,61 +530,384 @@ enum Rows {
 /// How many rows an embedding or head table has, from its header entry (and, for a flat tile grid,
 /// the target's hidden size, which is its K).
 fn rows(info: &TensorInfo, hidden: Option<u64>) -> Rows {
-    let col_blocks = hidden.map(|h| h.div_ceil(256)).filter(|&c| c > 0);
+    let col_blocks = hidden.map(|h| h.div_ceil(TILE_COLS)).filter(|&c| c > 0);
     match (info.dtype, info.shape.as_slice(), col_blocks) {
-        (Dtype::Bf16 | Dtype::F16 | Dtype::F32, [rows, _], _) => Rows::Exact(*rows),
+        (d, [rows, _], _) if is_float(d) => Rows::Exact(*rows),
         (Dtype::I8 | Dtype::U8, [row_blocks, _, last], _) if *last == TILE_BYTES => {
-            Rows::Padded(row_blocks.saturating_mul(32))
+            Rows::Padded(row_blocks.saturating_mul(TILE_ROWS))
         }
         (Dtype::I8 | Dtype::U8, [tiles, last], Some(c))
             if *last == TILE_BYTES && tiles % c == 0 =>
         {
-            Rows::Padded((tiles / c).saturating_mul(32))
+            Rows::Padded((tiles / c).saturating_mul(TILE_ROWS))
         }
         _ => Rows::Unknown,
     }
 }
 
 fn mask(draft: &DraftConfig, target: &Target) -> Check {
-    // The target's own vocab_size bounds the token; the draft's stands in only when the target states
-    // none, and the message says whose it is.
-    let vocab = match (target.vocab_size, draft.vocab_size.clone().ok().flatten()) {
-        (Some(v), _) => Some((v, "the target's vocab_size")),
-        (None, Some(v)) => Some((
-            v,
-            "the draft's vocab_size (the target's config.json states none)",
-        )),
-        (None, None) => None,
+    let m = match draft.mask_token_id.clone() {
+        Err(p) => {
+            return Check::blocked(
+                MASK,
+                "config.geometry",
+                format!("cannot decide: {}", p.needs()),
+            )
+        }
+        Ok(None) => {
+            return Check::undecided(
+                MASK,
+                "cannot decide: the draft's config states no mask_token_id",
+            )
+        }
+        Ok(Some(m)) => m,
     };
-    match (draft.mask_token_id.clone(), vocab) {
-        (Err(p), _) => Check::blocked(MASK, "config.geometry", format!("cannot decide: {}", p.needs())),
-        (Ok(None), _) => Check::undecided(
-            MASK,
-            "cannot decide: the draft's config states no mask_token_id",
-        ),
-        (_, None) => Check::undecided(
-            MASK,
-            "cannot decide: neither the target nor the draft states a vocab_size to bound mask_token_id",
-        ),
-        (Ok(Some(m)), Some((v, whose))) if m < v => {
-            Check::pass(MASK, format!("mask_token_id {m} is below {whose} {v}"))
+    // The target's own vocab_size bounds the token; the draft's stands in only when the target's
+    // cannot be read (absent, or of the wrong type), and the message says whose it is and why. A
+    // target's vocab_size that is there but zero or negative is a bound no token is below.
+    let (v, whose) = match (&target.vocab_size, draft.vocab_size.clone().ok().flatten()) {
+        (Ok(v), _) => (*v, "the target's vocab_size".to_owned()),
+        (Err(p), _) if p.is_invalid() => {
+            return Check::fail(
+                MASK,
+                format!("mask_token_id {m} cannot be below the target's vocabulary: in the target's config.json, {p}"),
+            )
         }
-        (Ok(Some(m)), Some((v, whose))) => {
-            Check::fail(MASK, format!("mask_token_id {m} is not below {whose} {v}"))
+        (Err(p), Some(v)) if p.kind == ProblemKind::Missing => (
+            v,
+            "the draft's vocab_size (the target's config.json states none)".to_owned(),
+        ),
+        (Err(p), Some(v)) => (
+            v,
+            format!("the draft's vocab_size (in the target's config.json, {p})"),
+        ),
+        (Err(p), None) if p.kind == ProblemKind::Missing => {
+            return Check::undecided(
+                MASK,
+                "cannot decide: neither the target nor the draft states a vocab_size to bound mask_token_id",
+            )
         }
+        (Err(p), None) => {
+            return Check::undecided(
+                MASK,
+                format!("cannot decide: in the target's config.json, {p}, and the draft states no vocab_size to bound mask_token_id instead"),
+            )
+        }
+    };
+    if m < v {
+        Check::pass(MASK, format!("mask_token_id {m} is below {whose} {v}"))
+    } else {
+        Check::fail(MASK, format!("mask_token_id {m} is not below {whose} {v}"))
     }
 }
 
 fn tokenizer(target: &Target) -> Check {
-    if target.tokenizer {
-        Check::pass(
+    match &target.tokenizer {
+        Tokenizer::Present => Check::pass(
             TOKENIZER,
             "the target carries tokenizer.json (drafts share the target's tokenizer)",
-        )
-    } else {
-        Check::fail(
+        ),
+        Tokenizer::Absent => Check::fail(
             TOKENIZER,
             "the target has no tokenizer.json: the draft has none of its own to fall back on",
-        )
+        ),
+        Tokenizer::NotRegular(what) => Check::fail(
+            TOKENIZER,
+            format!("the target's tokenizer.json is {what}, not a regular file: no tokenizer can be read from it, and the draft has none of its own to fall back on"),
+        ),
+        Tokenizer::Unexamined(why) => Check::undecided(
+            TOKENIZER,
+            format!("cannot decide: the target's tokenizer.json could not be examined: {why}"),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Outcome;
+
+    const DRAFT: &str = r#"{"model_type":"dflash","hidden_size":256,"num_hidden_layers":1,
+        "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":512,"block_size":4,
+        "target_layer_ids":[1,3],"vocab_size":1000,"mask_token_id":7}"#;
+
+    fn draft() -> DraftConfig {
+        DraftConfig::from_json(DRAFT.as_bytes()).expect("draft config")
+    }
+
+    /// A safetensors container holding one table per `(name, dtype, shape)`, zero-filled.
+    fn container(tables: &[(&str, &str, &[u64])]) -> Vec<u8> {
+        let mut offset = 0u64;
+        let mut entries = Vec::new();
+        for (name, dtype, shape) in tables {
+            let size = Dtype::from_name(dtype).expect("dtype").size();
+            let len = shape.iter().product::<u64>() * size;
+            entries.push(format!(
+                "\"{name}\":{{\"dtype\":\"{dtype}\",\"shape\":{shape:?},\"data_offsets\":[{offset},{}]}}",
+                offset + len
+            ));
+            offset += len;
+        }
+        let mut header = format!("{{{}}}", entries.join(",")).into_bytes();
+        while header.len() % 8 != 0 {
+            header.push(b' ');
+        }
+        let mut out = (header.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(&header);
+        out.resize(out.len() + offset as usize, 0);
+        out
+    }
+
+    /// A target directory with `config` and a tokenizer, and no weight file.
+    fn target_dir(config: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join(CONFIG_FILE), config).expect("config");
+        std::fs::write(dir.path().join(TOKENIZER_FILE), b"{}").expect("tokenizer");
+        dir
+    }
+
+    fn run(config: &str) -> Vec<Check> {
+        let dir = target_dir(config);
+        checks(&draft(), &read(dir.path()).expect("target"))
+    }
+
+    fn check<'a>(checks: &'a [Check], id: &str) -> &'a Check {
+        checks.iter().find(|c| c.id == id).expect("check ran")
+    }
+
+    fn expect(checks: &[Check], id: &str, outcome: Outcome, says: &str) {
+        let c = check(checks, id);
+        assert!(
+            c.outcome == outcome && c.message.contains(says),
+            "{id}: expected {outcome} saying {says:?}, got {}: {}",
+            c.outcome,
+            c.message
+        );
+    }
+
+    /// A target whose tensors are `tables` and whose config states hidden size 256.
+    fn with_tables(tables: Vec<TensorInfo>) -> Target {
+        Target {
+            hidden_size: Ok(256),
+            num_hidden_layers: Ok(8),
+            vocab_size: Ok(1000),
+            tensors: Ok(tables),
+            tokenizer: Tokenizer::Present,
+        }
+    }
+
+    fn table(name: &str, dtype: Dtype, shape: &[u64]) -> TensorInfo {
+        TensorInfo {
+            name: name.to_owned(),
+            dtype,
+            shape: shape.to_vec(),
+            begin: 0,
+            end: 0,
+        }
+    }
+
+    #[test]
+    fn a_mistyped_or_out_of_range_target_count_is_named_not_called_missing() {
+        // Of the wrong type: UNDECIDED, with the value; 256.0 is no integer, as for the draft's config.
+        let c = run(r#"{"hidden_size":"256","num_hidden_layers":8,"vocab_size":1000}"#);
+        expect(
+            &c,
+            HIDDEN,
+            Outcome::Undecided,
+            r#"in the target's config.json, hidden_size is "256", a string, not an integer"#,
+        );
+        let c = run(r#"{"hidden_size":256.0,"num_hidden_layers":8,"vocab_size":1000}"#);
+        expect(
+            &c,
+            HIDDEN,
+            Outcome::Undecided,
+            "hidden_size is 256.0, a number that is not an integer",
+        );
+        let c = run(r#"{"hidden_size":256,"num_hidden_layers":[8],"vocab_size":1000}"#);
+        expect(
+            &c,
+            DEPTH,
+            Outcome::Undecided,
+            "num_hidden_layers is an array, not an integer",
+        );
+        // Present, typed, and not positive: a FAIL naming the field, as config.geometry does.
+        let c = run(r#"{"hidden_size":256,"num_hidden_layers":-1,"vocab_size":1000}"#);
+        expect(
+            &c,
+            DEPTH,
+            Outcome::Fail,
+            "in the target's config.json, num_hidden_layers is -1, not positive",
+        );
+        let c = run(r#"{"hidden_size":0,"num_hidden_layers":8,"vocab_size":-5}"#);
+        expect(&c, HIDDEN, Outcome::Fail, "hidden_size is 0, not positive");
+        expect(&c, VOCAB, Outcome::Fail, "vocab_size is -5, not positive");
+        let c =
+            run(r#"{"hidden_size":256,"num_hidden_layers":8,"vocab_size":18446744073709551616}"#);
+        expect(
+            &c,
+            VOCAB,
+            Outcome::Fail,
+            "vocab_size is 1.8446744073709552e+19, an integer too long for 64 bits",
+        );
+        let c = run(r#"{"hidden_size":0,"num_hidden_layers":8,"vocab_size":-5}"#);
+        // The draft's vocab_size does not stand in for a target's that is there and negative.
+        expect(
+            &c,
+            MASK,
+            Outcome::Fail,
+            "in the target's config.json, vocab_size is -5, not positive",
+        );
+        // A wrong-typed one is not "states none" either.
+        let c = run(r#"{"hidden_size":256,"num_hidden_layers":8,"vocab_size":"x"}"#);
+        expect(
+            &c,
+            MASK,
+            Outcome::Pass,
+            r#"the draft's vocab_size (in the target's config.json, vocab_size is "x", a string, not an integer) 1000"#,
+        );
+        // Absent is still absent.
+        let c = run(r#"{"num_hidden_layers":8,"vocab_size":1000}"#);
+        expect(
+            &c,
+            HIDDEN,
+            Outcome::Undecided,
+            "the target's config.json has no hidden_size",
+        );
+    }
+
+    #[test]
+    fn a_null_does_not_hide_the_text_config_value() {
+        let c = run(r#"{"hidden_size":null,"vocab_size":null,
+                "text_config":{"hidden_size":256,"num_hidden_layers":8,"vocab_size":1000}}"#);
+        expect(&c, HIDDEN, Outcome::Pass, "(256 vs 256)");
+        expect(&c, DEPTH, Outcome::Pass, "below the target's 8 layers");
+        expect(
+            &c,
+            MASK,
+            Outcome::Pass,
+            "below the target's vocab_size 1000",
+        );
+        // A nested value of the wrong type is named where it is.
+        let c = run(r#"{"hidden_size":null,"text_config":{"hidden_size":"256"}}"#);
+        expect(
+            &c,
+            HIDDEN,
+            Outcome::Undecided,
+            r#"text_config.hidden_size is "256", a string, not an integer"#,
+        );
+        // Null at both places is none.
+        let c = run(r#"{"hidden_size":null,"text_config":{"hidden_size":null}}"#);
+        expect(
+            &c,
+            HIDDEN,
+            Outcome::Undecided,
+            "has no hidden_size, at top level or in text_config (null counts as none)",
+        );
+    }
+
+    #[test]
+    fn a_tokenizer_that_is_not_a_regular_file_is_said_to_be_there() {
+        let config = r#"{"hidden_size":256,"num_hidden_layers":8,"vocab_size":1000}"#;
+        let dir = target_dir(config);
+        let path = dir.path().join(TOKENIZER_FILE);
+        std::fs::remove_file(&path).expect("rm");
+        let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let refused = |says: &str| {
+            let c = checks(&draft(), &read(dir.path()).expect("target"));
+            expect(&c, TOKENIZER, Outcome::Fail, says);
+        };
+        refused("the target's tokenizer.json is a FIFO, not a regular file");
+        std::fs::remove_file(&path).expect("rm");
+        std::fs::create_dir(&path).expect("dir");
+        refused("the target's tokenizer.json is a directory, not a regular file");
+        std::fs::remove_dir(&path).expect("rmdir");
+        refused("the target has no tokenizer.json");
+    }
+
+    #[test]
+    fn a_weight_file_whose_name_is_not_utf8_is_opened_by_its_real_name() {
+        use std::os::unix::ffi::OsStrExt;
+        let config = r#"{"hidden_size":256,"num_hidden_layers":8,"vocab_size":1000}"#;
+        let dir = target_dir(config);
+        let name = std::ffi::OsStr::from_bytes(b"\xffx.q4nx");
+        let bytes = container(&[("model.embed_tokens.weight", "BF16", &[1000, 256])]);
+        std::fs::write(dir.path().join(name), &bytes).expect("weights");
+        let target = read(dir.path()).expect("the file is opened by its real name");
+        let c = checks(&draft(), &target);
+        expect(
+            &c,
+            VOCAB,
+            Outcome::Pass,
+            "model.embed_tokens.weight has 1000 rows",
+        );
+        // Two of them: the refusal lists both, the one that is not UTF-8 escaped.
+        std::fs::write(dir.path().join("other.q4nx"), &bytes).expect("weights");
+        let c = checks(&draft(), &read(dir.path()).expect("target"));
+        expect(
+            &c,
+            VOCAB,
+            Outcome::Undecided,
+            "2 *.q4nx files (other.q4nx, \\xffx.q4nx) and no model.q4nx",
+        );
+    }
+
+    #[test]
+    fn a_table_wider_or_narrower_than_the_hidden_size_fails_it() {
+        let d = draft();
+        let wide = with_tables(vec![table(
+            "model.embed_tokens.weight",
+            Dtype::Bf16,
+            &[1000, 1 << 26],
+        )]);
+        expect(
+            &checks(&d, &wide),
+            HIDDEN,
+            Outcome::Fail,
+            "model.embed_tokens.weight is BF16 [1000, 67108864]: 67108864 wide, the target's hidden_size is 256",
+        );
+        let narrow = with_tables(vec![table("lm_head.weight", Dtype::F8E4M3, &[1000, 128])]);
+        expect(
+            &checks(&d, &narrow),
+            HIDDEN,
+            Outcome::Fail,
+            "lm_head.weight is F8_E4M3 [1000, 128]: 128 wide, the target's hidden_size is 256",
+        );
+        // A [N/32, Kp/256, 5120] grid states its column blocks: 3 are not the 1 that 256 needs.
+        let grid = with_tables(vec![table(
+            "lm_head.weight",
+            Dtype::I8,
+            &[32, 3, TILE_BYTES],
+        )]);
+        expect(
+            &checks(&d, &grid),
+            HIDDEN,
+            Outcome::Fail,
+            "lm_head.weight is I8 [32, 3, 5120]: a tile grid 3 column blocks wide, the target's hidden_size 256 needs 1",
+        );
+        // Objected to even when the draft's own hidden size cannot be read.
+        let blind =
+            DraftConfig::from_json(br#"{"model_type":"dflash","hidden_size":"256"}"#).unwrap();
+        expect(
+            &checks(&blind, &wide),
+            HIDDEN,
+            Outcome::Fail,
+            "67108864 wide",
+        );
+        // Tables of the right width pass, and the message says they were compared; a flat grid
+        // states no width, so it is not claimed.
+        let right = with_tables(vec![
+            table("model.embed_tokens.weight", Dtype::Bf16, &[1000, 256]),
+            table("lm_head.weight", Dtype::I8, &[32, 1, TILE_BYTES]),
+            table("embed_tokens.weight", Dtype::I8, &[32, TILE_BYTES]),
+        ]);
+        expect(
+            &checks(&d, &right),
+            HIDDEN,
+            Outcome::Pass,
+            "the draft's hidden size equals the target's (256 vs 256): fc fuses the target's hidden states; \
+             the target's model.embed_tokens.weight and lm_head.weight are as wide",
+        );
     }
 }

@@ -292,6 +292,13 @@ pub fn all() -> Vec<Arm> {
         with_target("control::target_embedding_rows_differ", none, |t| t.set_table("model.embed_tokens.weight", 999, 256), fail("target.vocab", &["model.embed_tokens.weight has 999 rows, vocab_size is 1000"])),
         with_target("control::mask_token_beyond_target_vocab", drop_vocab_size, shrink_target_vocab, fail("target.mask_token", &["mask_token_id 999 is not below the target's vocab_size 999"])),
         with_target("control::target_without_tokenizer", none, |t| t.tokenizer = false, fail("target.tokenizer", &["no tokenizer.json"])),
+        with_target("control::target_embedding_wider_than_its_hidden_size", none, |t| t.set_table("model.embed_tokens.weight", 1000, 512), fail("target.hidden_size", &["model.embed_tokens.weight is BF16 [1000, 512]: 512 wide, the target's hidden_size is 256"])),
+        with_target("control::target_hidden_size_a_string", none, |t| t.config["hidden_size"] = "256".into(), Expect::Refused {
+            check: "target.hidden_size",
+            outcome: Outcome::Undecided,
+            mentions: &[r#"hidden_size is "256", a string, not an integer"#],
+            also: &[],
+        }),
         // Provenance (--manifest), both directions.
         with_manifest("pass::manifest_matches", untouched, Expect::Pass { facts: manifest_checked }),
         with_manifest("control::manifest_flipped_byte", flip_fc_byte, fail("manifest.sha256", &["mismatched: model.q4nx"])),
