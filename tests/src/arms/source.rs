@@ -609,7 +609,7 @@ const UNREADABLE: &[Unreadable] = &[
     },
 ];
 
-/// One trial per source in [`UNREADABLE`], named after it.
+/// One trial per source in `UNREADABLE`, named after it.
 pub fn unreadable() -> Vec<(&'static str, AgreementTrial)> {
     UNREADABLE
         .iter()
