@@ -37,19 +37,8 @@ pub struct Offender {
 
 impl Offender {
     pub fn describe(&self) -> String {
-        let beyond = if self.scale > 0.0 {
-            kernel::steps_outside(self.source, self.scale, self.minimum)
-        } else {
-            0.0
-        };
-        // Said only when that is why: a value within a step of the range is excused by the clamp.
-        let outside = if beyond > 1.0 {
-            format!("; the source lies {beyond:.2} steps outside the group's range")
-        } else {
-            String::new()
-        };
         format!(
-            "row {}, column {} (tile {}, group {}, code {}): source {}, dequantized {} (scale {}, minimum {}{outside})",
+            "row {}, column {} (tile {}, group {}, code {}): source {}, dequantized {} (scale {}, minimum {})",
             self.row, self.col, self.tile, self.group, self.code, self.source, self.dequantized, self.scale, self.minimum
         )
     }
