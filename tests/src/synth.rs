@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use std::io::{self, Write};
 use std::path::Path;
 
+pub mod ggml;
 pub mod source;
 
 /// A draft's geometry and config values.

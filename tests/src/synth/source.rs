@@ -2,7 +2,7 @@
 //! package's grids quantized from exactly those values, and the checkpoint written as its publisher
 //! ships one (bare names, fc plain 2-D, `config.json` plus `model.safetensors` or index-named shards).
 
-use super::{header_bytes, normal, set_code, write_group, Entry, Package};
+use super::{ggml, header_bytes, normal, set_code, write_group, Entry, Package};
 use gate::dtype::Dtype;
 use gate::tile::{GridGeometry, TILE_BYTES, TILE_COLS, TILE_ROWS};
 use half::bf16;
@@ -24,6 +24,17 @@ pub enum Quantizer {
     /// rounded. Every value inside the range is within half a step; a quarter of the values at each
     /// end lie up to 7.5 steps outside it.
     Clipping,
+    /// ggml's importance-matrix path itself ([`ggml`], `quantize_row_q4_1_impl` with
+    /// `make_qkx3_quants`) under a uniform importance (`qw[j] = 1` for every column): each element
+    /// weighted by `sqrt(sigma2 + x^2)`, `sigma2` the mean of `x^2` over the element's whole row, and
+    /// 37 candidate ranges searched for the least weighted squared error. `d` and `m` are rounded from
+    /// `f32` to bf16 directly (nearest-even, as `half::bf16::from_f32` rounds). A converter from GGUF
+    /// would go through f16 first (ggml stores `d` and `-min` as f16, and the converter widens those
+    /// to bf16); measured over a million groups each of normal, Student-t and outlier-laden rows, that
+    /// double rounding gives nearly the same results as the direct one (under a uniform importance, one
+    /// group in a million of the normal and Student-t rows then has a value up to 1.03 steps outside
+    /// its range, against none rounded directly).
+    GgmlImatrix,
 }
 
 /// How the checkpoint is written.
@@ -197,31 +208,46 @@ pub fn source_matrix(n: u64, k: u64, seed: u64) -> Vec<f32> {
     out
 }
 
-/// The q4_1 grid of a row-major N x K matrix.
+/// The q4_1 grid of a row-major N x K matrix. Row by row, since a quantizer may look at the whole row
+/// a group is in ([`Quantizer::GgmlImatrix`] weighs by the row's mean square); each group is written
+/// into its own place in its tile, so the order leaves the others' grids as they were.
 pub fn quantize(n: u64, k: u64, values: &[f32], quantizer: Quantizer) -> Vec<u8> {
     let g = GridGeometry::new(n, k).expect("grid geometry");
     let mut out = vec![0u8; g.bytes() as usize];
-    let mut group = [0f32; 32];
-    for (t, tile) in out.chunks_exact_mut(TILE_BYTES as usize).enumerate() {
-        let row0 = (t as u64 / g.col_blocks) * TILE_ROWS;
-        let col0 = (t as u64 % g.col_blocks) * TILE_COLS;
-        for r in 0..TILE_ROWS.min(n - row0) as usize {
-            for c in 0..8 {
-                let col = col0 + c as u64 * 32;
-                if col >= k {
-                    break;
-                }
-                let at = ((row0 + r as u64) * k + col) as usize;
-                group.copy_from_slice(&values[at..at + 32]);
-                match quantizer {
-                    Quantizer::MinMax => write_group(tile, c, r, &group),
-                    Quantizer::Refit => write_group_refit(tile, c, r, &group),
-                    Quantizer::Clipping => write_group_clipping(tile, c, r, &group),
-                }
+    let uniform = vec![1.0f32; k as usize];
+    for (row, source) in values.chunks_exact(k as usize).take(n as usize).enumerate() {
+        let blocks = match quantizer {
+            Quantizer::GgmlImatrix => ggml::quantize_row_q4_1(source, &uniform),
+            _ => Vec::new(),
+        };
+        let (tile_row, r) = (row / TILE_ROWS as usize, row % TILE_ROWS as usize);
+        for (b, group) in source.chunks_exact(32).enumerate() {
+            let col = b * 32;
+            let t = tile_row * g.col_blocks as usize + col / TILE_COLS as usize;
+            let tile = &mut out[t * TILE_BYTES as usize..(t + 1) * TILE_BYTES as usize];
+            let c = (col % TILE_COLS as usize) / 32;
+            let group: &[f32; 32] = group.try_into().expect("32 values");
+            match quantizer {
+                Quantizer::MinMax => write_group(tile, c, r, group),
+                Quantizer::Refit => write_group_refit(tile, c, r, group),
+                Quantizer::Clipping => write_group_clipping(tile, c, r, group),
+                Quantizer::GgmlImatrix => write_block(tile, c, r, &blocks[b]),
             }
         }
     }
     out
+}
+
+/// Group (c, r) of a tile as ggml's quantizer left it: `d` and `m` rounded to bf16 (see
+/// [`Quantizer::GgmlImatrix`]), codes as chosen against the unrounded ones.
+fn write_block(tile: &mut [u8], c: usize, r: usize, block: &ggml::Block) {
+    let i = c * 32 + r;
+    let (d, m) = (bf16::from_f32(block.d), bf16::from_f32(block.m));
+    tile[2 * i..2 * i + 2].copy_from_slice(&d.to_bits().to_le_bytes());
+    tile[512 + 2 * i..512 + 2 * i + 2].copy_from_slice(&m.to_bits().to_le_bytes());
+    for (j, &q) in block.codes.iter().enumerate() {
+        set_code(tile, c * 32 + j, r, q);
+    }
 }
 
 /// Codes as the reference quantizer picks them, then `d` and `m` by least squares over those codes.
