@@ -45,8 +45,10 @@ pub struct Target {
 pub enum Tokenizer {
     /// A regular file (symlinks followed). It is not read: the gate checks only that it is there.
     Present,
-    /// Nothing there, or a symlink to nothing.
+    /// Nothing there.
     Absent,
+    /// A symbolic link that leads to no file: where it points.
+    Dangling(String),
     /// Something other than a regular file: "a directory", "a FIFO", ...
     NotRegular(&'static str),
     /// `stat` failed for another reason (permissions, a loop of symlinks): the error, as text.
@@ -193,7 +195,11 @@ fn tokenizer_at(path: &Path) -> Tokenizer {
                 Tokenizer::NotRegular("not a file")
             }
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Tokenizer::Absent,
+        // A link that leads nowhere is there, and says where it points: not "no tokenizer.json".
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match std::fs::read_link(path) {
+            Ok(to) => Tokenizer::Dangling(escape::name(to.as_os_str())),
+            Err(_) => Tokenizer::Absent,
+        },
         Err(e) => Tokenizer::Unexamined(e.to_string()),
     }
 }
@@ -234,7 +240,7 @@ fn read_headers(dir: &Path) -> Result<Result<Vec<TensorInfo>, String>, PackageEr
                 return Ok(Err(format!(
                     "the target has {} *.q4nx files ({}) and no model.q4nx: the gate does not guess which",
                     many.len(),
-                    listed.join(", ")
+                    crate::checks::list(&listed, 4)
                 )));
             }
         }
@@ -611,6 +617,10 @@ fn tokenizer(target: &Target) -> Check {
             TOKENIZER,
             "the target has no tokenizer.json: the draft has none of its own to fall back on",
         ),
+        Tokenizer::Dangling(to) => Check::fail(
+            TOKENIZER,
+            format!("the target's tokenizer.json is a symbolic link to {to}, which leads to no file: the draft has none of its own to fall back on"),
+        ),
         Tokenizer::NotRegular(what) => Check::fail(
             TOKENIZER,
             format!("the target's tokenizer.json is {what}, not a regular file: no tokenizer can be read from it, and the draft has none of its own to fall back on"),
@@ -824,6 +834,10 @@ mod tests {
         refused("the target's tokenizer.json is a directory, not a regular file");
         std::fs::remove_dir(&path).expect("rmdir");
         refused("the target has no tokenizer.json");
+        std::os::unix::fs::symlink("gone.json", &path).expect("symlink");
+        refused(
+            "the target's tokenizer.json is a symbolic link to gone.json, which leads to no file",
+        );
     }
 
     // Linux only: macOS's file systems refuse a name that is not UTF-8 before the gate could see one.

@@ -5,6 +5,7 @@
 //! `dflash-gate --source`.
 #![allow(clippy::print_stderr, clippy::print_stdout)]
 
+use gate::checkpoint::MAX_SHARDS;
 use gate_tests::synth::source::{write_source, SourceOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
 use std::path::Path;
@@ -17,7 +18,8 @@ Writes a well-formed synthetic package into <dir> (seed: a number; default the t
                then drawn for the checkpoint: a package written without --source holds other grids,
                so write both in one run to compare them.
 --shards N     write the checkpoint as N shards named by model.safetensors.index.json (default 1:
-               model.safetensors)";
+               model.safetensors; at most 32, the most the gate reads whole, and at most one per
+               tensor)";
 
 /// Takes `--name VALUE` out of `args`: `Ok(None)` when absent, `Err` when it has no value.
 fn take(args: &mut Vec<String>, name: &str) -> Result<Option<String>, String> {
@@ -47,13 +49,13 @@ fn main() -> ExitCode {
     };
     let shards = match shards.map(|n| n.parse::<usize>()) {
         None => 1,
-        Some(Ok(n)) if (1..=64).contains(&n) && source.is_some() => n,
+        Some(Ok(n)) if (1..=MAX_SHARDS).contains(&n) && source.is_some() => n,
         Some(_) if source.is_none() => {
             eprintln!("synth: --shards is for the checkpoint: give --source too");
             return ExitCode::from(2);
         }
         Some(_) => {
-            eprintln!("synth: --shards takes a number from 1 to 64");
+            eprintln!("synth: --shards takes a number from 1 to {MAX_SHARDS} (the most the gate reads whole)");
             return ExitCode::from(2);
         }
     };

@@ -98,10 +98,12 @@ pub fn write_source(
     if let Some(omit) = options.omit {
         plan.retain(|(name, _, _)| name != omit);
     }
-    let shards = options.shards.max(1);
-    let per = plan.len().div_ceil(shards).max(1);
+    // As many shards as asked (each holding at least one tensor), the tensors spread evenly, so that a
+    // file named `-of-N` has N siblings.
+    let shards = options.shards.clamp(1, plan.len().max(1));
+    let bounds: Vec<usize> = (0..=shards).map(|s| s * plan.len() / shards).collect();
     let mut weight_map = serde_json::Map::new();
-    for (s, chunk) in plan.chunks(per).enumerate() {
+    for (s, chunk) in bounds.windows(2).map(|w| &plan[w[0]..w[1]]).enumerate() {
         let file_name = if shards == 1 {
             "model.safetensors".to_owned()
         } else {

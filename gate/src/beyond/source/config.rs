@@ -93,8 +93,11 @@ pub fn check(package: &[u8], source: &[u8]) -> Check {
         Check::undecided(
             ID,
             format!(
-                "cannot decide: {} of the compared fields are stated by one config only: {}",
-                one_sided.len(),
+                "cannot decide: {} stated by one config only: {}",
+                match one_sided.len() {
+                    1 => "a compared field is".to_owned(),
+                    n => format!("{n} compared fields are"),
+                },
                 one_sided.join("; ")
             ),
         )
