@@ -131,7 +131,7 @@ fn read(
     max_tensors: usize,
 ) -> Result<(Headers, Vec<RegularFile>), PackageError> {
     crate::error::require_dir(dir)?;
-    let config = read_config(dir)?;
+    let (config, _) = read_config(dir, "checkpoint's")?;
     let (names, index) = match layout(dir, how, max_tensors)? {
         Layout::Single => (vec![SINGLE_FILE.to_owned()], None),
         Layout::Sharded { index, shards } => (shards, Some(index)),
@@ -167,10 +167,10 @@ fn read(
     Ok((headers, files))
 }
 
-/// config.json's bytes, refused unless they are one JSON object by the strict parser: a checkpoint
-/// whose config cannot be read is exit 2 when it is read (as a target's is), not a finding about the
-/// package later.
-fn read_config(dir: &Path) -> Result<Vec<u8>, PackageError> {
+/// config.json's bytes and the object they hold, refused unless the strict parser reads one JSON
+/// object: a checkpoint (or target) whose config cannot be read is exit 2 when it is read, not a
+/// finding about the package later. `whose` names it in the message ("checkpoint's", "target's").
+pub(crate) fn read_config(dir: &Path, whose: &str) -> Result<(Vec<u8>, Value), PackageError> {
     let path = dir.join(CONFIG_FILE);
     let bytes = match files::read_capped(&path, MAX_CONFIG_BYTES) {
         Ok(bytes) => bytes,
@@ -182,14 +182,14 @@ fn read_config(dir: &Path) -> Result<Vec<u8>, PackageError> {
         Err(e) => return Err(e.into()),
     };
     match crate::strict_json::parse(&bytes) {
-        Ok(Value::Object(_)) => Ok(bytes),
+        Ok(v @ Value::Object(_)) => Ok((bytes, v)),
         Ok(_) => Err(malformed(
             &path,
-            "the checkpoint's config.json is not a JSON object".to_owned(),
+            format!("the {whose} config.json is not a JSON object"),
         )),
         Err(e) => Err(malformed(
             &path,
-            format!("the checkpoint's config.json is not valid JSON: {e}"),
+            format!("the {whose} config.json is not valid JSON: {e}"),
         )),
     }
 }

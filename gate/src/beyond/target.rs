@@ -8,8 +8,7 @@ use crate::container::TensorInfo;
 use crate::dtype::Dtype;
 use crate::error::PackageError;
 use crate::escape;
-use crate::files::{self, FileError, CONFIG_FILE};
-use crate::limits::MAX_CONFIG_BYTES;
+use crate::files::{self, FileError};
 use crate::report::Check;
 use crate::tile::{TILE_BYTES, TILE_COLS, TILE_ROWS};
 use serde_json::{json, Value};
@@ -63,31 +62,7 @@ pub const TOKENIZER_FILE: &str = "tokenizer.json";
 /// parse) is a usage error, exit 2: never a PASS over what was not read.
 pub fn read(dir: &Path) -> Result<Target, PackageError> {
     crate::error::require_dir(dir)?;
-    let config_path = dir.join(CONFIG_FILE);
-    let bytes = match files::read_capped(&config_path, MAX_CONFIG_BYTES) {
-        Ok(bytes) => bytes,
-        Err(FileError::NotFound { .. }) => {
-            return Err(PackageError::NoConfig {
-                path: dir.to_owned(),
-            })
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let config = match crate::strict_json::parse(&bytes) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) => {
-            return Err(malformed(
-                &config_path,
-                "the target's config.json is not a JSON object".to_owned(),
-            ))
-        }
-        Err(e) => {
-            return Err(malformed(
-                &config_path,
-                format!("the target's config.json is not valid JSON: {e}"),
-            ))
-        }
-    };
+    let (_, config) = crate::checkpoint::read_config(dir, "target's")?;
     Ok(Target {
         hidden_size: stated(&config, "hidden_size"),
         num_hidden_layers: stated(&config, "num_hidden_layers"),
@@ -201,13 +176,6 @@ fn tokenizer_at(path: &Path) -> Tokenizer {
             Err(_) => Tokenizer::Absent,
         },
         Err(e) => Tokenizer::Unexamined(e.to_string()),
-    }
-}
-
-fn malformed(path: &Path, why: String) -> PackageError {
-    PackageError::Malformed {
-        path: path.to_owned(),
-        why,
     }
 }
 
@@ -671,7 +639,7 @@ mod tests {
     /// A target directory with `config` and a tokenizer, and no weight file.
     fn target_dir(config: &str) -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join(CONFIG_FILE), config).expect("config");
+        std::fs::write(dir.path().join(crate::files::CONFIG_FILE), config).expect("config");
         std::fs::write(dir.path().join(TOKENIZER_FILE), b"{}").expect("tokenizer");
         dir
     }
