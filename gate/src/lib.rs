@@ -44,3 +44,29 @@ pub use report::{Check, Outcome, Report};
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeExamples;
+
+/// The other Markdown files' Rust examples too (a test in the task runner fails when a file with a
+/// Rust example is missing here). Each file is its own item, so a failure names the file.
+#[cfg(doctest)]
+mod markdown_examples {
+    #[doc = include_str!("../../CONTRIBUTING.md")]
+    struct Contributing;
+    #[doc = include_str!("../../docs/cmake.md")]
+    struct Cmake;
+    #[doc = include_str!("../../docs/format.md")]
+    struct Format;
+    #[doc = include_str!("../../docs/glossary.md")]
+    struct Glossary;
+    #[doc = include_str!("../../docs/hostile-input.md")]
+    struct HostileInput;
+    #[doc = include_str!("../../docs/json.md")]
+    struct Json;
+    #[doc = include_str!("../../docs/performance.md")]
+    struct Performance;
+    #[doc = include_str!("../../docs/source.md")]
+    struct Source;
+    #[doc = include_str!("../../docs/target-and-manifest.md")]
+    struct TargetAndManifest;
+    #[doc = include_str!("../../docs/usage.md")]
+    struct Usage;
+}

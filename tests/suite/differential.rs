@@ -1,6 +1,7 @@
 //! Our container verdict against the reference safetensors reader's, on a few thousand malformed
-//! headers. They must agree except where our rules are deliberately different (README, "Differences
-//! from the reference reader"); each such case is recognised by our own error, never by hope.
+//! headers. They must agree except where our rules are deliberately different (docs/hostile-input.md,
+//! "Differences from the reference reader"); each such case is recognised by our own error, never by
+//! hope.
 //!
 //! Needs a Python with the `safetensors` package: `DFLASH_GATE_PYTHON=/path/to/python`. Without it the
 //! trial is listed as ignored, with the reason in its name.
