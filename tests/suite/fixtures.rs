@@ -1,9 +1,10 @@
 //! The committed fixture packages (every directory under `fixtures/` with a config.json): every check
 //! of each is a trial. For `fixtures/tiny`, also: every check passes, its bytes are the generator's (same seed, same
-//! bytes), and its `--json` report matches the golden file byte for byte.
+//! bytes), its `--json` report matches the golden file byte for byte, and the README's sample report is
+//! the binary's own output on it.
 //!
 //! To re-bless after a deliberate change: `cargo xtask bless` (it reruns these trials with
-//! `DFLASH_GATE_BLESS=1`, which rewrites the fixture and the golden report).
+//! `DFLASH_GATE_BLESS=1`, which rewrites the fixture, the golden report and the README's sample).
 
 use crate::packages::{fixtures_dir, package_trials};
 use gate_tests::arms::SEED;
@@ -17,6 +18,7 @@ pub fn trials() -> Vec<Trial> {
     let mut out = vec![
         Trial::test("fixtures::tiny::bytes_are_the_generators", fixture_bytes),
         Trial::test("fixtures::tiny::golden_json", golden_json),
+        Trial::test("fixtures::tiny::readme_sample", readme_sample),
     ];
     out.extend(
         fixture_packages()
@@ -87,4 +89,88 @@ fn golden_json() -> Result<(), Failed> {
         .into());
     }
     Ok(())
+}
+
+/// The comment that precedes the README's sample report; the ```text block after it is the sample.
+pub const SAMPLE_MARKER: &str = "<!-- sample report: fixtures::tiny::readme_sample";
+
+/// The README's sample report is what the binary prints for `fixtures/tiny` (as `cargo xtask gate
+/// fixtures/tiny` runs it: from the workspace root, into a pipe), so it cannot drift from the real
+/// output. Only the timing at the end of the last line may differ.
+fn readme_sample() -> Result<(), Failed> {
+    let root = fixtures_dir().join("..");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+        .arg("fixtures/tiny")
+        .current_dir(&root)
+        .env("NO_COLOR", "1")
+        .env_remove("CLICOLOR_FORCE")
+        .output()
+        .map_err(|e| format!("running dflash-gate: {e}"))?;
+    if output.status.code() != Some(0) {
+        return Err(format!(
+            "dflash-gate fixtures/tiny exited {:?}, not 0",
+            output.status
+        )
+        .into());
+    }
+    let actual = String::from_utf8(output.stdout).map_err(|e| e.to_string())?;
+    let readme_path = root.join("README.md");
+    let readme = std::fs::read_to_string(&readme_path).map_err(|e| format!("README.md: {e}"))?;
+    let (start, end) = sample_block(&readme).ok_or(
+        "README.md has no sample report: a line starting with the sample marker, then a ```text block",
+    )?;
+    if blessing() {
+        let text = format!("{}{}{}", &readme[..start], actual, &readme[end..]);
+        std::fs::write(&readme_path, text).map_err(|e| format!("README.md: {e}"))?;
+        return Ok(());
+    }
+    let shown = &readme[start..end];
+    if without_timing(shown) != without_timing(&actual) {
+        let line = shown
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| without_timing(a) != without_timing(b))
+            .unwrap_or_else(|| shown.lines().count().min(actual.lines().count()));
+        return Err(format!(
+            "the README's sample report differs from `dflash-gate fixtures/tiny` at line {}: README {:?}, now {:?} \
+             (run `cargo xtask bless`, or paste this block):\n```text\n{actual}```",
+            line + 1,
+            shown.lines().nth(line).unwrap_or("(no line)"),
+            actual.lines().nth(line).unwrap_or("(no line)"),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The byte range of the sample's body: the lines between the ```text fence that follows the marker
+/// and the closing fence.
+fn sample_block(readme: &str) -> Option<(usize, usize)> {
+    let marker = readme.find(SAMPLE_MARKER)?;
+    let fence = marker + readme[marker..].find("\n```text\n")? + 1;
+    let start = fence + "```text\n".len();
+    let end = if readme[start..].starts_with("```") {
+        start
+    } else {
+        start + readme[start..].find("\n```")? + 1
+    };
+    Some((start, end))
+}
+
+/// The report with its timing, `(0.00 s)` at the end of its last line, blanked.
+fn without_timing(text: &str) -> String {
+    text.lines()
+        .map(|line| match line.rsplit_once(" (") {
+            Some((head, tail))
+                if tail.ends_with(" s)")
+                    && tail[..tail.len() - 3]
+                        .chars()
+                        .all(|c| c.is_ascii_digit() || c == '.') =>
+            {
+                format!("{head} (T s)")
+            }
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -53,7 +53,7 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
     })
 }
 
-/// Regenerates `fixtures/tiny` and its golden report.
+/// Regenerates `fixtures/tiny`, its golden report, and the README's sample report of it.
 pub fn bless(_: &[String]) -> Result<ExitCode, String> {
     let sh = crate::shell()?;
     let cargo = crate::cargo();
@@ -61,6 +61,7 @@ pub fn bless(_: &[String]) -> Result<ExitCode, String> {
     for trial in [
         "fixtures::tiny::bytes_are_the_generators",
         "fixtures::tiny::golden_json",
+        "fixtures::tiny::readme_sample",
     ] {
         xshell::cmd!(
             sh,
@@ -70,6 +71,8 @@ pub fn bless(_: &[String]) -> Result<ExitCode, String> {
         .run()
         .map_err(|e| format!("blessing {trial}: {e}"))?;
     }
-    println!("blessed fixtures/tiny and fixtures/tiny.report.json; review with git diff");
+    println!(
+        "blessed fixtures/tiny, fixtures/tiny.report.json and the README's sample report; review with git diff"
+    );
     Ok(ExitCode::SUCCESS)
 }
