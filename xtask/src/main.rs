@@ -5,6 +5,7 @@
 
 mod bench;
 mod cmake;
+mod docs;
 mod fuzz;
 mod gate;
 mod mutants;
@@ -90,8 +91,25 @@ const TASKS: &[Task] = &[
         name: "bless",
         run: selftest::bless,
         usage: "bless",
-        about: "rewrite fixtures/tiny and its golden report from the generator",
+        about: "rewrite fixtures/tiny, its golden report and the README's sample report from the generator",
         options: &[],
+    },
+    Task {
+        name: "links",
+        run: docs::links_task,
+        usage: "links",
+        about: "every relative link of README.md, CONTRIBUTING.md and docs/*.md names a file and heading that exist",
+        options: &[],
+    },
+    Task {
+        name: "readme-commands",
+        run: docs::readme_commands,
+        usage: "readme-commands [--all]",
+        about: "run every command of the README's sh blocks (cargo install into a temporary root)",
+        options: &[(
+            "--all",
+            "also those .ci/run runs as written (cargo test), which are otherwise not run twice",
+        )],
     },
     Task {
         name: "help",
