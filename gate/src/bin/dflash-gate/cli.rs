@@ -65,13 +65,25 @@ pub const OPTIONS: &[Opt] = &[
         long: "--all",
         short: None,
         takes: Takes::Many("DIR"),
-        help: "gate every package directory (one holding config.json) directly under DIR",
+        help: "gate every package directory (holding a config.json or a *.q4nx) directly under DIR; the --source and --target directories and safetensors checkpoints are listed as skipped",
     },
     Opt {
         long: "--full",
         short: None,
         takes: Takes::Nothing,
         help: "with several packages, print every report instead of one line each",
+    },
+    Opt {
+        long: "--quiet",
+        short: Some("-q"),
+        takes: Takes::Nothing,
+        help: "print only the failing and undecided checks and the verdict (several packages: all but the passing lines)",
+    },
+    Opt {
+        long: "--color",
+        short: None,
+        takes: Takes::One("WHEN"),
+        help: "colour the outcomes: auto (a terminal, unless NO_COLOR is set), always or never; never in JSON",
     },
     Opt {
         long: "--help",
