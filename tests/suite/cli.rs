@@ -35,8 +35,9 @@ fn text(bytes: &[u8]) -> String {
 #[cfg(unix)]
 type Make = fn(&Path) -> std::io::Result<()>;
 
-/// Under `--all`: a config.json that is a link to nothing, a FIFO or a directory, and a weight file
-/// with no config.json, each gated and counted as not gated (exit 2), never dropped; a safetensors
+/// Under `--all`: a config.json that is a link to nothing (beside a weight file or alone), a FIFO or
+/// a directory, and a weight file with no config.json, each gated and counted as not gated (exit 2),
+/// never dropped; a safetensors
 /// checkpoint listed as skipped; a folder of notes not counted at all.
 #[cfg(unix)]
 fn all_counts_the_unreadable() -> Result<(), Failed> {
@@ -63,6 +64,10 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
         std::fs::remove_file(d.join("config.json"))?;
         make(&d.join("config.json"))?;
     }
+    // A download that stopped after its config.json link: no weight file says "package" here.
+    let alone = models.join("b-link-alone");
+    std::fs::create_dir(&alone)?;
+    std::os::unix::fs::symlink("nowhere.json", alone.join("config.json"))?;
     let checkpoint = models.join("f-checkpoint");
     std::fs::create_dir(&checkpoint)?;
     std::fs::copy(
@@ -78,7 +83,7 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
     let out = text(&o.stdout);
     if o.status.code() != Some(2) {
         return Err(format!(
-            "exit {:?}, expected 2 (four not gated):\n{out}",
+            "exit {:?}, expected 2 (five not gated):\n{out}",
             o.status.code()
         )
         .into());
@@ -91,7 +96,13 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
             .count()
             == 1
     };
-    for name in ["b-dangling", "c-fifo", "d-directory", "e-weights-only"] {
+    for name in [
+        "b-dangling",
+        "b-link-alone",
+        "c-fifo",
+        "d-directory",
+        "e-weights-only",
+    ] {
         if !starts("ERROR ", name) {
             return Err(format!("{name}: no ERROR line of its own:\n{out}").into());
         }
@@ -99,14 +110,14 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
     if !starts("PASS ", "a-good") || !starts("SKIPPED ", "f-checkpoint") {
         return Err(format!("a-good passed and f-checkpoint skipped, each once:\n{out}").into());
     }
-    if out.contains("g-notes") || lines.len() != 7 {
-        return Err(format!("six directories listed and the summary:\n{out}").into());
+    if out.contains("g-notes") || lines.len() != 8 {
+        return Err(format!("seven directories listed and the summary:\n{out}").into());
     }
-    let summary = "5 packages: 1 pass, 0 fail, 0 undecided, 4 not gated; 1 skipped";
+    let summary = "6 packages: 1 pass, 0 fail, 0 undecided, 5 not gated; 1 skipped";
     if lines.last() != Some(&summary) {
         return Err(format!("the summary is not {summary:?}:\n{out}").into());
     }
-    // The JSON array has a document for each of the five, four of them errors.
+    // The JSON array has a document for each of the six, five of them errors.
     let o = gate(&["--all".as_ref(), models.as_os_str(), "--json".as_ref()])?;
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout)?;
     let kinds: Vec<&str> = doc
@@ -115,7 +126,9 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
         .flatten()
         .filter_map(|d| d["kind"].as_str())
         .collect();
-    if kinds != ["report", "error", "error", "error", "error"] || o.status.code() != Some(2) {
+    if kinds != ["report", "error", "error", "error", "error", "error"]
+        || o.status.code() != Some(2)
+    {
         return Err(format!("--json: {kinds:?}, exit {:?}", o.status.code()).into());
     }
     Ok(())
