@@ -516,3 +516,57 @@ fn a_truncated_weight_file_names_the_tensor_cut_off() {
     );
     assert!(line.contains("tensor \"model."), "{line}");
 }
+
+/// `--color auto` on a real terminal (a pseudo-terminal as stdout): coloured, and plain under
+/// `NO_COLOR` or `--color never`.
+#[cfg(target_os = "linux")]
+#[test]
+fn auto_colours_a_terminal_unless_no_color() {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let run = |args: &[&str], env: &[(&str, &str)]| -> String {
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: two out-pointers to c_ints; no name, termios or window size asked for.
+        let r = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both descriptors were just opened and are owned by nothing else.
+        let (mut master, slave) = unsafe {
+            (
+                std::fs::File::from_raw_fd(master),
+                std::fs::File::from_raw_fd(slave),
+            )
+        };
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dflash-gate"));
+        cmd.arg(fixture()).args(args).stdout(slave);
+        cmd.env("TERM", "xterm-256color")
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .env_remove("CLICOLOR");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        // The terminal's other end closes with the child: reading stops there (EIO on Linux).
+        drop(cmd);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = master.read(&mut buf) {
+            out.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(child.wait().unwrap().code(), Some(0));
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    let coloured = run(&[], &[]);
+    assert!(coloured.contains("\u{1b}[32mPASS\u{1b}[0m"), "{coloured:?}");
+    assert!(!run(&[], &[("NO_COLOR", "1")]).contains('\u{1b}'));
+    assert!(!run(&["--color", "never"], &[]).contains('\u{1b}'));
+    assert!(!run(&["--json"], &[]).contains('\u{1b}'));
+}

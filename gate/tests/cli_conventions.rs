@@ -266,6 +266,19 @@ fn a_closed_pipe_is_the_verdicts_status_quietly() {
         let o = run(extra);
         assert_eq!(o.status.code(), Some(1), "{extra:?}: {}", text(&o.stderr));
     }
+    // `2>&1 | head -1`: stderr is the closed pipe too, and a package that cannot be gated says so
+    // there: still the verdicts' status (2 for the unreadable one), never a crash.
+    std::fs::remove_file(d.join("config.json")).unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let o = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+        .arg("--all")
+        .arg(&models)
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert_eq!(o.code(), Some(2));
     // --help into a closed pipe is still an answer.
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);

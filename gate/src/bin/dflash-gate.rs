@@ -2,8 +2,8 @@
 //!
 //! Exit status: 0 every check passed, 1 a check failed, 3 nothing failed but something was
 //! undecided, 2 a usage error, an unreadable path, or a report that could not be written. With several
-//! packages, the worst of them.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+//! packages, the worst of them. A reader that closed the pipe is no lost report: the verdict's status.
+// No `print!`/`eprintln!` (the workspace denies them): they panic when the stream is closed.
 
 #[path = "dflash-gate/cli.rs"]
 mod cli;
@@ -121,7 +121,7 @@ fn main() -> ExitCode {
         Err(why) => {
             // `why` quotes the command line: an argument may hold a newline or a terminal escape.
             let why = gate::escape::line(&why);
-            eprintln!("dflash-gate: {why}\nusage: dflash-gate [options] <package-dir>...\nfor more, run 'dflash-gate --help'");
+            say(&format!("dflash-gate: {why}\nusage: dflash-gate [options] <package-dir>...\nfor more, run 'dflash-gate --help'"));
             return ExitCode::from(2);
         }
     };
@@ -139,9 +139,9 @@ fn main() -> ExitCode {
             // The verdict did not reach its reader: never an exit that could read as approval.
             let total = args.packages();
             let unreported = total - gated.reported.min(total);
-            eprintln!(
+            say(&format!(
                 "dflash-gate: cannot write the report to stdout: {e}; {unreported} of {total} package(s) not reported"
-            );
+            ));
             ExitCode::from(2)
         }
     }
@@ -157,6 +157,12 @@ impl Args {
     }
 }
 
+/// One message on stderr. Unlike `eprintln!`, a stderr that cannot be written (`2>&1 | head -1`, the
+/// reader gone) is no panic: the exit status, which is the verdict's, still reaches the caller.
+fn say(text: &str) {
+    let _ = writeln!(io::stderr(), "{text}");
+}
+
 /// `--help` and `--version`: stdout, exit 0 (also when the reader closed the pipe early; 2 if the
 /// text could not be written otherwise).
 fn answer(text: &str) -> ExitCode {
@@ -165,7 +171,7 @@ fn answer(text: &str) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("dflash-gate: cannot write to stdout: {e}");
+            say(&format!("dflash-gate: cannot write to stdout: {e}"));
             ExitCode::from(2)
         }
     }
@@ -220,7 +226,7 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
                 if args.json {
                     // The JSON array holds reports and errors only; the skip is said on stderr.
                     let line = format!("skipped {}: {why}", dir.display());
-                    eprintln!("dflash-gate: {}", gate::escape::line(&line));
+                    say(&format!("dflash-gate: {}", gate::escape::line(&line)));
                 }
                 let line = format!("{:<10} {}  {why}", "SKIPPED", dir.display());
                 format!("{}\n", gate::escape::line(&line))
@@ -271,7 +277,7 @@ fn not_gated(
 ) -> String {
     gated.count(2);
     let why = format!("{e}{}", hint(dir, e));
-    eprintln!("dflash-gate: {}", gate::escape::line(&why));
+    say(&format!("dflash-gate: {}", gate::escape::line(&why)));
     if args.json {
         documents.push(gate::report::error_json(&dir.to_string_lossy(), e));
     }

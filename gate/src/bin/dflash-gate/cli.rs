@@ -1,7 +1,8 @@
 //! The command line's conventions, as ripgrep and cargo keep them: `--help`/`-h` and `--version`/`-V`
 //! answer on stdout with exit 0; `--` ends options (a directory may be named `-x`); `--name=value` and
 //! `--name value` are the same; an unknown option is answered with the nearest known one; a
-//! single-valued option given twice is refused rather than silently overridden.
+//! single-valued option given twice is refused rather than silently overridden. Errors quote the
+//! command line as given: the caller escapes them where it prints them.
 //!
 //! Hand-written on purpose: eleven options do not pay for an argument-parser crate in a tool that sits
 //! in front of a loader (every dependency is one more thing to audit), and this table is both the
@@ -172,7 +173,7 @@ pub fn parse(raw: Vec<OsString>, table: &'static [Opt]) -> Result<Parsed, String
         };
         if matches!(opt.takes, Takes::One(_)) && parsed.has(opt.long) {
             return Err(format!(
-                "{} given twice; it takes one value ({:?}, then {:?})",
+                "{} given twice; it takes one value (\"{}\", then \"{}\")",
                 opt.long,
                 parsed
                     .value(opt.long)
