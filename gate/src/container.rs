@@ -164,7 +164,7 @@ impl fmt::Display for ContainerError {
                 write!(f, "header length {n} exceeds the {MAX_HEADER_BYTES}-byte limit")
             }
             HeaderPastEnd { n, file_len } => {
-                write!(f, "header length {n} runs past the end of the {file_len}-byte file")
+                write!(f, "header length {n} runs past the end of the {file_len}-byte file: truncated in its header, or not a Q4NX file")
             }
             HeaderNotUtf8 { offset } => write!(f, "header is not UTF-8 (bad byte at header offset {offset})"),
             HeaderNotJson { reason } => write!(f, "header is not valid JSON: {reason}"),
@@ -517,6 +517,9 @@ mod tests {
                 file_len: 10
             }
         );
+        assert!(refusal(&b)
+            .to_string()
+            .ends_with("-byte file: truncated in its header, or not a Q4NX file"));
     }
 
     #[test]

@@ -321,6 +321,14 @@ fn a_folder_of_packages_named_as_one_suggests_all() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("no config.json; did you mean --all?"), "{err}");
+    // And the other way round: --all naming a package.
+    let o = gate(&["--all".as_ref(), models.join("one").as_os_str()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no package directory (with a config.json or a *.q4nx) under it; it is a package itself: name it without --all"),
+        "{err}"
+    );
 }
 
 /// The plain report (no colour: a pipe) is the library's text, byte for byte, but for its timing:

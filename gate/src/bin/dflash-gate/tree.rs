@@ -53,11 +53,14 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
     if !items.iter().any(|i| !matches!(i, Item::Skip { .. })) {
         // Nothing to gate is no verdict: never an empty, passing run.
         let skipped = items.len();
-        let also = if skipped == 0 {
+        let mut also = if skipped == 0 {
             String::new()
         } else {
             format!(" ({skipped} skipped: not packages of this run)")
         };
+        if models.join(CONFIG_FILE).symlink_metadata().is_ok() {
+            also.push_str("; it is a package itself: name it without --all");
+        }
         return Err(format!(
             "--all {}: no package directory (with a config.json or a *.q4nx) under it{also}",
             models.display()
