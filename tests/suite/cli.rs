@@ -36,8 +36,8 @@ fn text(bytes: &[u8]) -> String {
 type Make = fn(&Path) -> std::io::Result<()>;
 
 /// Under `--all`: a config.json that is a link to nothing (beside a weight file or alone), a FIFO or
-/// a directory, and a weight file with no config.json, each gated and counted as not gated (exit 2),
-/// never dropped; a safetensors
+/// a directory, a weight file with no config.json, and a link to nothing where a package was, each
+/// counted as not gated (exit 2), never dropped; a safetensors
 /// checkpoint listed as skipped; a folder of notes not counted at all.
 #[cfg(unix)]
 fn all_counts_the_unreadable() -> Result<(), Failed> {
@@ -68,6 +68,11 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
     let alone = models.join("b-link-alone");
     std::fs::create_dir(&alone)?;
     std::os::unix::fs::symlink("nowhere.json", alone.join("config.json"))?;
+    // A package linked in from a disk that is not there.
+    std::os::unix::fs::symlink(
+        root.path().join("unmounted"),
+        models.join("h-link-to-nothing"),
+    )?;
     let checkpoint = models.join("f-checkpoint");
     std::fs::create_dir(&checkpoint)?;
     std::fs::copy(
@@ -83,7 +88,7 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
     let out = text(&o.stdout);
     if o.status.code() != Some(2) {
         return Err(format!(
-            "exit {:?}, expected 2 (five not gated):\n{out}",
+            "exit {:?}, expected 2 (six not gated):\n{out}",
             o.status.code()
         )
         .into());
@@ -102,6 +107,7 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
         "c-fifo",
         "d-directory",
         "e-weights-only",
+        "h-link-to-nothing",
     ] {
         if !starts("ERROR ", name) {
             return Err(format!("{name}: no ERROR line of its own:\n{out}").into());
@@ -110,14 +116,14 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
     if !starts("PASS ", "a-good") || !starts("SKIPPED ", "f-checkpoint") {
         return Err(format!("a-good passed and f-checkpoint skipped, each once:\n{out}").into());
     }
-    if out.contains("g-notes") || lines.len() != 8 {
-        return Err(format!("seven directories listed and the summary:\n{out}").into());
+    if out.contains("g-notes") || lines.len() != 9 {
+        return Err(format!("eight entries listed and the summary:\n{out}").into());
     }
-    let summary = "6 packages: 1 pass, 0 fail, 0 undecided, 5 not gated; 1 skipped";
+    let summary = "7 packages: 1 pass, 0 fail, 0 undecided, 6 not gated; 1 skipped";
     if lines.last() != Some(&summary) {
         return Err(format!("the summary is not {summary:?}:\n{out}").into());
     }
-    // The JSON array has a document for each of the six, five of them errors.
+    // The JSON array has a document for each of the seven, six of them errors.
     let o = gate(&["--all".as_ref(), models.as_os_str(), "--json".as_ref()])?;
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout)?;
     let kinds: Vec<&str> = doc
@@ -126,7 +132,10 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
         .flatten()
         .filter_map(|d| d["kind"].as_str())
         .collect();
-    if kinds != ["report", "error", "error", "error", "error", "error"]
+    if kinds
+        != [
+            "report", "error", "error", "error", "error", "error", "error",
+        ]
         || o.status.code() != Some(2)
     {
         return Err(format!("--json: {kinds:?}, exit {:?}", o.status.code()).into());

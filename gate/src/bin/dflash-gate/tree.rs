@@ -3,7 +3,8 @@
 //!
 //! Fail-closed like the gate itself: a directory that looks like a package (it holds a `config.json`
 //! entry of any kind, or a `*.q4nx` entry) is gated, and one whose config.json is a link to nothing, a
-//! FIFO or a directory then ends as "not gated" (exit 2), never dropped from the count. Only two kinds
+//! FIFO or a directory then ends as "not gated" (exit 2), never dropped from the count, as does an
+//! entry that cannot be followed (a link to nothing: it may have been a package). Only two kinds
 //! are passed over, each listed as skipped: a directory `--source` or `--target` names (the checkpoint
 //! or target beside the packages), and a safetensors checkpoint (`config.json` plus `model.safetensors`
 //! or its index, and no `*.q4nx`), which is what a package is converted from, not a package. A
@@ -31,25 +32,48 @@ pub enum Item {
     },
 }
 
+impl Item {
+    fn dir(&self) -> &Path {
+        match self {
+            Item::Gate(dir) | Item::Skip { dir, .. } | Item::NotGated { dir, .. } => dir,
+        }
+    }
+}
+
 /// Every directory directly under `models` that looks like a package, sorted, with why each one not
 /// gated is passed over. `beside` are the directories `--source` and `--target` name.
 pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Item>, String> {
     gate::error::require_dir(models).map_err(|e| format!("--all {e}"))?;
     let listing = |e: std::io::Error| format!("--all {}: cannot list it: {e}", models.display());
     let mut dirs = Vec::new();
+    let mut unknown = Vec::new();
     for entry in std::fs::read_dir(models).map_err(listing)? {
         let path = entry.map_err(listing)?.path();
         // Following links: a package may be linked into the folder. Files beside the packages (a
-        // README, a link to nothing) are not directories and not packages.
-        if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
-            dirs.push(path);
+        // README) are not packages; an entry that cannot be followed (a link to nothing, a loop)
+        // may have been one, so it is not gated rather than passed over.
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_dir() => dirs.push(path),
+            Ok(_) => {}
+            Err(source) => unknown.push(Item::NotGated {
+                error: PackageError::FileNoted {
+                    error: FileError::Unreadable {
+                        path: path.clone(),
+                        source,
+                    },
+                    note: "it cannot be followed, so whether it is a package is unknown".to_owned(),
+                },
+                dir: path,
+            }),
         }
     }
     dirs.sort();
-    let items: Vec<Item> = dirs
+    let mut items: Vec<Item> = dirs
         .into_iter()
         .filter_map(|dir| classify(dir, beside))
+        .chain(unknown)
         .collect();
+    items.sort_by(|a, b| a.dir().cmp(b.dir()));
     if !items.iter().any(|i| !matches!(i, Item::Skip { .. })) {
         // Nothing to gate is no verdict: never an empty, passing run.
         let skipped = items.len();
