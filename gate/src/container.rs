@@ -143,6 +143,16 @@ pub enum ContainerError {
     },
     /// The last entry does not end where the data section ends (trailing bytes, or a short file).
     DataLengthMismatch { last_end: u64, data_len: u64 },
+    /// The data section ends inside a tensor, or before it: the file was cut short (a download or
+    /// copy that stopped). `tensor` is the first one not wholly there; `beyond` more start past the end.
+    Truncated {
+        tensor: String,
+        begin: u64,
+        end: u64,
+        last_end: u64,
+        data_len: u64,
+        beyond: usize,
+    },
 }
 
 impl fmt::Display for ContainerError {
@@ -154,7 +164,7 @@ impl fmt::Display for ContainerError {
                 write!(f, "header length {n} exceeds the {MAX_HEADER_BYTES}-byte limit")
             }
             HeaderPastEnd { n, file_len } => {
-                write!(f, "header length {n} runs past the end of the {file_len}-byte file")
+                write!(f, "header length {n} runs past the end of the {file_len}-byte file: truncated in its header, or not a Q4NX file")
             }
             HeaderNotUtf8 { offset } => write!(f, "header is not UTF-8 (bad byte at header offset {offset})"),
             HeaderNotJson { reason } => write!(f, "header is not valid JSON: {reason}"),
@@ -213,6 +223,16 @@ impl fmt::Display for ContainerError {
                 f,
                 "file is short: tensors end at {last_end}, data section is only {data_len} bytes"
             ),
+            Truncated { tensor, begin, end, last_end, data_len, beyond } => {
+                write!(
+                    f,
+                    "file is short, truncated: tensors end at {last_end}, data section is only {data_len} bytes; tensor {tensor:?} (data offsets [{begin}, {end}]) is cut off"
+                )?;
+                if *beyond > 0 {
+                    write!(f, ", and {beyond} more tensor(s) start past the end")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -414,6 +434,20 @@ fn check_layout(entries: &[TensorInfo], data_len: u64) -> Result<Vec<(u64, u64)>
         cursor = entry.end;
         previous = Some(entry);
     }
+    if let Some(at) = entries.iter().position(|e| e.end > data_len) {
+        let cut = &entries[at];
+        return Err(ContainerError::Truncated {
+            tensor: cut.name.clone(),
+            begin: cut.begin,
+            end: cut.end,
+            last_end: cursor,
+            data_len,
+            beyond: entries[at + 1..]
+                .iter()
+                .filter(|e| e.begin >= data_len)
+                .count(),
+        });
+    }
     if cursor != data_len {
         return Err(ContainerError::DataLengthMismatch {
             last_end: cursor,
@@ -483,6 +517,9 @@ mod tests {
                 file_len: 10
             }
         );
+        assert!(refusal(&b)
+            .to_string()
+            .ends_with("-byte file: truncated in its header, or not a Q4NX file"));
     }
 
     #[test]
@@ -767,13 +804,28 @@ mod tests {
             }
         );
         b.truncate(b.len() - 2);
+        let short = refusal(&b);
         assert_eq!(
-            refusal(&b),
-            ContainerError::DataLengthMismatch {
+            short,
+            ContainerError::Truncated {
+                tensor: "b".to_owned(),
+                begin: 4,
+                end: 8,
                 last_end: 8,
-                data_len: 7
+                data_len: 7,
+                beyond: 0
             }
         );
+        // A short file is named truncated, with the tensor it cuts off.
+        let said = short.to_string();
+        assert!(
+            said.contains("file is short, truncated")
+                && said.contains("tensor \"b\" (data offsets [4, 8]) is cut off"),
+            "{said}"
+        );
+        b.truncate(b.len() - 4);
+        let said = refusal(&b).to_string();
+        assert!(said.ends_with("tensor \"a\" (data offsets [0, 4]) is cut off, and 1 more tensor(s) start past the end"), "{said}");
     }
 
     #[test]

@@ -250,3 +250,331 @@ fn manifest_and_target_options_run_their_checks() {
         Some(2)
     );
 }
+
+/// The common layout: the packages, the checkpoint they came from, and another checkpoint, side by
+/// side. The `--source` directory and the checkpoint are listed as skipped and leave the exit 0.
+#[test]
+fn all_skips_the_source_directory_and_checkpoints() {
+    use gate_tests::synth::{source, Encoding, Geometry, Package};
+    let root = tempfile::tempdir().unwrap();
+    let models = root.path().join("models");
+    let mut package = Package::generate(&Geometry::small(), Encoding::default(), 7);
+    for dir in ["source", "other-checkpoint"] {
+        std::fs::create_dir_all(models.join(dir)).unwrap();
+        source::write_source(&mut package, &models.join(dir), Default::default(), 7).unwrap();
+    }
+    std::fs::create_dir(models.join("draft")).unwrap();
+    package.write(&models.join("draft")).unwrap();
+    let src = models.join("source");
+    let o = gate(&[
+        "--all".as_ref(),
+        models.as_os_str(),
+        "--source".as_ref(),
+        src.as_os_str(),
+    ]);
+    let text = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("PASS") && lines[0].contains("/draft  "),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("SKIPPED")
+            && lines[1].contains("/other-checkpoint  a checkpoint, not a package"),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("SKIPPED")
+            && lines[2].contains("/source  the --source directory, not a package"),
+        "{text}"
+    );
+    assert_eq!(
+        lines[3],
+        "1 packages: 1 pass, 0 fail, 0 undecided, 0 not gated; 2 skipped"
+    );
+    // A folder of nothing but checkpoints has no package to gate: exit 2, not an empty pass.
+    let only = root.path().join("only");
+    std::fs::create_dir_all(only.join("ckpt")).unwrap();
+    source::write_source(&mut package, &only.join("ckpt"), Default::default(), 7).unwrap();
+    let o = gate(&["--all".as_ref(), only.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("no package directory (with a config.json or a *.q4nx) under it (1 skipped"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn a_folder_of_packages_named_as_one_suggests_all() {
+    let root = tempfile::tempdir().unwrap();
+    let models = root.path().join("models");
+    copy(&models, "one");
+    let o = gate_dir(&models, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no config.json; did you mean --all?"), "{err}");
+    // And the other way round: --all naming a package.
+    let o = gate(&["--all".as_ref(), models.join("one").as_os_str()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no package directory (with a config.json or a *.q4nx) under it; it is a package itself: name it without --all"),
+        "{err}"
+    );
+}
+
+/// The plain report (no colour: a pipe) is the library's text, byte for byte, but for its timing:
+/// scripts that read it see no change.
+#[test]
+fn the_plain_report_of_a_passing_package_is_the_librarys_text() {
+    let o = gate_dir(&fixture(), &["--census"]);
+    let report = gate::gate(&fixture(), &gate::Options::default()).unwrap();
+    let want = report.to_text(true);
+    let text = stdout(&o);
+    let (got, want) = (
+        text.rsplit_once("checks passed (").unwrap().0,
+        want.rsplit_once("checks passed (").unwrap().0,
+    );
+    assert_eq!(got, want);
+}
+
+/// Colour: forced on, forced off, `NO_COLOR` (it wins over `CLICOLOR_FORCE`), a pipe; never in JSON.
+/// Only the labels are coloured; the text is otherwise the plain text.
+#[test]
+fn colour_is_chosen_by_option_environment_and_terminal() {
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dflash-gate"));
+        cmd.arg(fixture()).args(args);
+        cmd.env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .env_remove("CLICOLOR");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        stdout(&cmd.output().unwrap())
+    };
+    let esc = |s: &str| s.contains('\u{1b}');
+    let always = run(&["--color", "always"], &[]);
+    assert!(
+        always
+            .lines()
+            .find(|l| l.contains("tiles.q4_1_signature"))
+            .unwrap()
+            .starts_with("\u{1b}["),
+        "{always}"
+    );
+    assert!(always.contains("VERDICT      PASS\u{1b}[0m"), "{always}");
+    // Stripped of its escapes, the coloured report is the plain one.
+    let plain = run(&["--color", "never"], &[]);
+    assert!(!esc(&plain), "{plain}");
+    let strip = |s: &str| {
+        let mut out = String::new();
+        let mut rest = s;
+        while let Some(at) = rest.find('\u{1b}') {
+            out.push_str(&rest[..at]);
+            rest = &rest[at..];
+            rest = &rest[rest.find('m').unwrap() + 1..];
+        }
+        out + rest
+    };
+    let cut = |s: &str| s.rsplit_once("checks passed (").unwrap().0.to_owned();
+    assert_eq!(cut(&strip(&always)), cut(&plain));
+    // auto: a pipe is never coloured; CLICOLOR_FORCE asks for colour, NO_COLOR overrules it.
+    assert!(!esc(&run(&[], &[])));
+    assert!(esc(&run(&[], &[("CLICOLOR_FORCE", "1")])));
+    assert!(!esc(&run(
+        &["--color=auto"],
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]
+    )));
+    assert!(!esc(&run(&["--json", "--color", "always"], &[])));
+    let o = gate_dir(&fixture(), &["--color", "sometimes"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("--color takes auto, always or never, not \"sometimes\""));
+}
+
+/// A verdict that is not PASS names its checks; `--quiet` prints only them and the verdict.
+#[test]
+fn the_verdict_names_what_failed_and_quiet_prints_only_that() {
+    let root = tempfile::tempdir().unwrap();
+    let d = copy(root.path(), "broken");
+    edit_config(&d, |c| {
+        c.insert("block_size".into(), 4.into());
+    });
+    let o = gate_dir(&d, &[]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1));
+    let verdict: Vec<&str> = text.lines().filter(|l| l.starts_with("VERDICT")).collect();
+    assert_eq!(
+        verdict,
+        ["VERDICT      FAIL (failed: scalars.block_size)"],
+        "{text}"
+    );
+    let o = gate_dir(&d, &["--quiet"]);
+    assert_eq!(o.status.code(), Some(1));
+    let quiet = stdout(&o);
+    let lines: Vec<&str> = quiet.lines().collect();
+    assert_eq!(lines.len(), 2, "{quiet}");
+    assert!(
+        lines[0].starts_with("FAIL       scalars.block_size"),
+        "{quiet}"
+    );
+    assert_eq!(lines[1], "VERDICT      FAIL (failed: scalars.block_size)");
+    // An undecided one names the checks that could not decide.
+    let u = copy(root.path(), "undecided");
+    edit_config(&u, |c| {
+        c.remove("intermediate_size");
+    });
+    let quiet = stdout(&gate_dir(&u, &["-q"]));
+    let last = quiet.lines().last().unwrap();
+    assert!(
+        last.starts_with("VERDICT      UNDECIDED (undecided: "),
+        "{quiet}"
+    );
+    assert!(
+        quiet
+            .lines()
+            .all(|l| l.starts_with("UNDECIDED ") || l.starts_with("VERDICT ")),
+        "{quiet}"
+    );
+    // A pass under --quiet is its verdict alone; several: only what did not pass, and the summary.
+    assert_eq!(
+        stdout(&gate_dir(&fixture(), &["-q"])),
+        "VERDICT      PASS\n"
+    );
+    let models = root.path().join("models");
+    copy(&models, "a");
+    std::fs::rename(&d, models.join("b")).unwrap();
+    let text = stdout(&gate(&[
+        "--all".as_ref(),
+        models.as_os_str(),
+        "-q".as_ref(),
+    ]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with("FAIL") && lines[0].contains("/b  scalars.block_size"),
+        "{text}"
+    );
+    // --quiet with --json is refused: the document is whole.
+    assert_eq!(
+        gate_dir(&fixture(), &["-q", "--json"]).status.code(),
+        Some(2)
+    );
+}
+
+/// A check that had nothing to look at says so: with a required field missing no grid is proven,
+/// so no tile header was read, and the message must not read as a pass over zero groups.
+#[test]
+fn a_check_with_nothing_to_look_at_says_so() {
+    let root = tempfile::tempdir().unwrap();
+    let d = copy(root.path(), "no-hidden-size");
+    edit_config(&d, |c| {
+        c.remove("hidden_size");
+    });
+    let report = gate::gate(&d, &gate::Options::default()).unwrap();
+    for id in ["tiles.headers_sane", "tiles.q4_1_signature"] {
+        let c = report.check(id).unwrap();
+        assert_eq!(c.outcome, gate::Outcome::Undecided, "{id}");
+        assert_eq!(
+            c.blocked_by.as_deref(),
+            Some("projections.tile_grid"),
+            "{id}"
+        );
+        assert!(
+            c.message
+                .starts_with("nothing to look at: no grid was read"),
+            "{id}: {}",
+            c.message
+        );
+    }
+}
+
+/// A weight file cut short names the word and the tensor it cuts off.
+#[test]
+fn a_truncated_weight_file_names_the_tensor_cut_off() {
+    let root = tempfile::tempdir().unwrap();
+    let d = copy(root.path(), "truncated");
+    let file = d.join("model.q4nx");
+    let len = std::fs::metadata(&file).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(len - 100)
+        .unwrap();
+    let o = gate_dir(&d, &[]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("FAIL       container.parses"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("truncated") && line.contains(") is cut off"),
+        "{line}"
+    );
+    assert!(line.contains("tensor \"model."), "{line}");
+}
+
+/// `--color auto` on a real terminal (a pseudo-terminal as stdout): coloured, and plain under
+/// `NO_COLOR` or `--color never`.
+#[cfg(target_os = "linux")]
+#[test]
+fn auto_colours_a_terminal_unless_no_color() {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let run = |args: &[&str], env: &[(&str, &str)]| -> String {
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: two out-pointers to c_ints; no name, termios or window size asked for.
+        let r = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both descriptors were just opened and are owned by nothing else.
+        let (mut master, slave) = unsafe {
+            (
+                std::fs::File::from_raw_fd(master),
+                std::fs::File::from_raw_fd(slave),
+            )
+        };
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dflash-gate"));
+        cmd.arg(fixture()).args(args).stdout(slave);
+        cmd.env("TERM", "xterm-256color")
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .env_remove("CLICOLOR");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        // The terminal's other end closes with the child: reading stops there (EIO on Linux).
+        drop(cmd);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = master.read(&mut buf) {
+            out.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(child.wait().unwrap().code(), Some(0));
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    let coloured = run(&[], &[]);
+    assert!(coloured.contains("\u{1b}[32mPASS\u{1b}[0m"), "{coloured:?}");
+    assert!(!run(&[], &[("NO_COLOR", "1")]).contains('\u{1b}'));
+    assert!(!run(&["--color", "never"], &[]).contains('\u{1b}'));
+    assert!(!run(&["--json"], &[]).contains('\u{1b}'));
+}

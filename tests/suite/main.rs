@@ -5,6 +5,7 @@
 //! like PATH). A listed package that is missing is an ignored trial whose name says so, never a pass.
 
 mod campaign;
+mod cli;
 mod differential;
 mod examples;
 mod fixtures;
@@ -45,5 +46,6 @@ fn main() -> ExitCode {
     trials.extend(campaign::trials());
     trials.extend(differential::trials());
     trials.extend(hostile::trials());
+    trials.extend(cli::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }

@@ -6,6 +6,7 @@
 //! once, before any build.
 
 use std::ffi::OsString;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 
@@ -14,8 +15,11 @@ pub const DEFAULT_PACKAGE: &str = "fixtures/tiny";
 
 pub fn run(args: &[String]) -> Result<ExitCode, String> {
     let raw: Vec<OsString> = args.iter().map(OsString::from).collect();
-    let parsed = crate::gate_cli::parse(raw, crate::gate_cli::OPTIONS)
-        .map_err(|e| format!("gate: {e}\nfor more, run 'cargo xtask gate --help'"))?;
+    let parsed = crate::gate_cli::parse(raw, crate::gate_cli::OPTIONS).map_err(|e| {
+        // `e` quotes the command line: an argument may hold a newline or a terminal escape.
+        let e = crate::escape::line(&e);
+        format!("gate: {e}\nfor more, run 'cargo xtask gate --help'")
+    })?;
     let mut args = args.to_vec();
     if parsed.operands.is_empty() && !parsed.has("--all") && !parsed.has("--version") {
         // An option that names what to compare a package with says the user meant a package of
@@ -47,16 +51,7 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
 pub fn build() -> Result<PathBuf, String> {
     let output = Command::new(crate::cargo())
         .current_dir(crate::root())
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--package",
-            "dflash-gate",
-            "--bin",
-            "dflash-gate",
-            "--message-format=json-render-diagnostics",
-        ])
+        .args(build_args(std::io::stderr().is_terminal()))
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("running cargo build: {e}"))?;
@@ -65,6 +60,24 @@ pub fn build() -> Result<PathBuf, String> {
     }
     executable(&String::from_utf8_lossy(&output.stdout), "dflash-gate")
         .ok_or_else(|| "cargo built dflash-gate but did not say where".to_owned())
+}
+
+/// Cargo's arguments. On a terminal cargo's own progress is shown (a cold checkout compiles for a
+/// minute or two, which must not look like a hang); elsewhere (CI logs, scripts) it is quiet.
+fn build_args(terminal: bool) -> Vec<&'static str> {
+    let mut args = vec!["build"];
+    if !terminal {
+        args.push("--quiet");
+    }
+    args.extend([
+        "--release",
+        "--package",
+        "dflash-gate",
+        "--bin",
+        "dflash-gate",
+        "--message-format=json-render-diagnostics",
+    ]);
+    args
 }
 
 /// The `executable` of the `compiler-artifact` message for binary `name` in cargo's JSON messages.
@@ -92,6 +105,20 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn cargo_shows_its_progress_on_a_terminal_only() {
+        assert!(!super::build_args(true).contains(&"--quiet"));
+        assert!(super::build_args(false).contains(&"--quiet"));
+    }
+
+    #[test]
+    fn a_forged_argument_is_escaped_in_the_usage_error() {
+        let args = ["--x\n\u{1b}[2KVERDICT      PASS".to_owned()];
+        let err = super::run(&args).expect_err("an unknown option");
+        assert!(!err.contains('\u{1b}'), "{err:?}");
+        assert!(err.contains("--x\\n\\u{1b}[2KVERDICT"), "{err:?}");
     }
 
     #[test]

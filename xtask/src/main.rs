@@ -17,6 +17,11 @@ mod selftest;
 #[path = "../../gate/src/bin/dflash-gate/cli.rs"]
 mod gate_cli;
 
+/// The gate's escaping of untrusted text, for the arguments `cargo xtask gate` quotes back.
+#[allow(dead_code)]
+#[path = "../../gate/src/escape.rs"]
+mod escape;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -78,6 +78,10 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "report escaping", file: "gate/src/report.rs", from: "out.push_str(&crate::escape::line(&text));", to: "out.push_str(&text);", filter: "hostile::names_from_the_file" },
     Mutant { check: "manifest symlink out", file: "gate/src/beyond/manifest.rs", from: "if !inside(&path, root.as_deref().ok()) {", to: "if false {", filter: "arms::control::manifest_lists_a_symlink_out" },
     Mutant { check: "manifest names as bytes", file: "gate/src/beyond/manifest.rs", from: ".filter(|f| !wanted.contains(f.as_encoded_bytes()))", to: ".filter(|f| !wanted.contains(f.to_string_lossy().as_bytes()))", filter: "arms::control::manifest_look_alike" },
+    Mutant { check: "--all counts the unreadable", file: "gate/src/bin/dflash-gate/tree.rs", from: "let config = dir.join(CONFIG_FILE).symlink_metadata().is_ok();", to: "let config = dir.join(CONFIG_FILE).is_file();", filter: "cli::all_gates_or_counts_every_directory" },
+    Mutant { check: "--all not-gated count", file: "gate/src/bin/dflash-gate.rs", from: "gated.count(2);", to: "();", filter: "cli::all_gates_or_counts_every_directory" },
+    Mutant { check: "--all checkpoint skipped", file: "gate/src/bin/dflash-gate/tree.rs", from: "(true, false) if checkpoint => Some(Item::Skip {", to: "(true, false) if false => Some(Item::Skip {", filter: "cli::all_gates_or_counts_every_directory" },
+    Mutant { check: "usage error escaping", file: "gate/src/bin/dflash-gate.rs", from: "let why = gate::escape::line(&why);", to: "let why = why;", filter: "cli::usage_errors_escape" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of

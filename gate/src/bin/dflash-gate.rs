@@ -2,17 +2,22 @@
 //!
 //! Exit status: 0 every check passed, 1 a check failed, 3 nothing failed but something was
 //! undecided, 2 a usage error, an unreadable path, or a report that could not be written. With several
-//! packages, the worst of them.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+//! packages, the worst of them. A reader that closed the pipe is no lost report: the verdict's status.
+// No `print!`/`eprintln!` (the workspace denies them): they panic when the stream is closed.
 
 #[path = "dflash-gate/cli.rs"]
 mod cli;
+#[path = "dflash-gate/print.rs"]
+mod print;
+#[path = "dflash-gate/tree.rs"]
+mod tree;
 
 use gate::{Options, Outcome, Report};
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use tree::Item;
 
 const ABOUT: &str = "Gates DFlash draft packages (config.json + one Q4NX weight file), fail-closed.
 
@@ -23,16 +28,20 @@ usage: dflash-gate [options] <package-dir>...
 
 const EXIT: &str =
     "exit status: 0 pass, 1 fail, 3 undecided, 2 usage error, unreadable path or unwritable
-output (with several packages, the worst: 2 over 1 over 3 over 0)";
+output (with several packages, the worst: 2 over 1 over 3 over 0; a reader that closes the pipe
+early still gets the verdict's status)";
 
 /// What to gate and how to print it.
 struct Args {
-    dirs: Vec<PathBuf>,
+    items: Vec<Item>,
     json: bool,
     census: bool,
     full: bool,
+    /// Only the objections and the verdict.
+    quiet: bool,
     /// `--all` or several directories: one line each (or a JSON array) and a summary.
     many: bool,
+    colour: print::When,
     options: Options,
 }
 
@@ -51,46 +60,49 @@ fn request(raw: Vec<OsString>) -> Result<Request, String> {
     if parsed.has("--version") {
         return Ok(Request::Version);
     }
-    let mut dirs: Vec<PathBuf> = parsed.operands.iter().map(PathBuf::from).collect();
+    let options = Options {
+        target: parsed.value("--target").map(PathBuf::from),
+        manifest: parsed.has("--manifest"),
+        source: parsed.value("--source").map(PathBuf::from),
+        ..Options::default()
+    };
+    let colour = match parsed.value("--color") {
+        Some(v) => print::When::parse(&v.to_string_lossy())?,
+        None => print::When::Auto,
+    };
+    let (json, quiet) = (parsed.has("--json"), parsed.has("--quiet"));
+    if json && quiet {
+        return Err(
+            "--quiet and --json do not go together: the JSON document is always whole".to_owned(),
+        );
+    }
+    let mut items: Vec<Item> = parsed
+        .operands
+        .iter()
+        .map(|d| Item::Gate(PathBuf::from(d)))
+        .collect();
+    let beside: Vec<(&str, &Path)> = [("--source", &options.source), ("--target", &options.target)]
+        .into_iter()
+        .filter_map(|(option, dir)| dir.as_deref().map(|d| (option, d)))
+        .collect();
     let mut all = false;
     for models in parsed.values("--all") {
-        dirs.extend(packages_under(Path::new(models))?);
+        items.extend(tree::packages_under(Path::new(models), &beside)?);
         all = true;
     }
-    if dirs.is_empty() {
+    if items.is_empty() {
         return Err("no package directory given".to_owned());
     }
     Ok(Request::Gate(Args {
-        many: all || dirs.len() > 1,
-        dirs,
-        json: parsed.has("--json"),
+        many: all || items.len() > 1,
+        items,
+        json,
         census: parsed.has("--census"),
         full: parsed.has("--full"),
-        options: Options {
-            target: parsed.value("--target").map(PathBuf::from),
-            manifest: parsed.has("--manifest"),
-            source: parsed.value("--source").map(PathBuf::from),
-            ..Options::default()
-        },
+        quiet,
+        colour,
+        options,
     }))
-}
-
-/// Every directory directly under `models` that holds a config.json, sorted.
-fn packages_under(models: &Path) -> Result<Vec<PathBuf>, String> {
-    gate::error::require_dir(models).map_err(|e| format!("--all {e}"))?;
-    let entries = std::fs::read_dir(models).map_err(|e| format!("{}: {e}", models.display()))?;
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("config.json").is_file())
-        .collect();
-    dirs.sort();
-    if dirs.is_empty() {
-        return Err(format!(
-            "{}: no package directory (with a config.json) under it",
-            models.display()
-        ));
-    }
-    Ok(dirs)
 }
 
 fn main() -> ExitCode {
@@ -107,83 +119,123 @@ fn main() -> ExitCode {
             return answer(&format!("dflash-gate {}\n", env!("CARGO_PKG_VERSION")));
         }
         Err(why) => {
-            eprintln!("dflash-gate: {why}\nusage: dflash-gate [options] <package-dir>...\nfor more, run 'dflash-gate --help'");
+            // `why` quotes the command line: an argument may hold a newline or a terminal escape.
+            let why = gate::escape::line(&why);
+            say(&format!("dflash-gate: {why}\nusage: dflash-gate [options] <package-dir>...\nfor more, run 'dflash-gate --help'"));
             return ExitCode::from(2);
         }
     };
-    let mut out = io::stdout().lock();
+    let colour = !args.json && args.colour.colour_stdout();
+    let mut out = print::Out::new(io::stdout().lock());
     let mut gated = Gated::default();
-    let result = run(&args, &mut out, &mut gated).and_then(|()| out.flush());
-    match result {
-        Ok(()) => ExitCode::from(gated.worst),
-        Err(e) => {
+    run(&args, colour, &mut out, &mut gated);
+    out.flush();
+    match out.error {
+        None => ExitCode::from(gated.worst),
+        // The reader left: it has what it read; the status is still the verdict's (never a 0 for
+        // a run that holds a FAIL: every package was gated).
+        Some(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(gated.worst),
+        Some(e) => {
             // The verdict did not reach its reader: never an exit that could read as approval.
-            let unreported = args.dirs.len() - gated.reported;
-            eprintln!(
-                "dflash-gate: cannot write the report to stdout: {e}; {unreported} of {} package(s) not reported",
-                args.dirs.len()
-            );
+            let total = args.packages();
+            let unreported = total - gated.reported.min(total);
+            say(&format!(
+                "dflash-gate: cannot write the report to stdout: {e}; {unreported} of {total} package(s) not reported"
+            ));
             ExitCode::from(2)
         }
     }
 }
 
-/// `--help` and `--version`: stdout, exit 0 (2 if even that cannot be written).
+impl Args {
+    /// The directories that count (all but the skipped).
+    fn packages(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|i| !matches!(i, Item::Skip { .. }))
+            .count()
+    }
+}
+
+/// One message on stderr. Unlike `eprintln!`, a stderr that cannot be written (`2>&1 | head -1`, the
+/// reader gone) is no panic: the exit status, which is the verdict's, still reaches the caller.
+fn say(text: &str) {
+    let _ = writeln!(io::stderr(), "{text}");
+}
+
+/// `--help` and `--version`: stdout, exit 0 (also when the reader closed the pipe early; 2 if the
+/// text could not be written otherwise).
 fn answer(text: &str) -> ExitCode {
     let mut out = io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("dflash-gate: cannot write to stdout: {e}");
+            say(&format!("dflash-gate: cannot write to stdout: {e}"));
             ExitCode::from(2)
         }
     }
 }
 
-/// What has been gated so far: the worst exit status, how many packages got each, and how many
-/// reports were written out.
+/// What has been gated so far: the worst exit status, how many packages got each, how many were
+/// skipped, and how many reports were written out.
 #[derive(Default)]
 struct Gated {
     worst: u8,
     counts: [usize; 4],
+    skipped: usize,
     reported: usize,
 }
 
-/// Gates every package and writes its report as it goes (JSON: at the end, as one document). Any
-/// write error stops the run.
-fn run(args: &Args, out: &mut impl Write, gated: &mut Gated) -> io::Result<()> {
+impl Gated {
+    fn count(&mut self, code: u8) {
+        self.counts[usize::from(code)] += 1;
+        self.worst = worse(self.worst, code);
+    }
+}
+
+/// Gates every package and writes its report as it goes (JSON: at the end, as one document). A lost
+/// report (a full disk) stops the run; a closed pipe does not: the rest is gated unprinted, so the
+/// exit status covers every package asked for.
+fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut Gated) {
     let mut documents = Vec::new();
-    for dir in &args.dirs {
-        let (code, text) = match gate::gate(dir, &args.options) {
-            Ok(report) => {
-                if args.json {
-                    documents.push(report.to_json());
+    for item in &args.items {
+        if out.lost() {
+            return;
+        }
+        let text = match item {
+            Item::Gate(dir) => match gate::gate(dir, &args.options) {
+                Ok(report) => {
+                    gated.count(report.verdict().exit_code());
+                    if args.json {
+                        documents.push(report.to_json());
+                    }
+                    if !args.many || args.full {
+                        print::report_text(&report, args.census, args.quiet, args.many)
+                    } else if args.quiet && report.verdict() == Outcome::Pass {
+                        String::new()
+                    } else {
+                        verdict_line(&report)
+                    }
                 }
-                let text = if args.many && !args.full {
-                    verdict_line(&report)
-                } else {
-                    report.to_text(args.census)
-                };
-                (report.verdict().exit_code(), text)
-            }
-            Err(e) => {
-                eprintln!("dflash-gate: {}", gate::escape::line(&e.to_string()));
+                Err(e) => not_gated(args, dir, &e, gated, &mut documents),
+            },
+            Item::NotGated { dir, error } => not_gated(args, dir, error, gated, &mut documents),
+            Item::Skip { dir, why } => {
+                gated.skipped += 1;
                 if args.json {
-                    documents.push(gate::report::error_json(&dir.to_string_lossy(), &e));
+                    // The JSON array holds reports and errors only; the skip is said on stderr.
+                    let line = format!("skipped {}: {why}", dir.display());
+                    say(&format!("dflash-gate: {}", gate::escape::line(&line)));
                 }
-                let text = if args.many {
-                    let line = format!("ERROR      {}  {e}", dir.display());
-                    format!("{}\n", gate::escape::line(&line))
-                } else {
-                    String::new()
-                };
-                (2, text)
+                let line = format!("{:<10} {}  {why}", "SKIPPED", dir.display());
+                format!("{}\n", gate::escape::line(&line))
             }
         };
-        gated.counts[usize::from(code)] += 1;
-        gated.worst = worse(gated.worst, code);
-        if !args.json {
-            out.write_all(text.as_bytes())?;
+        if !args.json
+            && out.write(&print::paint(&text, colour))
+            && !matches!(item, Item::Skip { .. })
+        {
             gated.reported += 1;
         }
     }
@@ -193,22 +245,64 @@ fn run(args: &Args, out: &mut impl Write, gated: &mut Gated) -> io::Result<()> {
         } else {
             documents.pop().unwrap_or_default()
         };
-        let text = serde_json::to_string_pretty(&doc).map_err(io::Error::other)?;
-        writeln!(out, "{text}")?;
-        gated.reported = args.dirs.len();
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        if out.write(&format!("{text}\n")) {
+            gated.reported = args.packages();
+        }
     } else if args.many {
         let c = &gated.counts;
-        writeln!(
-            out,
-            "{} packages: {} pass, {} fail, {} undecided, {} not gated",
-            args.dirs.len(),
+        let skipped = match gated.skipped {
+            0 => String::new(),
+            n => format!("; {n} skipped"),
+        };
+        out.write(&format!(
+            "{} packages: {} pass, {} fail, {} undecided, {} not gated{skipped}\n",
+            args.packages(),
             c[0],
             c[1],
             c[3],
             c[2]
-        )?;
+        ));
     }
-    Ok(())
+}
+
+/// A package the gate could not run on: stderr says why, the many-package listing has an ERROR line
+/// and the JSON an error document; exit 2.
+fn not_gated(
+    args: &Args,
+    dir: &Path,
+    e: &gate::PackageError,
+    gated: &mut Gated,
+    documents: &mut Vec<serde_json::Value>,
+) -> String {
+    gated.count(2);
+    let why = format!("{e}{}", hint(dir, e));
+    say(&format!("dflash-gate: {}", gate::escape::line(&why)));
+    if args.json {
+        documents.push(gate::report::error_json(&dir.to_string_lossy(), e));
+    }
+    if args.many {
+        let line = format!("ERROR      {}  {why}", dir.display());
+        format!("{}\n", gate::escape::line(&line))
+    } else {
+        String::new()
+    }
+}
+
+/// What the error alone does not say: a config.json that is a link to nothing, or a folder of
+/// packages named where one package was meant.
+fn hint(dir: &Path, e: &gate::PackageError) -> &'static str {
+    if !matches!(e, gate::PackageError::NoConfig { .. }) {
+        return "";
+    }
+    let config = dir.join(gate::files::CONFIG_FILE);
+    if config.symlink_metadata().is_ok_and(|m| m.is_symlink()) {
+        "; it is a symbolic link to nothing"
+    } else if tree::holds_packages(dir) {
+        "; did you mean --all? (directories under it hold one)"
+    } else {
+        ""
+    }
 }
 
 /// One line for a package among several: the verdict and, unless it passed, the first objection.

@@ -208,6 +208,11 @@ fn scan_all(grids: &[(&str, TileGrid<'_>)]) -> Vec<GridScan> {
     )
 }
 
+/// What a tiles check says when no grid was proven, so none was read: it looked at nothing, and its
+/// message must not read as a pass over zero groups.
+const NOTHING_READ: &str =
+    "nothing to look at: no grid was read (no projection is a proven tile grid; see projections.tile_grid)";
+
 fn headers(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) -> Check {
     let groups: u64 = scans.iter().map(|s| s.real_groups).sum();
     let constant: u64 = scans.iter().map(|s| s.constant_groups).sum();
@@ -238,6 +243,9 @@ fn headers(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) 
             format!("{bad} of {groups} groups have a broken tile header in {} tensor(s); first bad: {name} {}", bad_tensors.len(), b.describe()),
         )
         .with_evidence(evidence);
+    }
+    if grids.is_empty() {
+        return Check::blocked(HEADERS, TILE_GRID, NOTHING_READ).with_evidence(evidence);
     }
     let statement = format!(
         "every tile header is sane: scale finite and positive (or a constant group), minimum finite, over {groups} groups in {} grids ({constant} constant groups; first bad: none)",
@@ -275,6 +283,9 @@ fn padding(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) 
             ),
         )
         .with_evidence(evidence);
+    }
+    if grids.is_empty() {
+        return Check::blocked(PADDING, TILE_GRID, NOTHING_READ).with_evidence(evidence);
     }
     let statement = format!(
         "padding groups beyond N or K hold zero scale, minimum and codes ({groups} groups)"
@@ -339,7 +350,7 @@ fn signature(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool
     }
     if !all_grids || grids.is_empty() {
         let statement = if grids.is_empty() {
-            "no grid to read".to_owned()
+            NOTHING_READ.to_owned()
         } else {
             format!(
                 "partial: median per tensor {lo:.3} .. {hi:.3} over {} grids",

@@ -1,7 +1,8 @@
 //! The command line's conventions, as ripgrep and cargo keep them: `--help`/`-h` and `--version`/`-V`
 //! answer on stdout with exit 0; `--` ends options (a directory may be named `-x`); `--name=value` and
 //! `--name value` are the same; an unknown option is answered with the nearest known one; a
-//! single-valued option given twice is refused rather than silently overridden.
+//! single-valued option given twice is refused rather than silently overridden. Errors quote the
+//! command line as given: the caller escapes them where it prints them.
 //!
 //! Hand-written on purpose: eleven options do not pay for an argument-parser crate in a tool that sits
 //! in front of a loader (every dependency is one more thing to audit), and this table is both the
@@ -65,13 +66,25 @@ pub const OPTIONS: &[Opt] = &[
         long: "--all",
         short: None,
         takes: Takes::Many("DIR"),
-        help: "gate every package directory (one holding config.json) directly under DIR",
+        help: "gate every package directory under DIR (one holding config.json or a *.q4nx; checkpoints and the --source/--target directories are skipped)",
     },
     Opt {
         long: "--full",
         short: None,
         takes: Takes::Nothing,
         help: "with several packages, print every report instead of one line each",
+    },
+    Opt {
+        long: "--quiet",
+        short: Some("-q"),
+        takes: Takes::Nothing,
+        help: "print only the failing and undecided checks and the verdict (several packages: all but the passing lines)",
+    },
+    Opt {
+        long: "--color",
+        short: None,
+        takes: Takes::One("WHEN"),
+        help: "colour the outcomes: auto (a terminal, unless NO_COLOR is set), always or never; never in JSON",
     },
     Opt {
         long: "--help",
@@ -160,7 +173,7 @@ pub fn parse(raw: Vec<OsString>, table: &'static [Opt]) -> Result<Parsed, String
         };
         if matches!(opt.takes, Takes::One(_)) && parsed.has(opt.long) {
             return Err(format!(
-                "{} given twice; it takes one value ({:?}, then {:?})",
+                "{} given twice; it takes one value (\"{}\", then \"{}\")",
                 opt.long,
                 parsed
                     .value(opt.long)

@@ -1,0 +1,206 @@
+//! The terminal side of the human report: the VERDICT line that names what failed, the `--quiet`
+//! form, colour, and a stdout that tells a reader who left from a report that was lost.
+//!
+//! The library's [`gate::Report::to_text`] is the report; this only adds to the verdict line and
+//! colours line prefixes. Every line it sees has been through `gate::escape::line`, so a line's start
+//! is the gate's own label, never text from a package: colouring by prefix cannot be steered by a
+//! tensor name.
+
+use anstyle::{AnsiColor, Style};
+use gate::{Outcome, Report};
+use std::io::{self, Write};
+
+/// `--color`: when to colour the human report.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum When {
+    Auto,
+    Always,
+    Never,
+}
+
+impl When {
+    pub fn parse(value: &str) -> Result<When, String> {
+        match value {
+            "auto" => Ok(When::Auto),
+            "always" => Ok(When::Always),
+            "never" => Ok(When::Never),
+            other => Err(format!(
+                "--color takes auto, always or never, not \"{other}\""
+            )),
+        }
+    }
+
+    /// Whether to colour stdout. `auto` colours a terminal only, and not under `NO_COLOR` (or
+    /// `CLICOLOR=0`, or a dumb terminal), as cargo decides it; `always` colours a pipe too (for
+    /// `less -R`).
+    pub fn colour_stdout(self) -> bool {
+        match self {
+            When::Always => true,
+            When::Never => false,
+            When::Auto => {
+                anstream::AutoStream::choice(&io::stdout()) != anstream::ColorChoice::Never
+            }
+        }
+    }
+}
+
+/// The verdict line, naming the checks behind a verdict that is not PASS: `VERDICT      FAIL (failed:
+/// a, b; undecided: c)`. A PASS line stays `VERDICT      PASS`, as scripts read it.
+pub fn verdict_text(report: &Report) -> String {
+    let verdict = report.verdict();
+    let ids = |outcome: Outcome| -> Vec<&str> {
+        report
+            .checks
+            .iter()
+            .filter(|c| c.outcome == outcome)
+            .map(|c| c.id.as_str())
+            .collect()
+    };
+    let mut named = Vec::new();
+    for (outcome, word) in [(Outcome::Fail, "failed"), (Outcome::Undecided, "undecided")] {
+        let ids = ids(outcome);
+        if !ids.is_empty() {
+            named.push(format!("{word}: {}", ids.join(", ")));
+        }
+    }
+    let line = if named.is_empty() {
+        format!("VERDICT      {verdict}")
+    } else {
+        format!("VERDICT      {verdict} ({})", named.join("; "))
+    };
+    gate::escape::line(&line)
+}
+
+/// The human report of one package: the library's text with the verdict line naming what failed, or
+/// (`quiet`) only the objections (FAIL and UNDECIDED lines) and the verdict, after the line naming
+/// the package when there are several (`--full --quiet`).
+pub fn report_text(report: &Report, census: bool, quiet: bool, many: bool) -> String {
+    let plain = format!("VERDICT      {}", report.verdict());
+    let mut out = String::new();
+    for (i, line) in report.to_text(census).lines().enumerate() {
+        if line == plain {
+            out.push_str(&verdict_text(report));
+        } else if quiet
+            && !(i == 0 && many || line.starts_with("FAIL ") || line.starts_with("UNDECIDED "))
+        {
+            continue;
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The style of a line by its label, or `None` for a line left plain.
+fn style_of(line: &str) -> Option<(usize, Style)> {
+    let bold = Style::new().bold();
+    let colour = |c: AnsiColor| Style::new().fg_color(Some(c.into()));
+    [
+        ("PASS", colour(AnsiColor::Green)),
+        ("FAIL", colour(AnsiColor::Red).bold()),
+        ("UNDECIDED", colour(AnsiColor::Yellow).bold()),
+        ("ERROR", colour(AnsiColor::Red).bold()),
+        ("SKIPPED", Style::new().dimmed()),
+        ("NOT CHECKED", Style::new().dimmed()),
+        ("VERDICT      PASS", colour(AnsiColor::Green).bold()),
+        ("VERDICT      FAIL", colour(AnsiColor::Red).bold()),
+        ("VERDICT      UNDECIDED", colour(AnsiColor::Yellow).bold()),
+        ("VERDICT", bold),
+    ]
+    .into_iter()
+    .filter(|(label, _)| {
+        line.strip_prefix(label)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+    })
+    .max_by_key(|(label, _)| label.len())
+    .map(|(label, style)| (label.len(), style))
+}
+
+/// `text` with each line's label coloured (when `colour`); the rest of every line untouched.
+pub fn paint(text: &str, colour: bool) -> String {
+    if !colour {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        match style_of(line.trim_end_matches('\n')) {
+            Some((len, style)) => {
+                out.push_str(&format!("{style}{}{style:#}", &line[..len]));
+                out.push_str(&line[len..]);
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
+/// Stdout that remembers its first write error and then writes no more.
+///
+/// A closed pipe (`dflash-gate --all models | head -1`) is the reader's choice, not a lost report:
+/// the run goes on, quietly, to its verdict's own exit status (ripgrep does the same, but a gate must
+/// not let an early exit 0 hide a FAIL later in the list, so every package is still gated). Any
+/// other write error (a full disk) loses the report: exit 2.
+pub struct Out<W: Write> {
+    inner: W,
+    pub error: Option<io::Error>,
+}
+
+impl<W: Write> Out<W> {
+    pub fn new(inner: W) -> Self {
+        Out { inner, error: None }
+    }
+
+    /// Writes `text` unless an earlier write failed; whether it was written.
+    pub fn write(&mut self, text: &str) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        match self.inner.write_all(text.as_bytes()) {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        }
+    }
+
+    pub fn flush(&mut self) {
+        if self.error.is_none() {
+            if let Err(e) = self.inner.flush() {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// The report was lost (an error other than a closed pipe): nothing more is worth gating.
+    pub fn lost(&self) -> bool {
+        self.error
+            .as_ref()
+            .is_some_and(|e| e.kind() != io::ErrorKind::BrokenPipe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_label_is_coloured_and_plain_text_is_untouched() {
+        let text =
+            "PASS       a.b  ok\nFAIL       c.d  bad\nVERDICT      FAIL (failed: c.d)\nPASSING x\n";
+        assert_eq!(paint(text, false), text);
+        let painted = paint(text, true);
+        let lines: Vec<&str> = painted.lines().collect();
+        assert!(
+            lines[0].starts_with("\u{1b}[") && lines[0].ends_with("PASS\u{1b}[0m       a.b  ok"),
+            "{painted:?}"
+        );
+        assert!(
+            lines[2].contains("VERDICT      FAIL\u{1b}[0m (failed"),
+            "{painted:?}"
+        );
+        // A word that only begins with a label is not one.
+        assert_eq!(lines[3], "PASSING x");
+    }
+}

@@ -1,0 +1,154 @@
+//! `--all DIR`: which directories under DIR are packages to gate, which are skipped, and which cannot
+//! be gated at all.
+//!
+//! Fail-closed like the gate itself: a directory that looks like a package (it holds a `config.json`
+//! entry of any kind, or a `*.q4nx` entry) is gated, and one whose config.json is a link to nothing, a
+//! FIFO or a directory then ends as "not gated" (exit 2), never dropped from the count, as does an
+//! entry that cannot be followed (a link to nothing: it may have been a package). Only two kinds
+//! are passed over, each listed as skipped: a directory `--source` or `--target` names (the checkpoint
+//! or target beside the packages), and a safetensors checkpoint (`config.json` plus `model.safetensors`
+//! or its index, and no `*.q4nx`), which is what a package is converted from, not a package. A
+//! directory with neither a config.json nor a weight file is not a package and is not counted.
+
+use gate::checkpoint::{INDEX_FILE, SINGLE_FILE};
+use gate::files::{FileError, CONFIG_FILE};
+use gate::package::WEIGHT_EXTENSION;
+use gate::PackageError;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// One directory of the run, named on the command line or found under `--all`.
+pub enum Item {
+    Gate(PathBuf),
+    /// Not a package of this run: shown, but it changes nothing in the exit status.
+    Skip {
+        dir: PathBuf,
+        why: String,
+    },
+    /// Looks like a package, but could not even be looked at: exit 2.
+    NotGated {
+        dir: PathBuf,
+        error: PackageError,
+    },
+}
+
+impl Item {
+    fn dir(&self) -> &Path {
+        match self {
+            Item::Gate(dir) | Item::Skip { dir, .. } | Item::NotGated { dir, .. } => dir,
+        }
+    }
+}
+
+/// Every directory directly under `models` that looks like a package, sorted, with why each one not
+/// gated is passed over. `beside` are the directories `--source` and `--target` name.
+pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Item>, String> {
+    gate::error::require_dir(models).map_err(|e| format!("--all {e}"))?;
+    let listing = |e: std::io::Error| format!("--all {}: cannot list it: {e}", models.display());
+    let mut dirs = Vec::new();
+    let mut unknown = Vec::new();
+    for entry in std::fs::read_dir(models).map_err(listing)? {
+        let path = entry.map_err(listing)?.path();
+        // Following links: a package may be linked into the folder. Files beside the packages (a
+        // README) are not packages; an entry that cannot be followed (a link to nothing, a loop)
+        // may have been one, so it is not gated rather than passed over.
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_dir() => dirs.push(path),
+            Ok(_) => {}
+            Err(source) => unknown.push(Item::NotGated {
+                error: PackageError::FileNoted {
+                    error: FileError::Unreadable {
+                        path: path.clone(),
+                        source,
+                    },
+                    note: "it cannot be followed, so whether it is a package is unknown".to_owned(),
+                },
+                dir: path,
+            }),
+        }
+    }
+    dirs.sort();
+    let mut items: Vec<Item> = dirs
+        .into_iter()
+        .filter_map(|dir| classify(dir, beside))
+        .chain(unknown)
+        .collect();
+    items.sort_by(|a, b| a.dir().cmp(b.dir()));
+    if !items.iter().any(|i| !matches!(i, Item::Skip { .. })) {
+        // Nothing to gate is no verdict: never an empty, passing run.
+        let skipped = items.len();
+        let mut also = if skipped == 0 {
+            String::new()
+        } else {
+            format!(" ({skipped} skipped: not packages of this run)")
+        };
+        if models.join(CONFIG_FILE).symlink_metadata().is_ok() {
+            also.push_str("; it is a package itself: name it without --all");
+        }
+        return Err(format!(
+            "--all {}: no package directory (with a config.json or a *.q4nx) under it{also}",
+            models.display()
+        ));
+    }
+    Ok(items)
+}
+
+/// What to do with one directory under `--all`; `None` when it is not a package at all.
+fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
+    if let Some((option, _)) = beside.iter().find(|(_, named)| same_dir(&dir, named)) {
+        let why = format!("the {option} directory, not a package");
+        return Some(Item::Skip { dir, why });
+    }
+    // Any kind of entry: a link to nothing, a FIFO, a directory named config.json still say that a
+    // package was meant here.
+    let config = dir.join(CONFIG_FILE).symlink_metadata().is_ok();
+    let names = match entry_names(&dir) {
+        Ok(names) => names,
+        Err(_) if config => return Some(Item::Gate(dir)),
+        Err(source) => {
+            let path = dir.clone();
+            let error = PackageError::File(FileError::Unreadable { path, source });
+            return Some(Item::NotGated { dir, error });
+        }
+    };
+    let weights = names.iter().any(|n| {
+        Path::new(n)
+            .extension()
+            .is_some_and(|e| e == WEIGHT_EXTENSION)
+    });
+    let checkpoint = names.iter().any(|n| n == SINGLE_FILE || n == INDEX_FILE);
+    match (config, weights) {
+        (false, false) => None,
+        (true, false) if checkpoint => Some(Item::Skip {
+            dir,
+            why: format!(
+                "a checkpoint, not a package ({CONFIG_FILE} and {SINGLE_FILE} or its index, no *.{WEIGHT_EXTENSION})"
+            ),
+        }),
+        _ => Some(Item::Gate(dir)),
+    }
+}
+
+fn entry_names(dir: &Path) -> std::io::Result<Vec<OsString>> {
+    std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect()
+}
+
+/// Whether two paths name one directory (however each was spelled).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// For `dflash-gate DIR` when DIR has no config.json: whether it is a folder of packages (some
+/// directory directly under it holds a config.json entry), so the message can suggest `--all`.
+pub fn holds_packages(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .any(|e| e.path().join(CONFIG_FILE).symlink_metadata().is_ok())
+    })
+}

@@ -1,0 +1,191 @@
+//! The command line's own hostile input: a folder under `--all` whose packages cannot be read, and
+//! arguments that try to forge lines of their own. The binary runs as users run it.
+
+use gate_tests::fixture::copy;
+use libtest_mimic::{Failed, Trial};
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Command, Output};
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        Trial::test(
+            "cli::all_gates_or_counts_every_directory_that_looks_like_a_package",
+            all_counts_the_unreadable,
+        ),
+        Trial::test(
+            "cli::usage_errors_escape_what_the_command_line_said",
+            usage_errors_escaped,
+        ),
+    ]
+}
+
+fn gate(args: &[&OsStr]) -> Result<Output, Failed> {
+    Ok(Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+        .args(args)
+        .env_remove("CLICOLOR_FORCE")
+        .output()?)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Puts something other than a regular file where a config.json goes.
+#[cfg(unix)]
+type Make = fn(&Path) -> std::io::Result<()>;
+
+/// Under `--all`: a config.json that is a link to nothing (beside a weight file or alone), a FIFO or
+/// a directory, a weight file with no config.json, and a link to nothing where a package was, each
+/// counted as not gated (exit 2), never dropped; a safetensors
+/// checkpoint listed as skipped; a folder of notes not counted at all.
+#[cfg(unix)]
+fn all_counts_the_unreadable() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let models = root.path().join("models");
+    copy(&models, "a-good");
+    let broken: [(&str, Make); 4] = [
+        ("b-dangling", |c| {
+            std::os::unix::fs::symlink("nowhere.json", c)
+        }),
+        ("c-fifo", |c| {
+            let path = std::ffi::CString::new(c.as_os_str().as_encoded_bytes())?;
+            // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+            match unsafe { libc::mkfifo(path.as_ptr(), 0o644) } {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        }),
+        ("d-directory", |c| std::fs::create_dir(c)),
+        ("e-weights-only", |_| Ok(())),
+    ];
+    for (name, make) in broken {
+        let d = copy(&models, name);
+        std::fs::remove_file(d.join("config.json"))?;
+        make(&d.join("config.json"))?;
+    }
+    // A download that stopped after its config.json link: no weight file says "package" here.
+    let alone = models.join("b-link-alone");
+    std::fs::create_dir(&alone)?;
+    std::os::unix::fs::symlink("nowhere.json", alone.join("config.json"))?;
+    // A package linked in from a disk that is not there.
+    std::os::unix::fs::symlink(
+        root.path().join("unmounted"),
+        models.join("h-link-to-nothing"),
+    )?;
+    let checkpoint = models.join("f-checkpoint");
+    std::fs::create_dir(&checkpoint)?;
+    std::fs::copy(
+        models.join("a-good/config.json"),
+        checkpoint.join("config.json"),
+    )?;
+    std::fs::write(checkpoint.join("model.safetensors"), b"")?;
+    let notes = models.join("g-notes");
+    std::fs::create_dir(&notes)?;
+    std::fs::write(notes.join("README"), b"not a package")?;
+
+    let o = gate(&["--all".as_ref(), models.as_os_str()])?;
+    let out = text(&o.stdout);
+    if o.status.code() != Some(2) {
+        return Err(format!(
+            "exit {:?}, expected 2 (six not gated):\n{out}",
+            o.status.code()
+        )
+        .into());
+    }
+    let lines: Vec<&str> = out.lines().collect();
+    let starts = |label: &str, name: &str| {
+        lines
+            .iter()
+            .filter(|l| l.starts_with(label) && l.contains(&format!("/{name}  ")))
+            .count()
+            == 1
+    };
+    for name in [
+        "b-dangling",
+        "b-link-alone",
+        "c-fifo",
+        "d-directory",
+        "e-weights-only",
+        "h-link-to-nothing",
+    ] {
+        if !starts("ERROR ", name) {
+            return Err(format!("{name}: no ERROR line of its own:\n{out}").into());
+        }
+    }
+    if !starts("PASS ", "a-good") || !starts("SKIPPED ", "f-checkpoint") {
+        return Err(format!("a-good passed and f-checkpoint skipped, each once:\n{out}").into());
+    }
+    if out.contains("g-notes") || lines.len() != 9 {
+        return Err(format!("eight entries listed and the summary:\n{out}").into());
+    }
+    let summary = "7 packages: 1 pass, 0 fail, 0 undecided, 6 not gated; 1 skipped";
+    if lines.last() != Some(&summary) {
+        return Err(format!("the summary is not {summary:?}:\n{out}").into());
+    }
+    // The JSON array has a document for each of the seven, six of them errors.
+    let o = gate(&["--all".as_ref(), models.as_os_str(), "--json".as_ref()])?;
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout)?;
+    let kinds: Vec<&str> = doc
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d["kind"].as_str())
+        .collect();
+    if kinds
+        != [
+            "report", "error", "error", "error", "error", "error", "error",
+        ]
+        || o.status.code() != Some(2)
+    {
+        return Err(format!("--json: {kinds:?}, exit {:?}", o.status.code()).into());
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn all_counts_the_unreadable() -> Result<(), Failed> {
+    Ok(())
+}
+
+/// An unknown option, an `--all` folder, a `--color` value and a package directory, each holding a
+/// newline, a terminal escape and a forged verdict: every message prints them escaped, on the line
+/// it belongs to.
+fn usage_errors_escaped() -> Result<(), Failed> {
+    let forged = "\n\u{1b}[2KVERDICT      PASS\r\u{202e}";
+    let root = tempfile::tempdir()?;
+    let absent = root.path().join(format!("absent{forged}"));
+    let models = root.path().join("models");
+    copy(&models, "good");
+    copy(&models, &format!("pkg{forged}"));
+    std::fs::write(models.join(format!("pkg{forged}/config.json")), b"{")?;
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let runs = [
+        vec![os(&format!("--x{forged}")), os("pkg")],
+        vec![os("--all"), absent.clone().into_os_string()],
+        vec![absent.clone().into_os_string()],
+        vec![os("--color"), os(&format!("a{forged}")), os("pkg")],
+        vec![os("--all"), models.into_os_string()],
+    ];
+    for args in runs {
+        let o = gate(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>())?;
+        let (out, err) = (text(&o.stdout), text(&o.stderr));
+        let both = format!("{out}{err}");
+        if !matches!(o.status.code(), Some(1 | 2)) {
+            return Err(format!("{args:?}: exit {:?}\n{both}", o.status.code()).into());
+        }
+        if let Some(c) = both
+            .chars()
+            .find(|&c| c == '\u{1b}' || c == '\r' || c == '\u{202e}')
+        {
+            return Err(format!("{args:?}: {c:?} reached the output:\n{both}").into());
+        }
+        if both.lines().any(|l| l.starts_with("VERDICT")) {
+            return Err(format!("{args:?}: a forged verdict line:\n{both}").into());
+        }
+        if !both.contains("\\n\\u{1b}[2KVERDICT      PASS") {
+            return Err(format!("{args:?}: the argument is not shown escaped:\n{both}").into());
+        }
+    }
+    Ok(())
+}
