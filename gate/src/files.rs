@@ -14,6 +14,12 @@
 //! - **A map never kills the process.** A file truncated while mapped would raise `SIGBUS` on the next
 //!   read of a vanished page; a guard (`sigbus.rs`) turns that page into zeros and marks the map, and
 //!   [`Bytes::unchanged`] then reports [`FileError::Changed`], so the zeros are never judged.
+//! - **A file read is the file its name names, until the verdict.** A file is known by its identity at
+//!   open (device, inode, size, modification and change time); [`RegularFile::unchanged`] proves both
+//!   that the handle still has it and that the path still names that same file, so a file rewritten, or
+//!   another renamed into its place, while the gate ran is [`FileError::Changed`]. A reader that needs a
+//!   file's bytes twice (the checks, then the manifest's hash) takes them from the handle it opened,
+//!   never from the path again.
 //! - **Errors name the path and keep kinds apart**: not found, not a regular file, too large,
 //!   unreadable, changed while read.
 //!
@@ -32,7 +38,7 @@
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -117,6 +123,31 @@ pub struct RegularFile {
     path: PathBuf,
     len: u64,
     modified: Option<SystemTime>,
+    identity: Identity,
+}
+
+/// What tells one file from another, and a file from itself rewritten: the inode and the times the
+/// kernel moves on every write (modification) and on every change of the inode (change time: a
+/// `chmod`, a link, a rename of the file itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl Identity {
+    fn of(meta: &std::fs::Metadata) -> Identity {
+        Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            modified: (meta.mtime(), meta.mtime_nsec()),
+            changed: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
 }
 
 /// Opens `path` for reading if, and only if, it is a regular file (symlinks followed).
@@ -168,6 +199,7 @@ pub fn open(path: &Path) -> Result<RegularFile, FileError> {
         path: path.to_owned(),
         len: meta.len(),
         modified: meta.modified().ok(),
+        identity: Identity::of(&meta),
     })
 }
 
@@ -251,16 +283,17 @@ impl RegularFile {
     }
 
     /// Streams the whole file (exactly its size at open) through `buffer`, handing each chunk to
-    /// `sink`; returns the bytes read. For hashing files of any size in constant memory.
+    /// `sink`; returns the bytes read. For hashing files of any size in constant memory. Reads are
+    /// positioned, so a handle already read (the checks' own) streams from its first byte again.
     pub fn read_chunks(
         &self,
         buffer: &mut [u8],
         mut sink: impl FnMut(&[u8]),
     ) -> Result<u64, FileError> {
-        let mut reader = (&self.file).take(self.len);
         let mut total = 0u64;
-        loop {
-            let n = match reader.read(buffer) {
+        while total < self.len {
+            let want = buffer.len().min(usize::try_from(self.len - total).unwrap_or(usize::MAX));
+            let n = match self.file.read_at(&mut buffer[..want], total) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(FileError::unreadable(&self.path)(e)),
@@ -277,8 +310,10 @@ impl RegularFile {
         Ok(total)
     }
 
-    /// Whether the file still has the size and modification time it had at open. Call it after
-    /// reading, so a file rewritten meanwhile is reported rather than judged.
+    /// Whether the file is still the one opened, as it was: the handle has its size, modification and
+    /// change time at open, and the path still names that same file (device and inode). Call it after
+    /// reading, so a file rewritten, or another renamed into its place, meanwhile is reported rather
+    /// than judged: what was read must be what the name holds when the verdict is given.
     pub fn unchanged(&self) -> Result<(), FileError> {
         let meta = self
             .file
@@ -287,7 +322,25 @@ impl RegularFile {
         if meta.len() != self.len {
             return Err(self.changed(format!("{} bytes at open, {} now", self.len, meta.len())));
         }
-        if meta.modified().ok() != self.modified {
+        // The name first: a file replaced by a rename also has its change time moved (it lost a link).
+        let named = match std::fs::metadata(&self.path) {
+            Ok(now) => now,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(self.changed("it was removed while it was read".to_owned()))
+            }
+            Err(e) => return Err(FileError::unreadable(&self.path)(e)),
+        };
+        if (named.dev(), named.ino()) != (self.identity.dev, self.identity.ino) {
+            return Err(self.changed(format!(
+                "another file was put in its place while it was read (inode {} at open, {} now)",
+                self.identity.ino,
+                named.ino()
+            )));
+        }
+        if meta.modified().ok() != self.modified
+            || Identity::of(&meta) != self.identity
+            || Identity::of(&named) != self.identity
+        {
             return Err(self.changed("modified since it was opened".to_owned()));
         }
         Ok(())

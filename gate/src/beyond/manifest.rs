@@ -21,7 +21,13 @@ pub const MANIFEST_FILE: &str = "MANIFEST.sha256";
 /// Names are compared as bytes: a package file whose name is not UTF-8 can never be listed (the
 /// manifest is UTF-8) and is reported unlisted under an escaped spelling, never folded into a
 /// look-alike. A listed file that is a symlink out of the package is refused, unread.
-pub fn check(dir: &Path) -> Result<Check, PackageError> {
+///
+/// `read` are the files the checks already read (config.json, the weight file): each is hashed from
+/// that same handle, not opened again by name, and must still be the file its name holds
+/// ([`files::RegularFile::unchanged`]), so the manifest vouches for exactly the bytes that were judged
+/// and a file renamed into place meanwhile is exit 2, "changed while it was read".
+pub fn check(dir: &Path, read: &[&files::RegularFile]) -> Result<Check, PackageError> {
+    BEFORE_HASHING.with(|hook| hook.take().map(|f| f()));
     let path = dir.join(MANIFEST_FILE);
     let text = match read_manifest(&path)? {
         Ok(Some(t)) => t,
@@ -48,7 +54,14 @@ pub fn check(dir: &Path) -> Result<Check, PackageError> {
             None => format!("{} (a name that is not UTF-8)", escape::os(f)),
         })
         .collect();
-    let results = hash_all(dir, &entries);
+    let mut results = hash_all(dir, &entries, read);
+    // A file that changed while it was hashed is no verdict on the package: exit 2.
+    let changed = |r: &Result<_, Refusal>| matches!(r, Err(Refusal::File(FileError::Changed { .. })));
+    if let Some(i) = results.iter().position(changed) {
+        if let Err(Refusal::File(e)) = results.swap_remove(i) {
+            return Err(e.into());
+        }
+    }
     let mut mismatched = Vec::new();
     let mut missing = Vec::new();
     let mut unreadable = Vec::new();
@@ -188,13 +201,20 @@ enum Refusal {
 }
 
 /// Hashes each listed file (streaming, 1 MiB at a time), files spread over all cores.
-fn hash_all(dir: &Path, entries: &[(String, String)]) -> Vec<Result<(String, u64), Refusal>> {
+fn hash_all(
+    dir: &Path,
+    entries: &[(String, String)],
+    read: &[&files::RegularFile],
+) -> Vec<Result<(String, u64), Refusal>> {
     let root = std::fs::canonicalize(dir);
     crate::parallel::map(
         entries,
         || vec![0u8; 1 << 20],
         |buffer, (_, file)| {
             let path = dir.join(file);
+            if let Some(held) = read.iter().find(|f| f.path() == path) {
+                return hash_open(held, buffer).map_err(Refusal::File);
+            }
             if !inside(&path, root.as_deref().ok()) {
                 return Err(Refusal::Outside);
             }
@@ -219,7 +239,12 @@ fn inside(path: &Path, root: Option<&Path>) -> bool {
 
 /// The SHA-256 (lowercase hex) and length of a regular file, streamed through `buffer`.
 pub fn hash_file(path: &Path, buffer: &mut [u8]) -> Result<(String, u64), FileError> {
-    let file = files::open(path)?;
+    hash_open(&files::open(path)?, buffer)
+}
+
+/// The SHA-256 and length of a file already open, from its first byte, and proof that it is still the
+/// file its name holds.
+fn hash_open(file: &files::RegularFile, buffer: &mut [u8]) -> Result<(String, u64), FileError> {
     let mut hasher = Sha256::new();
     let total = file.read_chunks(buffer, |chunk| hasher.update(chunk))?;
     file.unchanged()?;
@@ -231,10 +256,21 @@ pub fn hash_file(path: &Path, buffer: &mut [u8]) -> Result<(String, u64), FileEr
     Ok((hex, total))
 }
 
+thread_local! {
+    static BEFORE_HASHING: std::cell::Cell<Option<Box<dyn FnOnce()>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `between` once, on this thread, when the next manifest check starts: after the checks read the
+/// package, before any file is hashed. For tests that rename a file into place at exactly that moment;
+/// no option reaches it.
+#[doc(hidden)]
+pub fn before_hashing(between: impl FnOnce() + 'static) {
+    BEFORE_HASHING.with(|hook| hook.set(Some(Box::new(between))));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
     #[test]
     fn parses_sha256sum_lines_and_refuses_escapes() {
         let h = "a".repeat(64);

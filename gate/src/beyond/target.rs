@@ -62,7 +62,7 @@ pub const TOKENIZER_FILE: &str = "tokenizer.json";
 /// parse) is a usage error, exit 2: never a PASS over what was not read.
 pub fn read(dir: &Path) -> Result<Target, PackageError> {
     crate::error::require_dir(dir)?;
-    let (_, config) = crate::checkpoint::read_config(dir, "target's")?;
+    let (_, config, _) = crate::checkpoint::read_config(dir, "target's")?;
     Ok(Target {
         hidden_size: stated(&config, "hidden_size"),
         num_hidden_layers: stated(&config, "num_hidden_layers"),
