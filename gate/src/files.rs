@@ -564,6 +564,92 @@ mod tests {
         bytes(&path).unwrap().unchanged().unwrap();
     }
 
+    /// Set in the child process [`the_guard_is_never_trusted_once_gone`] starts.
+    const GUARD_CHILD: &str = "DFLASH_GATE_SIGBUS_GUARD_CHILD";
+    static HOST_SIGNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// A host's `SIGBUS` handler: it counts a signal sent to it and ends the process, with the status
+    /// `code` names, at a fault (which only an unguarded map would let reach it).
+    extern "C" fn host(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+        if unsafe { (*info).si_code } > 0 {
+            // SAFETY: _exit is async-signal-safe.
+            unsafe { libc::_exit(42) };
+        }
+        HOST_SIGNALS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Another host's handler, installed over the guard: a fault reaching it ends the process with 43.
+    extern "C" fn other_host(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(43) };
+    }
+
+    fn install_host(handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)) {
+        // SAFETY: a zeroed sigaction filled in with an SA_SIGINFO handler of that signature.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&mut action.sa_mask);
+            assert_eq!(libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()), 0);
+        }
+    }
+
+    /// Maps a large file, truncates it, reads every byte: alive afterwards, and told it changed.
+    fn truncate_while_held(dir: &Path, name: &str) -> Bytes {
+        let path = dir.join(name);
+        std::fs::write(&path, vec![0xa5u8; READ_BELOW as usize * 4]).unwrap();
+        let bytes = bytes(&path).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        std::hint::black_box(bytes.as_slice().iter().map(|&b| u64::from(b)).sum::<u64>());
+        let e = bytes.unchanged().unwrap_err();
+        assert!(matches!(e, FileError::Changed { .. }), "{e}");
+        bytes
+    }
+
+    /// Runs in a process of its own (it changes the process's `SIGBUS` action): the guard put aside by
+    /// a signal that was not its own is installed again for the next map, and a guard a host's
+    /// handler replaced is not trusted (the file is read instead).
+    #[test]
+    #[ignore = "run by the_guard_is_never_trusted_once_gone, in a process of its own"]
+    fn guard_child() {
+        assert!(std::env::var_os(GUARD_CHILD).is_some(), "run it through its parent test");
+        let dir = temp();
+        install_host(host);
+        assert!(matches!(truncate_while_held(dir.path(), "first").held, Held::Mapped(_)));
+        // A signal that is not the guard's goes to the host, and the guard steps aside for it.
+        // SAFETY: raise has no preconditions; the host's handler returns.
+        assert_eq!(unsafe { libc::raise(libc::SIGBUS) }, 0);
+        assert_eq!(HOST_SIGNALS.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // The next map is guarded again (without the guard, the host's handler ends the process).
+        assert!(matches!(truncate_while_held(dir.path(), "second").held, Held::Mapped(_)));
+        // A host that installs its own handler over the guard keeps it: the file is read, not mapped.
+        install_host(other_host);
+        assert!(matches!(truncate_while_held(dir.path(), "third").held, Held::Read(_)));
+    }
+
+    #[test]
+    fn the_guard_is_never_trusted_once_gone() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--ignored", "--exact", "files::tests::guard_child", "--test-threads=1"])
+            .env(GUARD_CHILD, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "the child ended with {:?}: a map was read unguarded (42, 43: a host's handler saw the fault)\n{stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     #[test]
     fn a_cap_refuses_unread_and_a_shrunk_file_is_changed() {
         let dir = temp();
