@@ -573,7 +573,8 @@ mod tests {
         // Large enough to be mapped, and small enough to be read: both come from the open file.
         for len in [4, files::READ_BELOW as usize] {
             let dir = directory(&[(SINGLE_FILE, filled(len, 1))]);
-            let (headers, config, files) = read(dir.path(), Read::Whole, MAX_TENSORS).expect("read");
+            let (headers, config, files) =
+                read(dir.path(), Read::Whole, MAX_TENSORS).expect("read");
             // Another file of the same length renamed into place between the header and the data.
             let other = dir.path().join("other");
             std::fs::write(&other, filled(len, 9)).expect("other");
@@ -585,9 +586,14 @@ mod tests {
                 "the data came from the other file"
             );
             // And the comparison vouches for nothing: the name now holds another file.
-            let e = checkpoint.unchanged().expect_err("a file was renamed into place");
+            let e = checkpoint
+                .unchanged()
+                .expect_err("a file was renamed into place");
             assert_eq!(e.reason(), "changed_while_read", "{e}");
-            assert!(e.to_string().contains("another file was put in its place"), "{e}");
+            assert!(
+                e.to_string().contains("another file was put in its place"),
+                "{e}"
+            );
         }
     }
 
@@ -599,7 +605,9 @@ mod tests {
         let other = dir.path().join("other");
         std::fs::write(&other, b"{}").expect("other");
         std::fs::rename(&other, dir.path().join(CONFIG_FILE)).expect("rename");
-        let e = checkpoint.unchanged().expect_err("config.json was replaced");
+        let e = checkpoint
+            .unchanged()
+            .expect_err("config.json was replaced");
         assert_eq!(e.path(), dir.path().join(CONFIG_FILE), "{e}");
         assert!(e.to_string().contains("changed while it was read"), "{e}");
     }

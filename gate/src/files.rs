@@ -20,8 +20,15 @@
 //!   another renamed into its place, while the gate ran is [`FileError::Changed`]. A reader that needs a
 //!   file's bytes twice (the checks, then the manifest's hash) takes them from the handle it opened,
 //!   never from the path again.
+//! - **A link is followed only where the package is** ([`Inside`]): for the manifest and every file
+//!   it lists, a symbolic link counts only when it resolves inside the package directory, or, for a
+//!   Hugging Face hub cache snapshot (`<cache>/snapshots/<rev>/`, whose files link into
+//!   `<cache>/blobs/`), inside that cache's `blobs`. Anything else is [`FileError::Outside`], refused
+//!   before it is opened and named with where it points (escaped), never with what it holds.
 //! - **Errors name the path and keep kinds apart**: not found, not a regular file, too large,
-//!   unreadable, changed while read.
+//!   unreadable, changed while read, a link out of the package. No error quotes a file's contents:
+//!   a file that fails to parse is named by line and byte, so a link to a credentials file cannot
+//!   print the secret into a log.
 //!
 //! ```no_run
 //! use gate::files;
@@ -62,6 +69,8 @@ pub enum FileError {
     /// The file changed while it was read: it became shorter than its size at open, or its size or
     /// modification time differ afterwards.
     Changed { path: PathBuf, why: String },
+    /// A symbolic link that leads out of the package ([`Inside`]): `to` is where it points, as stored.
+    Outside { path: PathBuf, to: PathBuf },
 }
 
 impl FileError {
@@ -72,7 +81,8 @@ impl FileError {
             | FileError::NotRegular { path, .. }
             | FileError::TooLarge { path, .. }
             | FileError::Unreadable { path, .. }
-            | FileError::Changed { path, .. } => path,
+            | FileError::Changed { path, .. }
+            | FileError::Outside { path, .. } => path,
         }
     }
 
@@ -97,6 +107,10 @@ impl FileError {
             }
             FileError::Unreadable { source, .. } => format!("cannot read: {source}"),
             FileError::Changed { why, .. } => format!("the file changed while it was read ({why})"),
+            FileError::Outside { to, .. } => format!(
+                "is a symbolic link to {}, which leads out of the package: not read",
+                crate::escape::os(to.as_os_str())
+            ),
         }
     }
 }
@@ -203,6 +217,75 @@ pub fn open(path: &Path) -> Result<RegularFile, FileError> {
     })
 }
 
+/// The directories a package's symbolic links may lead into: the package directory, and for a hub
+/// cache snapshot `<cache>/snapshots/<rev>/` also `<cache>/blobs/` (where the hub client keeps every
+/// file, named by digest, and links each snapshot's names to). A link anywhere else (an absolute path,
+/// `../` out of the package, into another snapshot's directory or another cache) is refused: the
+/// package is what the directory holds, not whatever its links reach.
+#[derive(Debug)]
+pub struct Inside {
+    roots: Vec<PathBuf>,
+}
+
+impl Inside {
+    /// The roots for package directory `dir` (resolved: a package reached through a link is judged
+    /// where it is).
+    pub fn package(dir: &Path) -> Result<Inside, FileError> {
+        let root = std::fs::canonicalize(dir).map_err(FileError::unreadable(dir))?;
+        let mut roots = vec![root.clone()];
+        let cache = root
+            .parent()
+            .filter(|snapshots| snapshots.file_name().is_some_and(|n| n == "snapshots"))
+            .and_then(Path::parent);
+        if let Some(blobs) = cache.and_then(|c| std::fs::canonicalize(c.join("blobs")).ok()) {
+            roots.push(blobs);
+        }
+        Ok(Inside { roots })
+    }
+
+    /// Refuses a link at `path` that resolves outside the roots, before anything is opened. A plain
+    /// name passes; so does a link that leads to nothing (opening it then says "no such file").
+    fn check(&self, path: &Path) -> Result<Option<PathBuf>, FileError> {
+        let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            return Ok(None);
+        }
+        let target = match std::fs::canonicalize(path) {
+            Ok(target) => target,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(FileError::unreadable(path)(e)),
+        };
+        if self.roots.iter().any(|root| target.starts_with(root)) {
+            return Ok(Some(target));
+        }
+        Err(FileError::Outside {
+            path: path.to_owned(),
+            to: std::fs::read_link(path).unwrap_or(target),
+        })
+    }
+
+    /// Opens `path` (a name in the package) under the link rule: see [`Inside::admits`].
+    pub fn open(&self, path: &Path) -> Result<RegularFile, FileError> {
+        self.check(path)?;
+        let file = open(path)?;
+        self.admits(&file)?;
+        Ok(file)
+    }
+
+    /// Whether `file`, opened by a name in the package, is allowed by the link rule: its name resolves
+    /// inside the roots, to the very file the handle has (a link repointed between the check and the
+    /// open is [`FileError::Changed`]).
+    pub fn admits(&self, file: &RegularFile) -> Result<(), FileError> {
+        let Some(target) = self.check(&file.path)? else {
+            return Ok(());
+        };
+        match std::fs::metadata(&target) {
+            Ok(m) if (m.dev(), m.ino()) == (file.identity.dev, file.identity.ino) => Ok(()),
+            _ => Err(file.changed("the link was repointed while it was opened".to_owned())),
+        }
+    }
+}
+
 /// Reads a whole regular file of at most `cap` bytes; a larger one is [`FileError::TooLarge`], unread.
 pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, FileError> {
     open(path)?.read_all(cap)
@@ -292,7 +375,9 @@ impl RegularFile {
     ) -> Result<u64, FileError> {
         let mut total = 0u64;
         while total < self.len {
-            let want = buffer.len().min(usize::try_from(self.len - total).unwrap_or(usize::MAX));
+            let want = buffer
+                .len()
+                .min(usize::try_from(self.len - total).unwrap_or(usize::MAX));
             let n = match self.file.read_at(&mut buffer[..want], total) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -592,7 +677,10 @@ mod tests {
             action.sa_sigaction = handler as *const () as usize;
             action.sa_flags = libc::SA_SIGINFO;
             libc::sigemptyset(&mut action.sa_mask);
-            assert_eq!(libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()), 0);
+            assert_eq!(
+                libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()),
+                0
+            );
         }
     }
 
@@ -619,25 +707,42 @@ mod tests {
     #[test]
     #[ignore = "run by the_guard_is_never_trusted_once_gone, in a process of its own"]
     fn guard_child() {
-        assert!(std::env::var_os(GUARD_CHILD).is_some(), "run it through its parent test");
+        assert!(
+            std::env::var_os(GUARD_CHILD).is_some(),
+            "run it through its parent test"
+        );
         let dir = temp();
         install_host(host);
-        assert!(matches!(truncate_while_held(dir.path(), "first").held, Held::Mapped(_)));
+        assert!(matches!(
+            truncate_while_held(dir.path(), "first").held,
+            Held::Mapped(_)
+        ));
         // A signal that is not the guard's goes to the host, and the guard steps aside for it.
         // SAFETY: raise has no preconditions; the host's handler returns.
         assert_eq!(unsafe { libc::raise(libc::SIGBUS) }, 0);
         assert_eq!(HOST_SIGNALS.load(std::sync::atomic::Ordering::SeqCst), 1);
         // The next map is guarded again (without the guard, the host's handler ends the process).
-        assert!(matches!(truncate_while_held(dir.path(), "second").held, Held::Mapped(_)));
+        assert!(matches!(
+            truncate_while_held(dir.path(), "second").held,
+            Held::Mapped(_)
+        ));
         // A host that installs its own handler over the guard keeps it: the file is read, not mapped.
         install_host(other_host);
-        assert!(matches!(truncate_while_held(dir.path(), "third").held, Held::Read(_)));
+        assert!(matches!(
+            truncate_while_held(dir.path(), "third").held,
+            Held::Read(_)
+        ));
     }
 
     #[test]
     fn the_guard_is_never_trusted_once_gone() {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "files::tests::guard_child", "--test-threads=1"])
+            .args([
+                "--ignored",
+                "--exact",
+                "files::tests::guard_child",
+                "--test-threads=1",
+            ])
             .env(GUARD_CHILD, "1")
             .output()
             .unwrap();

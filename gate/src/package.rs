@@ -264,12 +264,12 @@ fn not_checked() -> Vec<String> {
     ]
 }
 
+/// config.json's bytes (or why they were refused unread), and the open file they came from.
+type ReadConfig = (Result<Vec<u8>, String>, Option<files::RegularFile>);
+
 /// The package's config.json, or (as a config failure, not an I/O error) why it is refused unread;
 /// with the open file it was read from, when it was.
-#[allow(clippy::type_complexity)]
-fn read_config(
-    dir: &Path,
-) -> Result<(Result<Vec<u8>, String>, Option<files::RegularFile>), PackageError> {
+fn read_config(dir: &Path) -> Result<ReadConfig, PackageError> {
     let read = files::open(&dir.join(CONFIG_FILE))
         .and_then(|file| Ok((file.read_all(MAX_CONFIG_BYTES)?, file)));
     match read {

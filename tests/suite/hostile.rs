@@ -27,7 +27,68 @@ pub fn trials() -> Vec<Trial> {
             "hostile::a_file_renamed_into_place_before_the_manifest_is_hashed_is_changed",
             renamed_before_hashing,
         ),
+        Trial::test(
+            "hostile::a_hub_cache_snapshot_gates_and_verifies_its_manifest",
+            hub_snapshot,
+        ),
+        Trial::test(
+            "hostile::a_manifest_is_never_quoted_nor_followed_out_of_the_package",
+            manifest_never_quoted,
+        ),
     ]
+}
+
+/// A Hugging Face hub cache snapshot, every file (the manifest too) a link into `../../blobs/`:
+/// the links stay inside the cache's blobs, so the package gates and its manifest verifies.
+fn hub_snapshot() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let dir = gate_tests::fixture::hub_snapshot(root.path(), &[("README.md", b"# a draft\n")]);
+    let options = gate::Options {
+        manifest: true,
+        ..Default::default()
+    };
+    let report = gate::gate(&dir, &options)?;
+    let manifest = report.check("manifest.sha256").ok_or("no manifest check")?;
+    if report.verdict() != gate::Outcome::Pass || !manifest.message.contains("3 files") {
+        return Err(format!("the hub snapshot does not pass:\n{}", report.to_text(false)).into());
+    }
+    Ok(())
+}
+
+/// A manifest that is a link to a credentials file out of the package is refused unread, and one in
+/// the package whose first line is that secret is named by line and byte: neither report holds it.
+fn manifest_never_quoted() -> Result<(), Failed> {
+    const SECRET: &str = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG";
+    let root = tempfile::tempdir()?;
+    let credentials = root.path().join("credentials");
+    std::fs::write(&credentials, format!("{SECRET}\n"))?;
+    let linked = gate_tests::fixture::copy(root.path(), "linked");
+    std::os::unix::fs::symlink(&credentials, linked.join("MANIFEST.sha256"))?;
+    let inside = gate_tests::fixture::copy(root.path(), "inside");
+    std::fs::copy(&credentials, inside.join("MANIFEST.sha256"))?;
+    let options = gate::Options {
+        manifest: true,
+        ..Default::default()
+    };
+    for (dir, said) in [
+        (&linked, "MANIFEST.sha256 is a symbolic link to "),
+        (
+            &inside,
+            "MANIFEST.sha256: line 1, byte 1 (byte 1 of the file): the digest is not",
+        ),
+    ] {
+        let report = gate::gate(dir, &options)?;
+        let text = report.to_text(false);
+        let check = report.check("manifest.sha256").ok_or("no manifest check")?;
+        if check.outcome != gate::Outcome::Fail || !check.message.contains(said) {
+            return Err(format!("not refused as {said:?}:\n{text}").into());
+        }
+        if text.contains("wJalrXUtnFEMI") || report.to_json().to_string().contains("wJalrXUtnFEMI")
+        {
+            return Err(format!("the report quotes the file:\n{text}").into());
+        }
+    }
+    Ok(())
 }
 
 /// config.json or the weight file replaced by a rename after the checks read it and before

@@ -70,14 +70,19 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "source.bf16 (block path)", file: "gate/src/beyond/source/bf16.rs", from: "_mm_movemask_epi8(_mm_cmpeq_epi8(differ, _mm_setzero_si128())) == 0xffff", to: "true", filter: "arms::control::source_fc_unblocked" },
     Mutant { check: "source.q4_1 tile order", file: "gate/src/beyond/source/q4_1.rs", from: "(t / g.col_blocks) * TILE_ROWS,", to: "(t % g.row_blocks) * TILE_ROWS,", filter: "arms::control::source_tiles_column_block_major" },
     Mutant { check: "allocation bound", file: "gate/src/container.rs", from: "    if n > MAX_HEADER_BYTES {", to: "    std::hint::black_box(Vec::<u8>::with_capacity(n.min(1 << 31) as usize));\n    if n > MAX_HEADER_BYTES {", filter: "campaign::mutations_seed_1" },
-    Mutant { check: "sigbus guard", file: "gate/src/files/sigbus.rs", from: "if libc::sigaction(libc::SIGBUS, &action, &mut displaced) != 0 {", to: "if false {", filter: "hostile::weight_file_truncated_while_read" },
+    Mutant { check: "sigbus guard", file: "gate/src/files/sigbus.rs", from: "if is_ours(&current) {", to: "if true {", filter: "hostile::weight_file_truncated_while_read" },
     Mutant { check: "header streamed", file: "gate/src/container.rs", from: "        let header::Parsed {", to: "        let _tree = std::hint::black_box(crate::strict_json::parse(text.as_bytes()));\n        let header::Parsed {", filter: "campaign::mutations_seed_1" },
     Mutant { check: "empty tensors bound", file: "gate/src/container/header.rs", from: "if empty > MAX_EMPTY_TENSORS {", to: "if false {", filter: "hostile::a_million_empty_tensors" },
     Mutant { check: "zero planes sampled", file: "gate/src/tile/scan.rs", from: "if let Some(refused) = self.sampled_planes_zero() {", to: "if let Some(refused) = None::<GridScan> {", filter: "arms::control::large_grid_all_zero" },
     Mutant { check: "zero planes refused", file: "gate/src/checks/projections.rs", from: "_ if scan.zero_planes.is_some() =>", to: "_ if false =>", filter: "arms::control::grid_all_zero" },
     Mutant { check: "report escaping", file: "gate/src/report.rs", from: "out.push_str(&crate::escape::line(&text));", to: "out.push_str(&text);", filter: "hostile::names_from_the_file" },
-    Mutant { check: "manifest symlink out", file: "gate/src/beyond/manifest.rs", from: "if !inside(&path, root.as_deref().ok()) {", to: "if false {", filter: "arms::control::manifest_lists_a_symlink_out" },
+    Mutant { check: "manifest symlink out", file: "gate/src/files.rs", from: "if self.roots.iter().any(|root| target.starts_with(root)) {", to: "if true {", filter: "arms::control::manifest_lists_a_symlink_out" },
     Mutant { check: "manifest names as bytes", file: "gate/src/beyond/manifest.rs", from: ".filter(|f| !wanted.contains(f.as_encoded_bytes()))", to: ".filter(|f| !wanted.contains(f.to_string_lossy().as_bytes()))", filter: "arms::control::manifest_look_alike" },
+    Mutant { check: "files read are still named", file: "gate/src/files.rs", from: "if (named.dev(), named.ino()) != (self.identity.dev, self.identity.ino) {", to: "if false {", filter: "hostile::a_file_renamed_into_place" },
+    Mutant { check: "files read are still named", file: "gate/src/files.rs", from: "let named = match std::fs::metadata(&self.path) {", to: "let named = match self.file.metadata() {", filter: "hostile::a_file_renamed_into_place" },
+    Mutant { check: "manifest link rule (hub)", file: "gate/src/files.rs", from: "roots.push(blobs);", to: "drop(blobs);", filter: "hostile::a_hub_cache_snapshot" },
+    Mutant { check: "manifest link rule (itself)", file: "gate/src/beyond/manifest.rs", from: "let inside = files::Inside::package(dir)?;", to: "let inside = files::Inside::package(Path::new(\"/\"))?;", filter: "hostile::a_manifest_is_never_quoted" },
+    Mutant { check: "manifest never quoted", file: "gate/src/beyond/manifest.rs", from: "\"line {}, byte {at} (byte {} of the file): {why}\",", to: "\"line {}, byte {at} (byte {} of the file): {why}: {line:?}\",", filter: "hostile::a_manifest_is_never_quoted" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of
