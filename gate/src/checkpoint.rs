@@ -63,6 +63,8 @@ enum Layout {
     Sharded {
         index: HashMap<String, String>,
         shards: Vec<String>,
+        /// The index file as read.
+        seen: files::Seen,
     },
 }
 
@@ -146,9 +148,19 @@ fn read(
 ) -> Result<(Headers, RegularFile, Vec<RegularFile>), PackageError> {
     crate::error::require_dir(dir)?;
     let (config, _, config_file) = read_config(dir, "checkpoint's")?;
+    // Every file read, so that the checkpoint read is proved to have been there together, as read,
+    // once the last header is in: a file renamed into place midway is "changed while it was read".
+    let mut seen = vec![config_file.seen()];
     let (names, index) = match layout(dir, how, max_tensors)? {
         Layout::Single => (vec![SINGLE_FILE.to_owned()], None),
-        Layout::Sharded { index, shards } => (shards, Some(index)),
+        Layout::Sharded {
+            index,
+            shards,
+            seen: index_seen,
+        } => {
+            seen.push(index_seen);
+            (shards, Some(index))
+        }
     };
     let mut listed: HashMap<&str, usize> = HashMap::new();
     for shard in index.iter().flat_map(HashMap::values) {
@@ -169,9 +181,13 @@ fn read(
             agrees(dir, index, name, count, &table, &shards)?;
         }
         shards.push((name.clone(), table));
+        seen.push(file.seen());
         if how == Read::Whole {
             files.push(file);
         }
+    }
+    for file in &seen {
+        file.unchanged()?;
     }
     let headers = Headers {
         dir: dir.to_owned(),
@@ -240,7 +256,9 @@ fn layout(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageEr
 /// that cap grow.)
 fn sharded(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageError> {
     let path = dir.join(INDEX_FILE);
-    let bytes = open_present(&path, None)?.read_all(MAX_CONFIG_BYTES)?;
+    let file = open_present(&path, None)?;
+    let bytes = file.read_all(MAX_CONFIG_BYTES)?;
+    let seen = file.seen();
     let index = parse_index(&bytes).map_err(|why| malformed(&path, why))?;
     if index.len() > max_tensors {
         return Err(malformed(
@@ -266,7 +284,11 @@ fn sharded(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageE
             ),
         ));
     }
-    Ok(Layout::Sharded { index, shards })
+    Ok(Layout::Sharded {
+        index,
+        shards,
+        seen,
+    })
 }
 
 /// Why a directory has no weights to read. Read whole, it is the source a package was converted from,

@@ -217,6 +217,43 @@ pub fn open(path: &Path) -> Result<RegularFile, FileError> {
     })
 }
 
+/// A file read and closed: its path and its identity at open (see [`RegularFile::seen`]).
+#[derive(Clone, Debug)]
+pub struct Seen {
+    path: PathBuf,
+    identity: Identity,
+}
+
+impl Seen {
+    /// Whether the path still names the file that was read, as it was read (device, inode, size,
+    /// modification and change time): another file renamed into its place, or the file rewritten or
+    /// removed, is [`FileError::Changed`].
+    pub fn unchanged(&self) -> Result<(), FileError> {
+        let changed = |why: String| FileError::Changed {
+            path: self.path.clone(),
+            why,
+        };
+        let named = match std::fs::metadata(&self.path) {
+            Ok(now) => now,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(changed("it was removed while it was read".to_owned()))
+            }
+            Err(e) => return Err(FileError::unreadable(&self.path)(e)),
+        };
+        if (named.dev(), named.ino()) != (self.identity.dev, self.identity.ino) {
+            return Err(changed(format!(
+                "another file was put in its place while it was read (inode {} at open, {} now)",
+                self.identity.ino,
+                named.ino()
+            )));
+        }
+        if Identity::of(&named) != self.identity {
+            return Err(changed("modified since it was opened".to_owned()));
+        }
+        Ok(())
+    }
+}
+
 /// The directories a package's symbolic links may lead into: the package directory, and for a hub
 /// cache snapshot `<cache>/snapshots/<rev>/` also `<cache>/blobs/` (where the hub client keeps every
 /// file, named by digest, and links each snapshot's names to). A link anywhere else (an absolute path,
@@ -408,27 +445,21 @@ impl RegularFile {
             return Err(self.changed(format!("{} bytes at open, {} now", self.len, meta.len())));
         }
         // The name first: a file replaced by a rename also has its change time moved (it lost a link).
-        let named = match std::fs::metadata(&self.path) {
-            Ok(now) => now,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(self.changed("it was removed while it was read".to_owned()))
-            }
-            Err(e) => return Err(FileError::unreadable(&self.path)(e)),
-        };
-        if (named.dev(), named.ino()) != (self.identity.dev, self.identity.ino) {
-            return Err(self.changed(format!(
-                "another file was put in its place while it was read (inode {} at open, {} now)",
-                self.identity.ino,
-                named.ino()
-            )));
-        }
-        if meta.modified().ok() != self.modified
-            || Identity::of(&meta) != self.identity
-            || Identity::of(&named) != self.identity
-        {
+        self.seen().unchanged()?;
+        if meta.modified().ok() != self.modified || Identity::of(&meta) != self.identity {
             return Err(self.changed("modified since it was opened".to_owned()));
         }
         Ok(())
+    }
+
+    /// What tells this file apart, kept after the handle is closed: a reader that reads many files
+    /// and holds none (a target's shard headers) proves with [`Seen::unchanged`], once it has read
+    /// them all, that they were all there together as read.
+    pub fn seen(&self) -> Seen {
+        Seen {
+            path: self.path.clone(),
+            identity: self.identity,
+        }
     }
 
     /// The whole file as one slice: read when smaller than [`READ_BELOW`], mapped (under the
@@ -647,6 +678,41 @@ mod tests {
         let path = dir.path().join("again");
         std::fs::write(&path, vec![1u8; READ_BELOW as usize]).unwrap();
         bytes(&path).unwrap().unchanged().unwrap();
+    }
+
+    #[test]
+    fn a_file_read_is_the_file_its_name_holds_until_it_is_asked() {
+        let dir = temp();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"read").unwrap();
+        let file = open(&path).unwrap();
+        let seen = file.seen();
+        file.unchanged().unwrap();
+        seen.unchanged().unwrap();
+        // Another file renamed into its place: the handle still reads the first, the name does not.
+        let other = dir.path().join("other");
+        std::fs::write(&other, b"read").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        for e in [file.unchanged().unwrap_err(), seen.unchanged().unwrap_err()] {
+            assert!(
+                e.to_string()
+                    .contains("changed while it was read (another file was put in its place"),
+                "{e}"
+            );
+        }
+        std::fs::remove_file(&path).unwrap();
+        let e = seen.unchanged().unwrap_err();
+        assert!(e.to_string().contains("removed while it was read"), "{e}");
+        // Rewritten in place, same size: the times moved.
+        std::fs::write(&path, b"read").unwrap();
+        let file = open(&path).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, b"READ").unwrap();
+        let e = file.unchanged().unwrap_err();
+        assert!(
+            e.to_string().contains("modified since it was opened"),
+            "{e}"
+        );
     }
 
     /// Set in the child process [`the_guard_is_never_trusted_once_gone`] starts.
