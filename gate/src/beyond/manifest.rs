@@ -282,6 +282,7 @@ pub fn before_hashing(between: impl FnOnce() + 'static) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     #[test]
     fn parses_sha256sum_lines_and_refuses_escapes() {
         let h = "a".repeat(64);
