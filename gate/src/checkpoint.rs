@@ -41,6 +41,9 @@ pub struct Headers {
 pub struct Checkpoint {
     pub headers: Headers,
     bytes: Vec<Bytes>,
+    /// The config.json `headers.config` was read from, held so that [`Checkpoint::unchanged`] can prove
+    /// it is still the checkpoint's config when the comparison ends.
+    config: RegularFile,
 }
 
 /// What a read keeps of each shard.
@@ -60,6 +63,8 @@ enum Layout {
     Sharded {
         index: HashMap<String, String>,
         shards: Vec<String>,
+        /// The index file as read.
+        seen: files::Seen,
     },
 }
 
@@ -87,28 +92,38 @@ impl Headers {
 impl Checkpoint {
     /// Reads a checkpoint directory whole (config, index, every shard).
     pub fn open(dir: &Path) -> Result<Checkpoint, PackageError> {
-        let (headers, files) = read(dir, Read::Whole, MAX_TENSORS)?;
-        Checkpoint::hold(headers, files)
+        let (headers, config, files) = read(dir, Read::Whole, MAX_TENSORS)?;
+        Checkpoint::hold(headers, config, files)
     }
 
     /// Takes the bytes of the very files whose headers were read (mapping the large ones). Never their
     /// paths opened again: a file renamed into place in between would pair one file's table with
     /// another's data. Each table was parsed against its file's size at open, which is the length of
     /// the bytes held; a file rewritten in place meanwhile is caught by [`Checkpoint::unchanged`].
-    fn hold(headers: Headers, files: Vec<RegularFile>) -> Result<Checkpoint, PackageError> {
+    fn hold(
+        headers: Headers,
+        config: RegularFile,
+        files: Vec<RegularFile>,
+    ) -> Result<Checkpoint, PackageError> {
         let bytes = files
             .into_iter()
             .map(RegularFile::into_bytes)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Checkpoint { headers, bytes })
+        Ok(Checkpoint {
+            headers,
+            bytes,
+            config,
+        })
     }
 
-    /// Every shard still has the size and modification time it had when opened: a checkpoint rewritten
-    /// while it was compared is an error, not a verdict.
+    /// Every shard and the config are still the files that were read, as they were read (see
+    /// [`RegularFile::unchanged`]): a checkpoint rewritten, or with a file renamed into place, while
+    /// it was compared is an error, not a verdict.
     pub fn unchanged(&self) -> Result<(), PackageError> {
         for bytes in &self.bytes {
             bytes.unchanged()?;
         }
+        self.config.unchanged()?;
         Ok(())
     }
 
@@ -122,19 +137,30 @@ impl Checkpoint {
     }
 }
 
-/// Reads config.json and every shard's header, and with [`Read::Whole`] keeps every shard's open file.
+/// Reads config.json and every shard's header; returns the open config.json, and with [`Read::Whole`]
+/// every shard's open file.
 /// A checkpoint may hold at most `max_tensors` tensors in all ([`MAX_TENSORS`], the container's limit
 /// for one file: a model split into shards is held to what it would be held to as one file).
 fn read(
     dir: &Path,
     how: Read,
     max_tensors: usize,
-) -> Result<(Headers, Vec<RegularFile>), PackageError> {
+) -> Result<(Headers, RegularFile, Vec<RegularFile>), PackageError> {
     crate::error::require_dir(dir)?;
-    let (config, _) = read_config(dir, "checkpoint's")?;
+    let (config, _, config_file) = read_config(dir, "checkpoint's")?;
+    // Every file read, so that the checkpoint read is proved to have been there together, as read,
+    // once the last header is in: a file renamed into place midway is "changed while it was read".
+    let mut seen = vec![config_file.seen()];
     let (names, index) = match layout(dir, how, max_tensors)? {
         Layout::Single => (vec![SINGLE_FILE.to_owned()], None),
-        Layout::Sharded { index, shards } => (shards, Some(index)),
+        Layout::Sharded {
+            index,
+            shards,
+            seen: index_seen,
+        } => {
+            seen.push(index_seen);
+            (shards, Some(index))
+        }
     };
     let mut listed: HashMap<&str, usize> = HashMap::new();
     for shard in index.iter().flat_map(HashMap::values) {
@@ -155,25 +181,34 @@ fn read(
             agrees(dir, index, name, count, &table, &shards)?;
         }
         shards.push((name.clone(), table));
+        seen.push(file.seen());
         if how == Read::Whole {
             files.push(file);
         }
+    }
+    for file in &seen {
+        file.unchanged()?;
     }
     let headers = Headers {
         dir: dir.to_owned(),
         config,
         shards,
     };
-    Ok((headers, files))
+    Ok((headers, config_file, files))
 }
 
 /// config.json's bytes and the object they hold, refused unless the strict parser reads one JSON
 /// object: a checkpoint (or target) whose config cannot be read is exit 2 when it is read, not a
 /// finding about the package later. `whose` names it in the message ("checkpoint's", "target's").
-pub(crate) fn read_config(dir: &Path, whose: &str) -> Result<(Vec<u8>, Value), PackageError> {
+/// The open file comes back too, for a reader that must prove later that it is still the config.
+pub(crate) fn read_config(
+    dir: &Path,
+    whose: &str,
+) -> Result<(Vec<u8>, Value, RegularFile), PackageError> {
     let path = dir.join(CONFIG_FILE);
-    let bytes = match files::read_capped(&path, MAX_CONFIG_BYTES) {
-        Ok(bytes) => bytes,
+    let read = files::open(&path).and_then(|file| Ok((file.read_all(MAX_CONFIG_BYTES)?, file)));
+    let (bytes, file) = match read {
+        Ok(read) => read,
         Err(FileError::NotFound { .. }) => {
             return Err(PackageError::NoConfig {
                 path: dir.to_owned(),
@@ -182,7 +217,7 @@ pub(crate) fn read_config(dir: &Path, whose: &str) -> Result<(Vec<u8>, Value), P
         Err(e) => return Err(e.into()),
     };
     match crate::strict_json::parse(&bytes) {
-        Ok(v @ Value::Object(_)) => Ok((bytes, v)),
+        Ok(v @ Value::Object(_)) => Ok((bytes, v, file)),
         Ok(_) => Err(malformed(
             &path,
             format!("the {whose} config.json is not a JSON object"),
@@ -221,7 +256,9 @@ fn layout(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageEr
 /// that cap grow.)
 fn sharded(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageError> {
     let path = dir.join(INDEX_FILE);
-    let bytes = open_present(&path, None)?.read_all(MAX_CONFIG_BYTES)?;
+    let file = open_present(&path, None)?;
+    let bytes = file.read_all(MAX_CONFIG_BYTES)?;
+    let seen = file.seen();
     let index = parse_index(&bytes).map_err(|why| malformed(&path, why))?;
     if index.len() > max_tensors {
         return Err(malformed(
@@ -247,7 +284,11 @@ fn sharded(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageE
             ),
         ));
     }
-    Ok(Layout::Sharded { index, shards })
+    Ok(Layout::Sharded {
+        index,
+        shards,
+        seen,
+    })
 }
 
 /// Why a directory has no weights to read. Read whole, it is the source a package was converted from,
@@ -554,19 +595,43 @@ mod tests {
         // Large enough to be mapped, and small enough to be read: both come from the open file.
         for len in [4, files::READ_BELOW as usize] {
             let dir = directory(&[(SINGLE_FILE, filled(len, 1))]);
-            let (headers, files) = read(dir.path(), Read::Whole, MAX_TENSORS).expect("read");
+            let (headers, config, files) =
+                read(dir.path(), Read::Whole, MAX_TENSORS).expect("read");
             // Another file of the same length renamed into place between the header and the data.
             let other = dir.path().join("other");
             std::fs::write(&other, filled(len, 9)).expect("other");
             std::fs::rename(&other, dir.path().join(SINGLE_FILE)).expect("rename");
-            let checkpoint = Checkpoint::hold(headers, files).expect("hold");
+            let checkpoint = Checkpoint::hold(headers, config, files).expect("hold");
             let (_, data) = checkpoint.tensor("a").expect("a");
             assert!(
                 data.iter().all(|&b| b == 1),
                 "the data came from the other file"
             );
-            checkpoint.unchanged().expect("the file read is unchanged");
+            // And the comparison vouches for nothing: the name now holds another file.
+            let e = checkpoint
+                .unchanged()
+                .expect_err("a file was renamed into place");
+            assert_eq!(e.reason(), "changed_while_read", "{e}");
+            assert!(
+                e.to_string().contains("another file was put in its place"),
+                "{e}"
+            );
         }
+    }
+
+    #[test]
+    fn a_config_renamed_into_place_during_the_comparison_is_changed() {
+        let dir = directory(&[(SINGLE_FILE, filled(4, 1))]);
+        let checkpoint = Checkpoint::open(dir.path()).expect("open");
+        checkpoint.unchanged().expect("untouched");
+        let other = dir.path().join("other");
+        std::fs::write(&other, b"{}").expect("other");
+        std::fs::rename(&other, dir.path().join(CONFIG_FILE)).expect("rename");
+        let e = checkpoint
+            .unchanged()
+            .expect_err("config.json was replaced");
+        assert_eq!(e.path(), dir.path().join(CONFIG_FILE), "{e}");
+        assert!(e.to_string().contains("changed while it was read"), "{e}");
     }
 
     #[test]

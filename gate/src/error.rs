@@ -115,6 +115,7 @@ fn file_reason(e: &FileError) -> &'static str {
         FileError::TooLarge { .. } => "file_too_large",
         FileError::Unreadable { .. } => "unreadable",
         FileError::Changed { .. } => "changed_while_read",
+        FileError::Outside { .. } => "outside_the_package",
     }
 }
 

@@ -14,8 +14,21 @@
 //! - **A map never kills the process.** A file truncated while mapped would raise `SIGBUS` on the next
 //!   read of a vanished page; a guard (`sigbus.rs`) turns that page into zeros and marks the map, and
 //!   [`Bytes::unchanged`] then reports [`FileError::Changed`], so the zeros are never judged.
+//! - **A file read is the file its name names, until the verdict.** A file is known by its identity at
+//!   open (device, inode, size, modification and change time); [`RegularFile::unchanged`] proves both
+//!   that the handle still has it and that the path still names that same file, so a file rewritten, or
+//!   another renamed into its place, while the gate ran is [`FileError::Changed`]. A reader that needs a
+//!   file's bytes twice (the checks, then the manifest's hash) takes them from the handle it opened,
+//!   never from the path again.
+//! - **A link is followed only where the package is** ([`Inside`]): for the manifest and every file
+//!   it lists, a symbolic link counts only when it resolves inside the package directory, or, for a
+//!   Hugging Face hub cache snapshot (`<cache>/snapshots/<rev>/`, whose files link into
+//!   `<cache>/blobs/`), inside that cache's `blobs`. Anything else is [`FileError::Outside`], refused
+//!   before it is opened and named with where it points (escaped), never with what it holds.
 //! - **Errors name the path and keep kinds apart**: not found, not a regular file, too large,
-//!   unreadable, changed while read.
+//!   unreadable, changed while read, a link out of the package. No error quotes a file's contents:
+//!   a file that fails to parse is named by line and byte, so a link to a credentials file cannot
+//!   print the secret into a log.
 //!
 //! ```no_run
 //! use gate::files;
@@ -32,7 +45,7 @@
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -56,6 +69,8 @@ pub enum FileError {
     /// The file changed while it was read: it became shorter than its size at open, or its size or
     /// modification time differ afterwards.
     Changed { path: PathBuf, why: String },
+    /// A symbolic link that leads out of the package ([`Inside`]): `to` is where it points, as stored.
+    Outside { path: PathBuf, to: PathBuf },
 }
 
 impl FileError {
@@ -66,7 +81,8 @@ impl FileError {
             | FileError::NotRegular { path, .. }
             | FileError::TooLarge { path, .. }
             | FileError::Unreadable { path, .. }
-            | FileError::Changed { path, .. } => path,
+            | FileError::Changed { path, .. }
+            | FileError::Outside { path, .. } => path,
         }
     }
 
@@ -91,6 +107,10 @@ impl FileError {
             }
             FileError::Unreadable { source, .. } => format!("cannot read: {source}"),
             FileError::Changed { why, .. } => format!("the file changed while it was read ({why})"),
+            FileError::Outside { to, .. } => format!(
+                "is a symbolic link to {}, which leads out of the package: not read",
+                crate::escape::os(to.as_os_str())
+            ),
         }
     }
 }
@@ -117,6 +137,31 @@ pub struct RegularFile {
     path: PathBuf,
     len: u64,
     modified: Option<SystemTime>,
+    identity: Identity,
+}
+
+/// What tells one file from another, and a file from itself rewritten: the inode and the times the
+/// kernel moves on every write (modification) and on every change of the inode (change time: a
+/// `chmod`, a link, a rename of the file itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl Identity {
+    fn of(meta: &std::fs::Metadata) -> Identity {
+        Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            modified: (meta.mtime(), meta.mtime_nsec()),
+            changed: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
 }
 
 /// Opens `path` for reading if, and only if, it is a regular file (symlinks followed).
@@ -168,7 +213,114 @@ pub fn open(path: &Path) -> Result<RegularFile, FileError> {
         path: path.to_owned(),
         len: meta.len(),
         modified: meta.modified().ok(),
+        identity: Identity::of(&meta),
     })
+}
+
+/// A file read and closed: its path and its identity at open (see [`RegularFile::seen`]).
+#[derive(Clone, Debug)]
+pub struct Seen {
+    path: PathBuf,
+    identity: Identity,
+}
+
+impl Seen {
+    /// Whether the path still names the file that was read, as it was read (device, inode, size,
+    /// modification and change time): another file renamed into its place, or the file rewritten or
+    /// removed, is [`FileError::Changed`].
+    pub fn unchanged(&self) -> Result<(), FileError> {
+        let changed = |why: String| FileError::Changed {
+            path: self.path.clone(),
+            why,
+        };
+        let named = match std::fs::metadata(&self.path) {
+            Ok(now) => now,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(changed("it was removed while it was read".to_owned()))
+            }
+            Err(e) => return Err(FileError::unreadable(&self.path)(e)),
+        };
+        if (named.dev(), named.ino()) != (self.identity.dev, self.identity.ino) {
+            return Err(changed(format!(
+                "another file was put in its place while it was read (inode {} at open, {} now)",
+                self.identity.ino,
+                named.ino()
+            )));
+        }
+        if Identity::of(&named) != self.identity {
+            return Err(changed("modified since it was opened".to_owned()));
+        }
+        Ok(())
+    }
+}
+
+/// The directories a package's symbolic links may lead into: the package directory, and for a hub
+/// cache snapshot `<cache>/snapshots/<rev>/` also `<cache>/blobs/` (where the hub client keeps every
+/// file, named by digest, and links each snapshot's names to). A link anywhere else (an absolute path,
+/// `../` out of the package, into another snapshot's directory or another cache) is refused: the
+/// package is what the directory holds, not whatever its links reach.
+#[derive(Debug)]
+pub struct Inside {
+    roots: Vec<PathBuf>,
+}
+
+impl Inside {
+    /// The roots for package directory `dir` (resolved: a package reached through a link is judged
+    /// where it is).
+    pub fn package(dir: &Path) -> Result<Inside, FileError> {
+        let root = std::fs::canonicalize(dir).map_err(FileError::unreadable(dir))?;
+        let mut roots = vec![root.clone()];
+        let cache = root
+            .parent()
+            .filter(|snapshots| snapshots.file_name().is_some_and(|n| n == "snapshots"))
+            .and_then(Path::parent);
+        if let Some(blobs) = cache.and_then(|c| std::fs::canonicalize(c.join("blobs")).ok()) {
+            roots.push(blobs);
+        }
+        Ok(Inside { roots })
+    }
+
+    /// Refuses a link at `path` that resolves outside the roots, before anything is opened. A plain
+    /// name passes; so does a link that leads to nothing (opening it then says "no such file").
+    fn check(&self, path: &Path) -> Result<Option<PathBuf>, FileError> {
+        let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            return Ok(None);
+        }
+        let target = match std::fs::canonicalize(path) {
+            Ok(target) => target,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(FileError::unreadable(path)(e)),
+        };
+        if self.roots.iter().any(|root| target.starts_with(root)) {
+            return Ok(Some(target));
+        }
+        Err(FileError::Outside {
+            path: path.to_owned(),
+            to: std::fs::read_link(path).unwrap_or(target),
+        })
+    }
+
+    /// Opens `path` (a name in the package) under the link rule: see [`Inside::admits`].
+    pub fn open(&self, path: &Path) -> Result<RegularFile, FileError> {
+        self.check(path)?;
+        let file = open(path)?;
+        self.admits(&file)?;
+        Ok(file)
+    }
+
+    /// Whether `file`, opened by a name in the package, is allowed by the link rule: its name resolves
+    /// inside the roots, to the very file the handle has (a link repointed between the check and the
+    /// open is [`FileError::Changed`]).
+    pub fn admits(&self, file: &RegularFile) -> Result<(), FileError> {
+        let Some(target) = self.check(&file.path)? else {
+            return Ok(());
+        };
+        match std::fs::metadata(&target) {
+            Ok(m) if (m.dev(), m.ino()) == (file.identity.dev, file.identity.ino) => Ok(()),
+            _ => Err(file.changed("the link was repointed while it was opened".to_owned())),
+        }
+    }
 }
 
 /// Reads a whole regular file of at most `cap` bytes; a larger one is [`FileError::TooLarge`], unread.
@@ -251,16 +403,19 @@ impl RegularFile {
     }
 
     /// Streams the whole file (exactly its size at open) through `buffer`, handing each chunk to
-    /// `sink`; returns the bytes read. For hashing files of any size in constant memory.
+    /// `sink`; returns the bytes read. For hashing files of any size in constant memory. Reads are
+    /// positioned, so a handle already read (the checks' own) streams from its first byte again.
     pub fn read_chunks(
         &self,
         buffer: &mut [u8],
         mut sink: impl FnMut(&[u8]),
     ) -> Result<u64, FileError> {
-        let mut reader = (&self.file).take(self.len);
         let mut total = 0u64;
-        loop {
-            let n = match reader.read(buffer) {
+        while total < self.len {
+            let want = buffer
+                .len()
+                .min(usize::try_from(self.len - total).unwrap_or(usize::MAX));
+            let n = match self.file.read_at(&mut buffer[..want], total) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(FileError::unreadable(&self.path)(e)),
@@ -277,8 +432,10 @@ impl RegularFile {
         Ok(total)
     }
 
-    /// Whether the file still has the size and modification time it had at open. Call it after
-    /// reading, so a file rewritten meanwhile is reported rather than judged.
+    /// Whether the file is still the one opened, as it was: the handle has its size, modification and
+    /// change time at open, and the path still names that same file (device and inode). Call it after
+    /// reading, so a file rewritten, or another renamed into its place, meanwhile is reported rather
+    /// than judged: what was read must be what the name holds when the verdict is given.
     pub fn unchanged(&self) -> Result<(), FileError> {
         let meta = self
             .file
@@ -287,10 +444,22 @@ impl RegularFile {
         if meta.len() != self.len {
             return Err(self.changed(format!("{} bytes at open, {} now", self.len, meta.len())));
         }
-        if meta.modified().ok() != self.modified {
+        // The name first: a file replaced by a rename also has its change time moved (it lost a link).
+        self.seen().unchanged()?;
+        if meta.modified().ok() != self.modified || Identity::of(&meta) != self.identity {
             return Err(self.changed("modified since it was opened".to_owned()));
         }
         Ok(())
+    }
+
+    /// What tells this file apart, kept after the handle is closed: a reader that reads many files
+    /// and holds none (a target's shard headers) proves with [`Seen::unchanged`], once it has read
+    /// them all, that they were all there together as read.
+    pub fn seen(&self) -> Seen {
+        Seen {
+            path: self.path.clone(),
+            identity: self.identity,
+        }
     }
 
     /// The whole file as one slice: read when smaller than [`READ_BELOW`], mapped (under the
@@ -509,6 +678,147 @@ mod tests {
         let path = dir.path().join("again");
         std::fs::write(&path, vec![1u8; READ_BELOW as usize]).unwrap();
         bytes(&path).unwrap().unchanged().unwrap();
+    }
+
+    #[test]
+    fn a_file_read_is_the_file_its_name_holds_until_it_is_asked() {
+        let dir = temp();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"read").unwrap();
+        let file = open(&path).unwrap();
+        let seen = file.seen();
+        file.unchanged().unwrap();
+        seen.unchanged().unwrap();
+        // Another file renamed into its place: the handle still reads the first, the name does not.
+        let other = dir.path().join("other");
+        std::fs::write(&other, b"read").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        for e in [file.unchanged().unwrap_err(), seen.unchanged().unwrap_err()] {
+            assert!(
+                e.to_string()
+                    .contains("changed while it was read (another file was put in its place"),
+                "{e}"
+            );
+        }
+        std::fs::remove_file(&path).unwrap();
+        let e = seen.unchanged().unwrap_err();
+        assert!(e.to_string().contains("removed while it was read"), "{e}");
+        // Rewritten in place, same size: the times moved.
+        std::fs::write(&path, b"read").unwrap();
+        let file = open(&path).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, b"READ").unwrap();
+        let e = file.unchanged().unwrap_err();
+        assert!(
+            e.to_string().contains("modified since it was opened"),
+            "{e}"
+        );
+    }
+
+    /// Set in the child process [`the_guard_is_never_trusted_once_gone`] starts.
+    const GUARD_CHILD: &str = "DFLASH_GATE_SIGBUS_GUARD_CHILD";
+    static HOST_SIGNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// A host's `SIGBUS` handler: it counts a signal sent to it and ends the process, with the status
+    /// `code` names, at a fault (which only an unguarded map would let reach it).
+    extern "C" fn host(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+        if unsafe { (*info).si_code } > 0 {
+            // SAFETY: _exit is async-signal-safe.
+            unsafe { libc::_exit(42) };
+        }
+        HOST_SIGNALS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Another host's handler, installed over the guard: a fault reaching it ends the process with 43.
+    extern "C" fn other_host(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(43) };
+    }
+
+    fn install_host(handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)) {
+        // SAFETY: a zeroed sigaction filled in with an SA_SIGINFO handler of that signature.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&mut action.sa_mask);
+            assert_eq!(
+                libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()),
+                0
+            );
+        }
+    }
+
+    /// Maps a large file, truncates it, reads every byte: alive afterwards, and told it changed.
+    fn truncate_while_held(dir: &Path, name: &str) -> Bytes {
+        let path = dir.join(name);
+        std::fs::write(&path, vec![0xa5u8; READ_BELOW as usize * 4]).unwrap();
+        let bytes = bytes(&path).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        std::hint::black_box(bytes.as_slice().iter().map(|&b| u64::from(b)).sum::<u64>());
+        let e = bytes.unchanged().unwrap_err();
+        assert!(matches!(e, FileError::Changed { .. }), "{e}");
+        bytes
+    }
+
+    /// Runs in a process of its own (it changes the process's `SIGBUS` action): the guard put aside by
+    /// a signal that was not its own is installed again for the next map, and a guard a host's
+    /// handler replaced is not trusted (the file is read instead).
+    #[test]
+    #[ignore = "run by the_guard_is_never_trusted_once_gone, in a process of its own"]
+    fn guard_child() {
+        assert!(
+            std::env::var_os(GUARD_CHILD).is_some(),
+            "run it through its parent test"
+        );
+        let dir = temp();
+        install_host(host);
+        assert!(matches!(
+            truncate_while_held(dir.path(), "first").held,
+            Held::Mapped(_)
+        ));
+        // A signal that is not the guard's goes to the host, and the guard steps aside for it.
+        // SAFETY: raise has no preconditions; the host's handler returns.
+        assert_eq!(unsafe { libc::raise(libc::SIGBUS) }, 0);
+        assert_eq!(HOST_SIGNALS.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // The next map is guarded again (without the guard, the host's handler ends the process).
+        assert!(matches!(
+            truncate_while_held(dir.path(), "second").held,
+            Held::Mapped(_)
+        ));
+        // A host that installs its own handler over the guard keeps it: the file is read, not mapped.
+        install_host(other_host);
+        assert!(matches!(
+            truncate_while_held(dir.path(), "third").held,
+            Held::Read(_)
+        ));
+    }
+
+    #[test]
+    fn the_guard_is_never_trusted_once_gone() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "files::tests::guard_child",
+                "--test-threads=1",
+            ])
+            .env(GUARD_CHILD, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "the child ended with {:?}: a map was read unguarded (42, 43: a host's handler saw the fault)\n{stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     #[test]

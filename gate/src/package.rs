@@ -36,7 +36,7 @@ pub struct Options {
 pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     let start = Instant::now();
     crate::error::require_dir(dir)?;
-    let config = read_config(dir)?;
+    let (config, config_file) = read_config(dir)?;
     let (names, files) = list_files(dir)?;
     let weight = locate_weights(&names);
     let held = match &weight {
@@ -97,7 +97,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         }
     }
     if options.manifest && !refused {
-        let check = crate::beyond::manifest::check(dir)?;
+        let check = crate::beyond::manifest::check(dir, &judged(&config_file, &held))?;
         // An absent manifest (UNDECIDED) verified nothing: the line stays.
         if check.outcome != crate::Outcome::Undecided {
             report
@@ -106,8 +106,22 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         }
         report.checks.push(check);
     }
+    for file in judged(&config_file, &held) {
+        file.unchanged()?;
+    }
     report.elapsed = start.elapsed();
     Ok(report)
+}
+
+/// The package files the checks read: config.json and the weight file, as opened. The verdict is
+/// about these handles' bytes, so the manifest hashes them, and each must still be what its name
+/// holds when the report is handed back.
+fn judged<'a>(
+    config: &'a Option<files::RegularFile>,
+    weights: &'a Result<(String, files::Bytes), String>,
+) -> Vec<&'a files::RegularFile> {
+    let weights = weights.as_ref().ok().map(|(_, bytes)| bytes.file());
+    config.iter().chain(weights).collect()
 }
 
 /// The gate on bytes already in memory: config.json (or why it could not be read) and the weight
@@ -250,16 +264,25 @@ fn not_checked() -> Vec<String> {
     ]
 }
 
-/// The package's config.json, or (as a config failure, not an I/O error) why it is refused unread.
-fn read_config(dir: &Path) -> Result<Result<Vec<u8>, String>, PackageError> {
-    match files::read_capped(&dir.join(CONFIG_FILE), MAX_CONFIG_BYTES) {
-        Ok(bytes) => Ok(Ok(bytes)),
+/// config.json's bytes (or why they were refused unread), and the open file they came from.
+type ReadConfig = (Result<Vec<u8>, String>, Option<files::RegularFile>);
+
+/// The package's config.json, or (as a config failure, not an I/O error) why it is refused unread;
+/// with the open file it was read from, when it was.
+fn read_config(dir: &Path) -> Result<ReadConfig, PackageError> {
+    let read = files::open(&dir.join(CONFIG_FILE))
+        .and_then(|file| Ok((file.read_all(MAX_CONFIG_BYTES)?, file)));
+    match read {
+        Ok((bytes, file)) => Ok((Ok(bytes), Some(file))),
         Err(FileError::NotFound { .. }) => Err(PackageError::NoConfig {
             path: dir.to_owned(),
         }),
-        Err(FileError::TooLarge { cap, .. }) => Ok(Err(format!(
-            "{CONFIG_FILE} is larger than the {cap}-byte limit: refused unread"
-        ))),
+        Err(FileError::TooLarge { cap, .. }) => Ok((
+            Err(format!(
+                "{CONFIG_FILE} is larger than the {cap}-byte limit: refused unread"
+            )),
+            None,
+        )),
         Err(e) => Err(e.into()),
     }
 }

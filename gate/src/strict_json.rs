@@ -9,8 +9,9 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::{Map, Number, Value};
 use std::fmt;
 
-/// Parses `bytes` as one JSON value, failing on a duplicate key at any depth (the error names the key)
-/// and on nesting deeper than [`MAX_JSON_DEPTH`].
+/// Parses `bytes` as one JSON value, failing on a duplicate key at any depth and on nesting deeper
+/// than [`MAX_JSON_DEPTH`]. Errors say where (line and column), never what: the text did not parse as
+/// what it should be, so it may be anything (a config.json linked to a credentials file).
 pub fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     let mut json = serde_json::Deserializer::from_slice(bytes);
     let value = StrictVisitor { depth: 0 }.deserialize(&mut json)?;
@@ -95,7 +96,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if out.contains_key(&key) {
-                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
+                return Err(de::Error::custom("duplicate key"));
             }
             let v = map.next_value_seed(self.inner()?)?;
             out.insert(key, v);
@@ -111,11 +112,11 @@ mod tests {
     #[test]
     fn duplicate_keys_are_refused_at_any_depth() {
         let top = parse(br#"{"a": 1, "a": 2}"#).unwrap_err().to_string();
-        assert!(top.contains("duplicate key \"a\""), "{top}");
-        let nested = parse(br#"{"t": {"dtype": "I8", "dtype": "U8"}}"#)
+        assert_eq!(top, "duplicate key at line 1 column 12");
+        let nested = parse(b"{\"t\": {\"secret\": 1,\n \"secret\": 2}}")
             .unwrap_err()
             .to_string();
-        assert!(nested.contains("duplicate key \"dtype\""), "{nested}");
+        assert_eq!(nested, "duplicate key at line 2 column 9");
     }
 
     #[test]

@@ -222,12 +222,15 @@ fn listed_symlinks_out_of_the_package_are_refused_unread() {
     );
     let r = gate(&d, &[OsStr::new("--manifest")]);
     assert_eq!(r.code, Some(1), "{}", r.all());
+    let outside = outside.to_string_lossy();
     assert!(
-        r.stdout
-            .contains("symlinks out of the package, not read: status, random, notes.txt"),
+        r.stdout.contains(&format!(
+            "symlinks out of the package, not read: status (a link to {endless}), random (a link to /dev/urandom), notes.txt (a link to {outside})"
+        )),
         "{}",
         r.stdout
     );
+    assert!(!r.stdout.contains("secret"), "{}", r.stdout);
     let line = r
         .stdout
         .lines()
@@ -359,4 +362,79 @@ fn a_sparse_all_zero_grid_of_tens_of_gigabytes_fails_from_its_planes() {
         "{}",
         r.stdout
     );
+}
+
+#[test]
+fn a_hub_cache_snapshot_gates_and_its_manifest_verifies() {
+    let root = tempfile::tempdir().unwrap();
+    let d = gate_tests::fixture::hub_snapshot(root.path(), &[("README.md", b"# a draft\n")]);
+    let r = gate(&d, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    let r = gate(&d, &[OsStr::new("--manifest")]);
+    assert_eq!(r.code, Some(0), "{}", r.all());
+    assert!(
+        r.stdout.contains("PASS       manifest.sha256") && r.stdout.contains("3 files"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// What a secret looks like: a report that prints any of it has quoted a file it must not.
+const SECRET: &str = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG";
+
+#[test]
+fn a_manifest_linking_out_of_the_package_is_refused_and_never_quoted() {
+    let root = tempfile::tempdir().unwrap();
+    let credentials = root.path().join("credentials");
+    std::fs::write(&credentials, format!("[default]\n{SECRET}\n")).unwrap();
+    // In a plain package, and in a hub snapshot (the link leads out of the blobs too).
+    let plain = package(root.path(), "plain");
+    let hub = gate_tests::fixture::hub_snapshot(root.path(), &[]);
+    for d in [plain, hub] {
+        let _ = std::fs::remove_file(d.join("MANIFEST.sha256"));
+        std::os::unix::fs::symlink(&credentials, d.join("MANIFEST.sha256")).unwrap();
+        let r = gate(&d, &[OsStr::new("--manifest")]);
+        assert_eq!(r.code, Some(1), "{}", r.all());
+        assert!(!r.all().contains("wJalrXUtnFEMI"), "{}", r.all());
+        let line = r
+            .stdout
+            .lines()
+            .find(|l| l.contains("manifest.sha256"))
+            .unwrap();
+        assert!(
+            line.contains("MANIFEST.sha256 is a symbolic link to")
+                && line.contains("credentials")
+                && line.contains("out of the package: not read"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn a_manifest_that_does_not_parse_is_named_by_line_and_byte_never_quoted() {
+    let root = tempfile::tempdir().unwrap();
+    for (name, text, at) in [
+        (
+            "text",
+            format!("{SECRET}\n"),
+            "line 1, byte 1 (byte 1 of the file)",
+        ),
+        (
+            "digest",
+            format!("{}  config.json\n{}{SECRET}\n", any_digest(), &SECRET[..1]),
+            "line 2, byte 2 (byte 80 of the file): the digest is not 64 hex digits",
+        ),
+        (
+            "name",
+            format!("{}  ../{SECRET}\n", any_digest()),
+            "line 1, byte 66 (byte 66 of the file): the file is not a plain name",
+        ),
+    ] {
+        let d = package(root.path(), name);
+        std::fs::write(d.join("MANIFEST.sha256"), text).unwrap();
+        let r = gate(&d, &[OsStr::new("--manifest"), OsStr::new("--json")]);
+        assert_eq!(r.code, Some(1), "{name}: {}", r.all());
+        assert!(!r.all().contains("wJalrXUtnFEMI"), "{name}: {}", r.all());
+        assert!(r.stdout.contains(at), "{name}: {}", r.stdout);
+    }
 }

@@ -41,3 +41,42 @@ pub fn target_without_weights(root: &Path) -> PathBuf {
     std::fs::write(target.join("tokenizer.json"), b"{}").expect("writes the tokenizer");
     target
 }
+
+/// A Hugging Face hub cache entry: `models--org--draft/snapshots/<rev>/` whose files are links into
+/// `../../blobs/`, each blob named by its digest, as the hub client lays them out. `extra` files are
+/// added the same way; the manifest lists every file and is itself a link into the blobs. Returns the
+/// snapshot directory, the package to gate.
+pub fn hub_snapshot(root: &Path, extra: &[(&str, &[u8])]) -> PathBuf {
+    let repo = root.join("models--org--draft");
+    let blobs = repo.join("blobs");
+    let snapshot = repo.join("snapshots").join("0123456789abcdef");
+    std::fs::create_dir_all(&blobs).expect("writes the hub cache");
+    std::fs::create_dir_all(&snapshot).expect("writes the hub cache");
+    let mut files: Vec<(String, Vec<u8>)> = ["config.json", "model.q4nx"]
+        .iter()
+        .map(|f| {
+            (
+                f.to_string(),
+                std::fs::read(tiny().join(f)).expect("reads the fixture"),
+            )
+        })
+        .collect();
+    files.extend(extra.iter().map(|(n, b)| (n.to_string(), b.to_vec())));
+    let mut manifest = String::new();
+    let link = |name: &str, bytes: &[u8]| {
+        let incoming = blobs.join("incoming");
+        std::fs::write(&incoming, bytes).expect("writes the hub cache");
+        let (hex, _) = gate::beyond::manifest::hash_file(&incoming, &mut [0u8; 4096])
+            .expect("hashes the blob");
+        std::fs::rename(&incoming, blobs.join(&hex)).expect("writes the hub cache");
+        std::os::unix::fs::symlink(format!("../../blobs/{hex}"), snapshot.join(name))
+            .expect("writes the hub cache");
+        hex
+    };
+    for (name, bytes) in &files {
+        let hex = link(name, bytes);
+        manifest.push_str(&format!("{hex}  {name}\n"));
+    }
+    link("MANIFEST.sha256", manifest.as_bytes());
+    snapshot
+}

@@ -6,6 +6,7 @@ use gate::PackageError;
 use gate_tests::arms::SEED;
 use gate_tests::synth::{Encoding, Geometry, Package};
 use libtest_mimic::{Failed, Trial};
+use sha2::Digest;
 use std::time::{Duration, Instant};
 
 pub fn trials() -> Vec<Trial> {
@@ -22,7 +23,134 @@ pub fn trials() -> Vec<Trial> {
             "hostile::names_from_the_file_cannot_forge_report_lines",
             forged_lines,
         ),
+        Trial::test(
+            "hostile::a_file_renamed_into_place_before_the_manifest_is_hashed_is_changed",
+            renamed_before_hashing,
+        ),
+        Trial::test(
+            "hostile::a_hub_cache_snapshot_gates_and_verifies_its_manifest",
+            hub_snapshot,
+        ),
+        Trial::test(
+            "hostile::a_manifest_is_never_quoted_nor_followed_out_of_the_package",
+            manifest_never_quoted,
+        ),
     ]
+}
+
+/// A Hugging Face hub cache snapshot, every file (the manifest too) a link into `../../blobs/`:
+/// the links stay inside the cache's blobs, so the package gates and its manifest verifies.
+fn hub_snapshot() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let dir = gate_tests::fixture::hub_snapshot(root.path(), &[("README.md", b"# a draft\n")]);
+    let options = gate::Options {
+        manifest: true,
+        ..Default::default()
+    };
+    let report = gate::gate(&dir, &options)?;
+    let manifest = report.check("manifest.sha256").ok_or("no manifest check")?;
+    if report.verdict() != gate::Outcome::Pass || !manifest.message.contains("3 files") {
+        return Err(format!("the hub snapshot does not pass:\n{}", report.to_text(false)).into());
+    }
+    Ok(())
+}
+
+/// A manifest that is a link to a credentials file out of the package is refused unread, and one in
+/// the package whose first line is that secret is named by line and byte: neither report holds it.
+fn manifest_never_quoted() -> Result<(), Failed> {
+    const SECRET: &str = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG";
+    let root = tempfile::tempdir()?;
+    let credentials = root.path().join("credentials");
+    std::fs::write(&credentials, format!("{SECRET}\n"))?;
+    let linked = gate_tests::fixture::copy(root.path(), "linked");
+    std::os::unix::fs::symlink(&credentials, linked.join("MANIFEST.sha256"))?;
+    let inside = gate_tests::fixture::copy(root.path(), "inside");
+    std::fs::copy(&credentials, inside.join("MANIFEST.sha256"))?;
+    let options = gate::Options {
+        manifest: true,
+        ..Default::default()
+    };
+    for (dir, said) in [
+        (&linked, "MANIFEST.sha256 is a symbolic link to "),
+        (
+            &inside,
+            "MANIFEST.sha256: line 1, byte 1 (byte 1 of the file): the digest is not",
+        ),
+    ] {
+        let report = gate::gate(dir, &options)?;
+        let text = report.to_text(false);
+        let check = report.check("manifest.sha256").ok_or("no manifest check")?;
+        if check.outcome != gate::Outcome::Fail || !check.message.contains(said) {
+            return Err(format!("not refused as {said:?}:\n{text}").into());
+        }
+        if text.contains("wJalrXUtnFEMI") || report.to_json().to_string().contains("wJalrXUtnFEMI")
+        {
+            return Err(format!("the report quotes the file:\n{text}").into());
+        }
+    }
+    Ok(())
+}
+
+/// config.json or the weight file replaced by a rename after the checks read it and before
+/// `--manifest` hashes it, with a manifest that lists the file renamed in: the checks judged one file
+/// and the manifest would vouch for another. Exit 2, "changed while it was read", naming the swap.
+fn renamed_before_hashing() -> Result<(), Failed> {
+    for name in ["config.json", "model.q4nx"] {
+        let root = tempfile::tempdir()?;
+        let dir = root.path();
+        Package::generate(&Geometry::small(), Encoding::default(), SEED).write(dir)?;
+        let mut swapped = std::fs::read(dir.join(name))?;
+        // Another config (a geometry the weights do not have), or other weights.
+        if name == "config.json" {
+            swapped.splice(1..1, *b"\"num_hidden_layers\": 1000,");
+        } else {
+            *swapped.last_mut().ok_or("an empty weight file")? ^= 0xff;
+        }
+        let mut manifest = String::new();
+        for listed in ["config.json", "model.q4nx"] {
+            let bytes = if listed == name {
+                swapped.clone()
+            } else {
+                std::fs::read(dir.join(listed))?
+            };
+            let digest: String = sha2::Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            manifest += &format!("{digest}  {listed}\n");
+        }
+        std::fs::write(dir.join("MANIFEST.sha256"), manifest)?;
+        let staged = dir.join("staged");
+        std::fs::write(&staged, &swapped)?;
+        let target = dir.join(name);
+        gate::beyond::manifest::before_hashing(move || {
+            std::fs::rename(&staged, &target).expect("rename into place")
+        });
+        let options = gate::Options {
+            manifest: true,
+            ..Default::default()
+        };
+        match gate::gate(dir, &options) {
+            Err(PackageError::File(e @ FileError::Changed { .. })) => {
+                let text = e.to_string();
+                if e.path() != dir.join(name)
+                    || !text.contains("changed while it was read")
+                    || !text.contains("another file was put in its place")
+                {
+                    return Err(format!("{name}: changed, but not said so: {text}").into());
+                }
+            }
+            Err(e) => return Err(format!("{name}: another error: {e}").into()),
+            Ok(r) => {
+                return Err(format!(
+                    "{name}: a verdict on files never read together:\n{}",
+                    r.to_text(false)
+                )
+                .into())
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Tensor names and metadata holding newlines, terminal escapes and a bidirectional override: the

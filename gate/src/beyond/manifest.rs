@@ -21,9 +21,16 @@ pub const MANIFEST_FILE: &str = "MANIFEST.sha256";
 /// Names are compared as bytes: a package file whose name is not UTF-8 can never be listed (the
 /// manifest is UTF-8) and is reported unlisted under an escaped spelling, never folded into a
 /// look-alike. A listed file that is a symlink out of the package is refused, unread.
-pub fn check(dir: &Path) -> Result<Check, PackageError> {
+///
+/// `read` are the files the checks already read (config.json, the weight file): each is hashed from
+/// that same handle, not opened again by name, and must still be the file its name holds
+/// ([`files::RegularFile::unchanged`]), so the manifest vouches for exactly the bytes that were judged
+/// and a file renamed into place meanwhile is exit 2, "changed while it was read".
+pub fn check(dir: &Path, read: &[&files::RegularFile]) -> Result<Check, PackageError> {
+    BEFORE_HASHING.with(|hook| hook.take().map(|f| f()));
+    let inside = files::Inside::package(dir)?;
     let path = dir.join(MANIFEST_FILE);
-    let text = match read_manifest(&path)? {
+    let text = match read_manifest(&path, &inside)? {
         Ok(Some(t)) => t,
         Ok(None) => {
             return Ok(Check::undecided(
@@ -48,7 +55,14 @@ pub fn check(dir: &Path) -> Result<Check, PackageError> {
             None => format!("{} (a name that is not UTF-8)", escape::os(f)),
         })
         .collect();
-    let results = hash_all(dir, &entries);
+    let mut results = hash_all(dir, &entries, read, &inside);
+    // A file that changed while it was hashed is no verdict on the package: exit 2.
+    let changed = |r: &Result<_, FileError>| matches!(r, Err(FileError::Changed { .. }));
+    if let Some(i) = results.iter().position(changed) {
+        if let Err(e) = results.swap_remove(i) {
+            return Err(e.into());
+        }
+    }
     let mut mismatched = Vec::new();
     let mut missing = Vec::new();
     let mut unreadable = Vec::new();
@@ -66,9 +80,11 @@ pub fn check(dir: &Path) -> Result<Check, PackageError> {
                     ));
                 }
             }
-            Err(Refusal::File(FileError::NotFound { .. })) => missing.push(file.clone()),
-            Err(Refusal::File(e)) => unreadable.push(format!("{file} ({})", e.reason())),
-            Err(Refusal::Outside) => outside.push(file.clone()),
+            Err(FileError::NotFound { .. }) => missing.push(file.clone()),
+            Err(FileError::Outside { to, .. }) => {
+                outside.push(format!("{file} (a link to {})", escape::os(to.as_os_str())))
+            }
+            Err(e) => unreadable.push(format!("{file} ({})", e.reason())),
         }
     }
     let evidence = json!({ "listed": listed.len(), "hashed_bytes": bytes, "mismatched": mismatched, "missing": missing, "unreadable": unreadable, "outside_the_package": outside, "unlisted": unlisted });
@@ -111,10 +127,20 @@ pub fn check(dir: &Path) -> Result<Check, PackageError> {
 }
 
 /// The manifest's text; `Ok(Ok(None))` when there is none; `Ok(Err(why))` when it is there but too
-/// large or not UTF-8 (a FAIL); `Err` when it cannot be read at all (exit 2).
-fn read_manifest(path: &Path) -> Result<Result<Option<String>, String>, PackageError> {
-    let bytes = match files::read_capped(path, MAX_MANIFEST_BYTES) {
+/// large, a link out of the package (the link rule of the files it lists: see [`files::Inside`]) or
+/// not UTF-8 (a FAIL); `Err` when it cannot be read at all (exit 2).
+fn read_manifest(
+    path: &Path,
+    inside: &files::Inside,
+) -> Result<Result<Option<String>, String>, PackageError> {
+    let bytes = match inside
+        .open(path)
+        .and_then(|file| file.read_all(MAX_MANIFEST_BYTES))
+    {
         Ok(bytes) => bytes,
+        Err(e @ FileError::Outside { .. }) => {
+            return Ok(Err(format!("{MANIFEST_FILE} {}", e.reason())))
+        }
         Err(FileError::NotFound { .. }) => return Ok(Ok(None)),
         Err(FileError::TooLarge { .. }) => {
             return Ok(Err(format!(
@@ -143,23 +169,39 @@ fn package_files(dir: &Path) -> Result<Vec<OsString>, PackageError> {
 }
 
 /// `sha256sum` lines: 64 hex digits, a space, a space or `*`, a file name inside the package.
+///
+/// A line that is not one is named by its number and the byte where it goes wrong, never quoted: the
+/// manifest may be any file (a link the gate refused to follow is not the only way a secret gets
+/// there), and a report goes to logs.
 pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
     let mut out: Vec<(String, String)> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    let mut lines: Vec<usize> = Vec::new();
+    let mut offset = 0usize;
+    for (i, raw) in text.split_inclusive('\n').enumerate() {
+        let begins = offset;
+        offset += raw.len();
+        let line = raw.strip_suffix('\n').unwrap_or(raw);
+        let line = line.strip_suffix('\r').unwrap_or(line);
         if line.trim().is_empty() {
             continue;
         }
-        let bad = |why: &str| format!("line {}: {why}: {line:?}", i + 1);
-        let (hex, rest) = line
-            .split_at_checked(64)
-            .ok_or_else(|| bad("not `<64 hex>  <file>`"))?;
-        if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad("the digest is not 64 hex digits"));
+        let bad = |at: usize, why: &str| {
+            format!(
+                "line {}, byte {at} (byte {} of the file): {why}",
+                i + 1,
+                begins + at
+            )
+        };
+        let bytes = line.as_bytes();
+        if let Some(at) = (0..64).find(|&at| !bytes.get(at).is_some_and(u8::is_ascii_hexdigit)) {
+            return Err(bad(at, "the digest is not 64 hex digits"));
         }
+        // The first 64 bytes are ASCII: 64 and 66 are character boundaries when they are in the line.
+        let (hex, rest) = line.split_at(64);
         let file = rest
             .strip_prefix("  ")
             .or_else(|| rest.strip_prefix(" *"))
-            .ok_or_else(|| bad("not `<64 hex>  <file>`"))?;
+            .ok_or_else(|| bad(64, "not `<64 hex>  <file>`"))?;
         let file = file.strip_prefix("./").unwrap_or(file);
         if file.is_empty()
             || file.contains('/')
@@ -167,12 +209,16 @@ pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
             || file == ".."
             || file == "."
         {
-            return Err(bad("the file is not a plain name inside the package"));
+            return Err(bad(66, "the file is not a plain name inside the package"));
         }
-        if out.iter().any(|(_, f)| f == file) {
-            return Err(bad("the file is listed twice"));
+        if let Some(first) = out.iter().position(|(_, f)| f == file) {
+            return Err(bad(
+                66,
+                &format!("the file of line {} is listed again", lines[first]),
+            ));
         }
         out.push((hex.to_ascii_lowercase(), file.to_owned()));
+        lines.push(i + 1);
     }
     if out.is_empty() {
         return Err("lists no file".to_owned());
@@ -180,46 +226,36 @@ pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-/// Why a listed file was not hashed.
-enum Refusal {
-    File(FileError),
-    /// A symlink whose target is outside the package directory.
-    Outside,
-}
-
-/// Hashes each listed file (streaming, 1 MiB at a time), files spread over all cores.
-fn hash_all(dir: &Path, entries: &[(String, String)]) -> Vec<Result<(String, u64), Refusal>> {
-    let root = std::fs::canonicalize(dir);
+/// Hashes each listed file (streaming, 1 MiB at a time), files spread over all cores. A file the
+/// checks read is hashed from their handle; every file, theirs too, is held to the link rule.
+fn hash_all(
+    dir: &Path,
+    entries: &[(String, String)],
+    read: &[&files::RegularFile],
+    inside: &files::Inside,
+) -> Vec<Result<(String, u64), FileError>> {
     crate::parallel::map(
         entries,
         || vec![0u8; 1 << 20],
         |buffer, (_, file)| {
             let path = dir.join(file);
-            if !inside(&path, root.as_deref().ok()) {
-                return Err(Refusal::Outside);
+            if let Some(held) = read.iter().find(|f| f.path() == path) {
+                inside.admits(held)?;
+                return hash_open(held, buffer);
             }
-            hash_file(&path, buffer).map_err(Refusal::File)
+            hash_open(&inside.open(&path)?, buffer)
         },
     )
 }
 
-/// Whether `path` (a name in the package) is a plain file or a symlink resolving inside `root` (the
-/// package, canonical). A dangling symlink counts as inside: opening it then says "no such file".
-fn inside(path: &Path, root: Option<&Path>) -> bool {
-    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-    if !is_link {
-        return true;
-    }
-    match (std::fs::canonicalize(path), root) {
-        (Ok(target), Some(root)) => target.starts_with(root),
-        (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => true,
-        _ => false,
-    }
-}
-
 /// The SHA-256 (lowercase hex) and length of a regular file, streamed through `buffer`.
 pub fn hash_file(path: &Path, buffer: &mut [u8]) -> Result<(String, u64), FileError> {
-    let file = files::open(path)?;
+    hash_open(&files::open(path)?, buffer)
+}
+
+/// The SHA-256 and length of a file already open, from its first byte, and proof that it is still the
+/// file its name holds.
+fn hash_open(file: &files::RegularFile, buffer: &mut [u8]) -> Result<(String, u64), FileError> {
     let mut hasher = Sha256::new();
     let total = file.read_chunks(buffer, |chunk| hasher.update(chunk))?;
     file.unchanged()?;
@@ -229,6 +265,18 @@ pub fn hash_file(path: &Path, buffer: &mut [u8]) -> Result<(String, u64), FileEr
         .map(|b| format!("{b:02x}"))
         .collect();
     Ok((hex, total))
+}
+
+thread_local! {
+    static BEFORE_HASHING: std::cell::Cell<Option<Box<dyn FnOnce()>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `between` once, on this thread, when the next manifest check starts: after the checks read the
+/// package, before any file is hashed. For tests that rename a file into place at exactly that moment;
+/// no option reaches it.
+#[doc(hidden)]
+pub fn before_hashing(between: impl FnOnce() + 'static) {
+    BEFORE_HASHING.with(|hook| hook.set(Some(Box::new(between))));
 }
 
 #[cfg(test)]
@@ -248,9 +296,9 @@ mod tests {
         ] {
             assert!(parse(&bad).is_err(), "{bad}");
         }
-        assert!(parse(&format!("{h}  a\n{h}  a"))
-            .unwrap_err()
-            .contains("twice"));
+        assert!(parse(&format!("{h}  a\n{h}  a")).unwrap_err().contains(
+            "line 2, byte 66 (byte 134 of the file): the file of line 1 is listed again"
+        ));
     }
 
     #[test]

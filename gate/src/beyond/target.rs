@@ -62,14 +62,18 @@ pub const TOKENIZER_FILE: &str = "tokenizer.json";
 /// parse) is a usage error, exit 2: never a PASS over what was not read.
 pub fn read(dir: &Path) -> Result<Target, PackageError> {
     crate::error::require_dir(dir)?;
-    let (_, config) = crate::checkpoint::read_config(dir, "target's")?;
-    Ok(Target {
+    let (_, config, config_file) = crate::checkpoint::read_config(dir, "target's")?;
+    let target = Target {
         hidden_size: stated(&config, "hidden_size"),
         num_hidden_layers: stated(&config, "num_hidden_layers"),
         vocab_size: stated(&config, "vocab_size"),
         tensors: read_headers(dir)?,
         tokenizer: tokenizer_at(&dir.join(TOKENIZER_FILE)),
-    })
+    };
+    // The config and the weight headers were there together: a config renamed into place while the
+    // headers were read is "changed while it was read", not a target that never existed.
+    config_file.unchanged()?;
+    Ok(target)
 }
 
 /// A count the target's config states (`hidden_size`, `num_hidden_layers`, `vocab_size`): at top level,
@@ -214,7 +218,9 @@ fn read_headers(dir: &Path) -> Result<Result<Vec<TensorInfo>, String>, PackageEr
         }
     };
     if let Some(name) = q4nx {
-        let table = checkpoint::read_table(&files::open(&dir.join(name))?)?;
+        let file = files::open(&dir.join(name))?;
+        let table = checkpoint::read_table(&file)?;
+        file.unchanged()?;
         return Ok(Ok(table.entries));
     }
     let safetensors = [checkpoint::SINGLE_FILE, checkpoint::INDEX_FILE]

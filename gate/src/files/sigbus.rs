@@ -16,10 +16,17 @@
 //! recurs under that action exactly as it would have without this module. A `SIGBUS` sent by `kill` is
 //! passed on the same way and raised again.
 //!
-//! Cost: one `sigaction` per process and two atomic stores per map; nothing per page or per read.
+//! So the guard can be gone by the time the next file is mapped: put back aside by such a signal (a
+//! process that survived it), or replaced by a host's own handler. Every registration therefore asks
+//! the kernel what the action is now, and a map is only ever trusted under the guard: when the action
+//! is the one the guard put back, the guard is installed again; when it is anything else (a host took
+//! `SIGBUS` over), the guard does not fight it, and the caller reads the file instead of mapping it.
+//!
+//! Cost: one `sigaction` query per map (two on first use) and two atomic stores; nothing per page or
+//! per read.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// How many maps can be guarded at once (one per open weight file or shard).
 pub(super) const SLOTS: usize = 64;
@@ -43,8 +50,12 @@ const EMPTY: Slot = Slot {
 
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 static PAGE: AtomicUsize = AtomicUsize::new(0);
-/// The action in place before ours, reinstated for faults that are not ours.
-static PREVIOUS: OnceLock<Option<libc::sigaction>> = OnceLock::new();
+/// The action in place before ours, reinstated for faults that are not ours; null until the guard was
+/// first installed. Written only under [`INSTALLING`], to a value that is never freed (the handler may
+/// be reading the old one), and at most once per installation.
+static PREVIOUS: AtomicPtr<libc::sigaction> = AtomicPtr::new(std::ptr::null_mut());
+/// Serialises installations, so two threads cannot each take the other's handler for the previous one.
+static INSTALLING: Mutex<()> = Mutex::new(());
 
 /// A map registered with the handler; withdrawn on drop, which must happen before the map is unmapped.
 pub struct Registration {
@@ -89,25 +100,62 @@ impl Drop for Registration {
     }
 }
 
-/// Installs the handler once per process; false if that failed.
+/// Whether the guard is the action for `SIGBUS` now, installing it if need be; false when a map must
+/// not be trusted (the action could not be read or set, or a host's handler has taken the guard's
+/// place).
 fn install() -> bool {
-    PREVIOUS
-        .get_or_init(|| {
-            // SAFETY: sysconf has no preconditions.
-            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-            PAGE.store(usize::try_from(page).unwrap_or(4096), Ordering::Relaxed);
-            // SAFETY: a zeroed sigaction is a valid value to fill in; `handler` has the SA_SIGINFO
-            // signature; `previous` receives the old action.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = handler as *const () as usize;
-                action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
-                libc::sigemptyset(&mut action.sa_mask);
-                let mut previous: libc::sigaction = std::mem::zeroed();
-                (libc::sigaction(libc::SIGBUS, &action, &mut previous) == 0).then_some(previous)
-            }
-        })
-        .is_some()
+    let _installing = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: a zeroed sigaction is a valid value for the kernel to fill in; a null new action only
+    // queries.
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut current) } != 0 {
+        return false;
+    }
+    if is_ours(&current) {
+        return true;
+    }
+    let previous = PREVIOUS.load(Ordering::Acquire);
+    // SAFETY: PREVIOUS is null or a leaked Box, never freed.
+    if let Some(previous) = unsafe { previous.as_ref() } {
+        // Not the action the guard put back after a signal that was not its own: a host installed its
+        // handler over the guard's. It keeps `SIGBUS`; maps are read instead.
+        if !same_action(previous, &current) {
+            return false;
+        }
+    } else {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        PAGE.store(usize::try_from(page).unwrap_or(4096), Ordering::Relaxed);
+    }
+    // SAFETY: a zeroed sigaction is a valid value to fill in; `handler` has the SA_SIGINFO signature;
+    // `displaced` receives the action replaced, which is `current` unless it changed meanwhile.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        libc::sigemptyset(&mut action.sa_mask);
+        let mut displaced: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGBUS, &action, &mut displaced) != 0 {
+            return false;
+        }
+        if is_ours(&displaced) {
+            return true;
+        }
+        let known = PREVIOUS.load(Ordering::Acquire);
+        if known.is_null() || !same_action(&*known, &displaced) {
+            PREVIOUS.store(Box::into_raw(Box::new(displaced)), Ordering::Release);
+        }
+    }
+    true
+}
+
+fn is_ours(action: &libc::sigaction) -> bool {
+    action.sa_sigaction == handler as *const () as usize && action.sa_flags & libc::SA_SIGINFO != 0
+}
+
+/// Whether two actions run the same handler the same way.
+fn same_action(a: &libc::sigaction, b: &libc::sigaction) -> bool {
+    a.sa_sigaction == b.sa_sigaction && a.sa_flags == b.sa_flags
 }
 
 extern "C" fn handler(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
@@ -145,9 +193,9 @@ extern "C" fn handler(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut l
     // SAFETY: reinstating the action the kernel gave us (or the default, should a fault arrive before
     // it was recorded); sigaction and raise are async-signal-safe.
     unsafe {
-        match PREVIOUS.get() {
-            Some(Some(previous)) => libc::sigaction(signal, previous, std::ptr::null_mut()),
-            _ => {
+        match PREVIOUS.load(Ordering::Acquire).as_ref() {
+            Some(previous) => libc::sigaction(signal, previous, std::ptr::null_mut()),
+            None => {
                 libc::signal(signal, libc::SIG_DFL);
                 0
             }
