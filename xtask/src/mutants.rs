@@ -78,6 +78,11 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "report escaping", file: "gate/src/report.rs", from: "out.push_str(&crate::escape::line(&text));", to: "out.push_str(&text);", filter: "hostile::names_from_the_file" },
     Mutant { check: "manifest symlink out", file: "gate/src/beyond/manifest.rs", from: "if !inside(&path, root.as_deref().ok()) {", to: "if false {", filter: "arms::control::manifest_lists_a_symlink_out" },
     Mutant { check: "manifest names as bytes", file: "gate/src/beyond/manifest.rs", from: ".filter(|f| !wanted.contains(f.as_encoded_bytes()))", to: ".filter(|f| !wanted.contains(f.to_string_lossy().as_bytes()))", filter: "arms::control::manifest_look_alike" },
+    Mutant { check: "bf16.finite", file: "gate/src/checks/finite.rs", from: "if flagged & 0x8000 == 0 {", to: "if flagged & 0x4000 == 0 {", filter: "arms::control::nan_in_fc" },
+    Mutant { check: "bf16.finite runs", file: "gate/src/checks/mod.rs", from: "checks.push(finite::run(container));", to: "", filter: "arms::control::dflash2_nan_in_codebook" },
+    Mutant { check: "source.bf16 NaN never equal", file: "gate/src/beyond/source/bf16.rs", from: "(Some(p), Some(s)) if p == s && !is_nan(s) => {}", to: "(Some(p), Some(s)) if p == s => {}", filter: "arms::control::source_nan_copied_into_package" },
+    Mutant { check: "source.bf16 NaN never equal (block path)", file: "gate/src/beyond/source/bf16.rs", from: "let no_nan = _mm_movemask_epi8(nan) & 0xaaaa == 0;", to: "let no_nan = true;", filter: "arms::control::source_nan_copied_into_package" },
+    Mutant { check: "source.bf16 NaN never equal (row path)", file: "gate/src/beyond/source/bf16.rs", from: "p.len() == s.len() && differ == 0 && nan & 0x8000 == 0", to: "p.len() == s.len() && differ == 0", filter: "arms::control::source_nan_copied_into_plain_fc" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of

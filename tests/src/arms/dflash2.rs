@@ -3,7 +3,7 @@
 
 use super::source::Source;
 use super::{arm, expect_eq, fail, grids, none, Arm, Base, Expect, Extra};
-use crate::defects::{set_header, stray, Scenario};
+use crate::defects::{set_element, set_header, stray, Scenario};
 use crate::synth::source::SourceOptions;
 use crate::synth::{Draft, Encoding, Features, Geometry, Package, Tensor};
 use gate::dtype::Dtype;
@@ -150,6 +150,9 @@ pub fn all() -> Vec<Arm> {
             also: &[("scalars.conv_kernel_size", Outcome::Undecided, "the config has no conv_kernel_size to compare it with")],
         }),
         arm("control::conv_tensors_in_first_family", Base::Small, conv_in_first_family, fail("inventory.explained", &["model.layers.0.attention_conv.base_kernel", "second-family (DFlash2) conv attention_conv.base_kernel tensor, but config.json declares the DFlash family"])),
+        d2("control::dflash2_inf_in_base_kernel", Base::Dflash2, r, inf_in_base_kernel, fail("bf16.finite", &["model.layers.1.attention_conv.base_kernel holds 1 non-finite value", "the first inf at element 300 of 1024 ([0, 1, 44] in its shape [2, 2, 256])"])),
+        d2("control::dflash2_nan_in_codebook", Base::Dflash2, r, nan_in_codebook, fail("bf16.finite", &["model.candidate_selector.predecessor_codebook holds 1 non-finite value", "the first NaN at element 777 of 32000 ([24, 9] in its shape [1000, 32])"])),
+        d2("control::dflash2_nan_in_bf16_kernel_projection", Base::Dflash2, Encoding { dflash2_matrices_bf16: true, ..r }, nan_in_bf16_kernel_projection, fail("bf16.finite", &["model.layers.0.mlp_conv.kernel_projection.weight holds 1 non-finite value", "the first NaN at element 100 of 16384 ([0, 100] in its shape [64, 256])"])),
         d2("control::dflash2_nan_scale_in_gridded_kernel_projection", Base::Dflash2, r, nan_in_kernel_projection, fail("tiles.headers_sane", &["model.layers.0.mlp_conv.kernel_projection.weight", "tile 1", "scale is not finite"])),
         arm("control::layer_types_wrong_length", Base::Small, layer_types_wrong_length, fail("config.geometry", &["layer_types has 3 entries, num_hidden_layers is 2"])),
         arm("control::sliding_layer_without_window", Base::Padded, sliding_without_window, fail("config.geometry", &["layer_types[0] is \"sliding_attention\" but sliding_window is null"])),
@@ -452,6 +455,21 @@ fn conv_in_first_family(s: &mut Scenario) {
         });
         s.package.tensors.push(donor.tensor(&name).clone());
     }
+}
+
+fn inf_in_base_kernel(s: &mut Scenario) {
+    let name = "model.layers.1.attention_conv.base_kernel";
+    set_element(s.package.tensor_mut(name), 300, bf16::INFINITY.to_bits());
+}
+
+fn nan_in_codebook(s: &mut Scenario) {
+    let name = "model.candidate_selector.predecessor_codebook";
+    set_element(s.package.tensor_mut(name), 777, bf16::NAN.to_bits());
+}
+
+fn nan_in_bf16_kernel_projection(s: &mut Scenario) {
+    let name = "model.layers.0.mlp_conv.kernel_projection.weight";
+    set_element(s.package.tensor_mut(name), 100, bf16::NAN.to_bits());
 }
 
 fn nan_in_kernel_projection(s: &mut Scenario) {

@@ -309,6 +309,47 @@ pub fn arms() -> Vec<Arm> {
                 &["model.layers.1.post_attention_layernorm.weight has no source tensor"],
             ),
         ),
+        // A NaN the converter copied is bit for bit its source's, and still no weight.
+        sourced(
+            "control::source_nan_copied_into_package",
+            nan_in_fc,
+            bent(nan_in_source_fc),
+            Expect::Refused {
+                check: gate::beyond::source::BF16,
+                outcome: Outcome::Fail,
+                mentions: &[
+                    "model.fc.weight (read row-blocked) differs from source fc.weight at row 37, column 13: package NaN, source NaN, and a NaN equals nothing (1 of its elements differ",
+                ],
+                also: &[(
+                    "bf16.finite",
+                    Outcome::Fail,
+                    "the package's own check reads the same NaN",
+                )],
+            },
+        ),
+        Arm {
+            encoding: Encoding {
+                fc_row_blocked: false,
+                ..Encoding::default()
+            },
+            ..sourced(
+                "control::source_nan_copied_into_plain_fc",
+                nan_in_plain_fc,
+                bent(nan_in_source_fc),
+                Expect::Refused {
+                    check: gate::beyond::source::BF16,
+                    outcome: Outcome::Fail,
+                    mentions: &[
+                        "model.fc.weight differs from source fc.weight at row 37, column 13: package NaN, source NaN, and a NaN equals nothing (1 of its elements differ",
+                    ],
+                    also: &[(
+                        "bf16.finite",
+                        Outcome::Fail,
+                        "the package's own check reads the same NaN",
+                    )],
+                },
+            )
+        },
         sourced(
             "control::source_config_field_differs",
             none,
@@ -441,6 +482,37 @@ fn gain_from_other_layer(s: &mut Scenario) {
 fn gain_missing(s: &mut Scenario) {
     let name = gain(1, LayerGain::KNorm);
     s.package.tensors.retain(|t| t.name != name);
+}
+
+/// fc's element at row 37, column 13 (768 columns), as a quiet NaN: in the package's row-blocked
+/// layout `[8, 768, 32]` it is element ((37 / 32) * 768 + 13) * 32 + 37 % 32.
+fn nan_in_fc(s: &mut Scenario) {
+    let fc = s.package.tensor_mut("model.fc.weight");
+    assert_eq!(
+        fc.shape,
+        [8, 768, 32],
+        "the small geometry's fc, row-blocked"
+    );
+    crate::defects::set_element(fc, (768 + 13) * 32 + 5, 0x7fc0);
+}
+
+/// The same NaN in a package whose fc is plain `[256, 768]`, as the source's.
+fn nan_in_plain_fc(s: &mut Scenario) {
+    let fc = s.package.tensor_mut("model.fc.weight");
+    assert_eq!(fc.shape, [256, 768], "the small geometry's fc, plain");
+    crate::defects::set_element(fc, 37 * 768 + 13, 0x7fc0);
+}
+
+/// The same NaN in the source's plain `[256, 768]` fc.
+fn nan_in_source_fc(dir: &Path) {
+    rewrite_source(dir, |tensors| {
+        let fc = tensors
+            .iter_mut()
+            .find(|t| t.0 == "fc.weight")
+            .expect("the source's fc");
+        let at = 2 * (37 * 768 + 13);
+        fc.3[at..at + 2].copy_from_slice(&0x7fc0u16.to_le_bytes());
+    });
 }
 
 fn source_config_differs(dir: &Path) {
