@@ -50,6 +50,21 @@ fn d2x(name: &'static str, encoding: Encoding, source: Source, expect: Expect) -
 
 fn untouched(_: &std::path::Path) {}
 
+/// The source's config says its attention is causal (spec section 10's `is_causal`); the package's
+/// does not.
+fn source_is_causal(dir: &std::path::Path) {
+    let path = dir.join("config.json");
+    let mut config: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("config")).expect("json");
+    assert_eq!(
+        config["is_causal"],
+        json!(false),
+        "the package's config says false"
+    );
+    config["is_causal"] = json!(true);
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json")).expect("write");
+}
+
 /// The package's own checkpoint, written beside it (less `omit`).
 fn faithful(omit: Option<&'static str>) -> Source {
     Source {
@@ -107,6 +122,7 @@ pub fn all() -> Vec<Arm> {
         // --source compares the second family's tensors too, in either form.
         d2x("pass::dflash2_source_matches", Encoding { codebooks_gridded: true, ..r }, faithful(None), Expect::Pass { facts: source_compared }),
         d2x("pass::dflash2_source_bf16_matrices", Encoding { dflash2_matrices_bf16: true, ..r }, faithful(None), Expect::Pass { facts: source_passes }),
+        d2x("control::dflash2_source_config_is_causal_differs", r, Source { after: source_is_causal, ..faithful(None) }, fail("source.config", &["is_causal: package false, source true"])),
         d2x("control::dflash2_source_lacks_a_kernel_projection", r, faithful(Some("layers.0.mlp_conv.kernel_projection.weight")), fail("source.inventory", &["layers.0.mlp_conv.kernel_projection.weight"])),
         // A draft's own embedding table as a q4_1 grid (1000 x 256: rows pad to 1024) is a grid like
         // any other: its headers go through the tile checks.

@@ -359,6 +359,45 @@ pub fn arms() -> Vec<Arm> {
                 &["intermediate_size: package 512, source 1024"],
             ),
         ),
+        // Fields the draft reader never reads change the forward pass too: compared all the same,
+        // nested ones by dotted name.
+        sourced(
+            "control::source_config_rope_theta_differs",
+            package_rope,
+            bent(source_rope_theta_halved),
+            fail(
+                gate::beyond::source::CONFIG,
+                &["rope_theta: package 1000000.0, source 500000.0"],
+            ),
+        ),
+        sourced(
+            "control::source_config_rope_scaling_factor_differs",
+            package_rope,
+            bent(source_rope_factor_doubled),
+            fail(
+                gate::beyond::source::CONFIG,
+                &["rope_scaling.factor: package 4.0, source 8.0"],
+            ),
+        ),
+        sourced(
+            "control::source_config_hidden_act_only_in_source",
+            none,
+            bent(source_states_hidden_act),
+            Expect::Refused {
+                check: gate::beyond::source::CONFIG,
+                outcome: Outcome::Undecided,
+                mentions: &["hidden_act (stated by the source only)"],
+                also: &[],
+            },
+        ),
+        sourced(
+            "pass::source_config_writer_fields_differ",
+            none,
+            bent(source_written_by_another_writer),
+            Expect::Pass {
+                facts: writer_fields_named,
+            },
+        ),
         sourced(
             "pass::source_config_numbers_respelled",
             none,
@@ -513,6 +552,73 @@ fn nan_in_source_fc(dir: &Path) {
         let at = 2 * (37 * 768 + 13);
         fc.3[at..at + 2].copy_from_slice(&0x7fc0u16.to_le_bytes());
     });
+}
+
+/// The source's config.json as `edit` leaves it.
+fn edit_source_config(
+    dir: &Path,
+    edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>),
+) {
+    let path = dir.join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("source config")).expect("json");
+    edit(config.as_object_mut().expect("an object"));
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json")).expect("write");
+}
+
+/// A RoPE base and YaRN scaling factor, as a config states them.
+fn rope(config: &mut serde_json::Map<String, serde_json::Value>, theta: f64, factor: f64) {
+    config.insert("rope_theta".into(), serde_json::json!(theta));
+    config.insert(
+        "rope_scaling".into(),
+        serde_json::json!({ "rope_type": "yarn", "factor": factor }),
+    );
+}
+
+/// The package states a RoPE base of 10^6 and YaRN scaling by 4.
+fn package_rope(s: &mut Scenario) {
+    rope(s.config_mut(), 1_000_000.0, 4.0);
+}
+
+fn source_rope_theta_halved(dir: &Path) {
+    edit_source_config(dir, |c| rope(c, 500_000.0, 4.0));
+}
+
+fn source_rope_factor_doubled(dir: &Path) {
+    edit_source_config(dir, |c| rope(c, 1_000_000.0, 8.0));
+}
+
+fn source_states_hidden_act(dir: &Path) {
+    edit_source_config(dir, |c| {
+        c.insert("hidden_act".into(), "silu".into());
+    });
+}
+
+/// Another library version wrote the checkpoint, in float32, from another directory.
+fn source_written_by_another_writer(dir: &Path) {
+    edit_source_config(dir, |c| {
+        c.insert("transformers_version".into(), "4.51.0".into());
+        c.insert("torch_dtype".into(), "float32".into());
+        c.insert("_name_or_path".into(), "/checkpoints/draft".into());
+    });
+}
+
+fn writer_fields_named(r: &Report) -> Result<(), String> {
+    compared(r)?;
+    let check = r
+        .check(gate::beyond::source::CONFIG)
+        .ok_or("no source.config")?;
+    let skipped = &check.evidence["skipped"];
+    if *skipped != serde_json::json!(["_name_or_path", "torch_dtype", "transformers_version"]) {
+        return Err(format!("source.config skipped {skipped}"));
+    }
+    if !check
+        .message
+        .contains("not compared, as a checkpoint and its package may state them differently: _name_or_path, torch_dtype, transformers_version")
+    {
+        return Err(format!("source.config does not name what it skipped: {}", check.message));
+    }
+    Ok(())
 }
 
 fn source_config_differs(dir: &Path) {
