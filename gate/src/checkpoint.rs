@@ -11,9 +11,12 @@
 use crate::container::{parse_header_only, Table, TensorInfo};
 use crate::error::PackageError;
 use crate::files::{self, Bytes, FileError, RegularFile, CONFIG_FILE, GUARDED_MAPS};
-use crate::limits::{MAX_CONFIG_BYTES, MAX_HEADER_BYTES, MAX_TENSORS};
+use crate::limits::{MAX_CONFIG_BYTES, MAX_HEADER_BYTES, MAX_INDEX_BYTES, MAX_TENSORS};
+use crate::strict_json::Skip;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub const SINGLE_FILE: &str = "model.safetensors";
@@ -251,24 +254,14 @@ fn layout(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageEr
 }
 
 /// The index and the shards it names. Its tensor count is the checkpoint's (each shard must hold
-/// exactly the tensors the index lists in it), so the cap on that is applied here, before any shard
-/// is opened. (Within the index's own size cap it cannot be reached today; it keeps the bound should
-/// that cap grow.)
+/// exactly the tensors the index lists in it), so the cap on that is applied here, as the index is
+/// read, before any shard is opened.
 fn sharded(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageError> {
     let path = dir.join(INDEX_FILE);
     let file = open_present(&path, None)?;
-    let bytes = file.read_all(MAX_CONFIG_BYTES)?;
+    let bytes = file.read_all(MAX_INDEX_BYTES)?;
     let seen = file.seen();
-    let index = parse_index(&bytes).map_err(|why| malformed(&path, why))?;
-    if index.len() > max_tensors {
-        return Err(malformed(
-            &path,
-            format!(
-                "weight_map lists {} tensors, more than the {max_tensors} one checkpoint may hold",
-                index.len()
-            ),
-        ));
-    }
+    let index = parse_index(&bytes, max_tensors).map_err(|why| malformed(&path, why))?;
     let mut shards: Vec<String> = index.values().cloned().collect();
     shards.sort();
     shards.dedup();
@@ -430,16 +423,18 @@ pub fn read_table(file: &RegularFile) -> Result<Table, PackageError> {
 
 /// `weight_map` of an index file: tensor name -> shard file name, each shard a plain file name. Names
 /// are shown as they are written (the human report escapes what a terminal must not see).
-fn parse_index(bytes: &[u8]) -> Result<HashMap<String, String>, String> {
-    let value = crate::strict_json::parse(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
-    let Some(Value::Object(map)) = value.get("weight_map") else {
-        return Err("has no weight_map object".to_owned());
+fn parse_index(bytes: &[u8], max_tensors: usize) -> Result<HashMap<String, String>, String> {
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    let read = IndexSeed { max_tensors }
+        .deserialize(&mut json)
+        .and_then(|index| json.end().map(|()| index));
+    let index = match read {
+        Ok(Some(index)) => index,
+        Ok(None) => return Err("has no weight_map object".to_owned()),
+        Err(e) if e.classify() == serde_json::error::Category::Data => return Err(e.to_string()),
+        Err(e) => return Err(format!("not valid JSON: {e}")),
     };
-    let mut index = HashMap::with_capacity(map.len());
-    for (name, shard) in map {
-        let Value::String(shard) = shard else {
-            return Err(format!("weight_map entry {name} is not a file name string"));
-        };
+    for (name, shard) in &index {
         if shard.is_empty() {
             return Err(format!("weight_map entry {name} names an empty file name"));
         }
@@ -448,9 +443,153 @@ fn parse_index(bytes: &[u8]) -> Result<HashMap<String, String>, String> {
                 "weight_map entry {name} names {shard}, not a file inside the checkpoint"
             ));
         }
-        index.insert(name.clone(), shard.clone());
     }
     Ok(index)
+}
+
+/// Reads the index straight into its `weight_map`, never into a JSON tree: a real index of a large
+/// sharded model is tens of megabytes of entries, and a tree of them would cost several times that.
+/// Every other value is read and dropped ([`Skip`]), held to the strict parser's rules. `None`: the
+/// document, or its `weight_map`, is not an object.
+struct IndexSeed {
+    max_tensors: usize,
+}
+
+/// The non-object values of [`IndexSeed`] and [`WeightMapSeed`]: read, dropped, and `None`.
+macro_rules! not_an_object {
+    () => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            Skip { depth: 0 }.visit_seq(seq).map(|()| None)
+        }
+    };
+}
+
+impl<'de> DeserializeSeed<'de> for IndexSeed {
+    type Value = Option<HashMap<String, String>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for IndexSeed {
+    type Value = Option<HashMap<String, String>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an index object")
+    }
+
+    not_an_object!();
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut keys = HashSet::new();
+        let mut index = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if keys.contains(&key) {
+                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
+            }
+            if key == "weight_map" {
+                index = map.next_value_seed(WeightMapSeed {
+                    max_tensors: self.max_tensors,
+                })?;
+            } else {
+                map.next_value_seed(Skip { depth: 1 })?;
+            }
+            keys.insert(key);
+        }
+        Ok(index)
+    }
+}
+
+/// The `weight_map` object: tensor name to shard file name. Past `max_tensors` entries the rest are
+/// counted for the message, not kept.
+struct WeightMapSeed {
+    max_tensors: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for WeightMapSeed {
+    type Value = Option<HashMap<String, String>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for WeightMapSeed {
+    type Value = Option<HashMap<String, String>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a weight_map object")
+    }
+
+    not_an_object!();
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut index = HashMap::new();
+        let mut count = 0usize;
+        while let Some(name) = map.next_key::<String>()? {
+            count += 1;
+            if count > self.max_tensors {
+                map.next_value_seed(Skip { depth: 2 })?;
+                continue;
+            }
+            if index.contains_key(&name) {
+                return Err(de::Error::custom(format_args!("duplicate key {name:?}")));
+            }
+            let shard = map.next_value_seed(ShardName { name: &name })?;
+            index.insert(name, shard);
+        }
+        if count > self.max_tensors {
+            return Err(de::Error::custom(format_args!(
+                "weight_map lists {count} tensors, more than the {} one checkpoint may hold",
+                self.max_tensors
+            )));
+        }
+        Ok(Some(index))
+    }
+}
+
+/// One entry's shard: a string, or an error naming the entry.
+struct ShardName<'n> {
+    name: &'n str,
+}
+
+impl<'de> DeserializeSeed<'de> for ShardName<'_> {
+    type Value = String;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ShardName<'_> {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a file name string for weight_map entry {}", self.name)
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_owned())
+    }
 }
 
 fn malformed(path: &Path, why: String) -> PackageError {
@@ -702,6 +841,96 @@ mod tests {
             "{e}"
         );
         assert!(read(dir.path(), Read::Headers, 3).is_err_and(|e| e.path().ends_with("s1")));
+    }
+
+    #[test]
+    fn the_index_of_a_large_sharded_model_is_read_and_a_larger_file_refused_unread() {
+        // 48,000 expert tensors in one shard, named as a large MoE checkpoint names them: the index is
+        // over the 4 MiB config cap it was once held to.
+        let names: Vec<String> = (0..48_000)
+            .map(|i| {
+                format!(
+                    "model.layers.{}.mlp.experts.{}.down_proj.weight",
+                    i / 256,
+                    i % 256
+                )
+            })
+            .collect();
+        let shard_name = "model-00001-of-00001.safetensors";
+        let map: Vec<String> = names
+            .iter()
+            .map(|n| format!("    \"{n}\": \"{shard_name}\""))
+            .collect();
+        let text = format!(
+            "{{\n  \"metadata\": {{\"total_size\": {}}},\n  \"weight_map\": {{\n{}\n  }}\n}}",
+            4 * names.len(),
+            map.join(",\n")
+        );
+        assert!(text.len() as u64 > 4 * 1024 * 1024, "{} bytes", text.len());
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let dir = directory(&[(shard_name, shard(&refs)), (INDEX_FILE, text.into_bytes())]);
+        let headers = Headers::read(dir.path()).expect("the index is read");
+        assert_eq!(headers.entries().count(), names.len());
+        // One byte over the cap: refused by its size, naming the file and the cap, before a byte is
+        // read (the file is sparse).
+        let file = std::fs::File::create(dir.path().join(INDEX_FILE)).expect("index");
+        file.set_len(MAX_INDEX_BYTES + 1).expect("sparse");
+        let e = error(Headers::read(dir.path()));
+        assert_eq!(e.path(), dir.path().join(INDEX_FILE), "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("larger than the {MAX_INDEX_BYTES}-byte limit")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_index_is_read_as_strictly_as_any_document() {
+        for (text, says) in [
+            (
+                r#"{"weight_map": {"a": "s1"}, "weight_map": {"a": "s1"}}"#,
+                "duplicate key \"weight_map\"",
+            ),
+            (
+                r#"{"weight_map": {"a": "s1", "a": "s2"}}"#,
+                "duplicate key \"a\"",
+            ),
+            (
+                r#"{"metadata": {"total_size": 1, "total_size": 2}, "weight_map": {"a": "s1"}}"#,
+                "duplicate key \"total_size\"",
+            ),
+            (
+                r#"{"weight_map": {"a": 3}}"#,
+                "expected a file name string for weight_map entry a",
+            ),
+            (r#"{"weight_map": {"a": ["s1"]}}"#, "weight_map entry a"),
+            (
+                r#"[{"weight_map": {"a": "s1"}}]"#,
+                "has no weight_map object",
+            ),
+            (r#"{"weight_map": "s1"}"#, "has no weight_map object"),
+            (r#"{"weight_map": {"a": "s1"}"#, "not valid JSON"),
+            (r#"{"weight_map": {"a": "s1"}} {}"#, "not valid JSON"),
+        ] {
+            let e = parse_index(text.as_bytes(), MAX_TENSORS).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        let deep = format!(
+            r#"{{"metadata": {}{}, "weight_map": {{"a": "s1"}}}}"#,
+            "[".repeat(80),
+            "]".repeat(80)
+        );
+        let e = parse_index(deep.as_bytes(), MAX_TENSORS).unwrap_err();
+        assert!(e.contains("nested deeper"), "{e}");
+        let index = parse_index(
+            br#"{"metadata": {"x": [1, {}]}, "weight_map": {"a": "s1", "b": "s2"}}"#,
+            1,
+        )
+        .unwrap_err();
+        assert!(
+            index.contains("weight_map lists 2 tensors, more than the 1"),
+            "{index}"
+        );
     }
 
     #[test]

@@ -2,13 +2,21 @@
 //!
 //! A number read from a file is compared with one of these (or with the file's real size) before it
 //! sizes anything, so a crafted header cannot make the gate allocate or loop in proportion to a lie.
+//!
+//! Each cap on a file's size is sized from the largest real files of its kind, with room to spare,
+//! and every file under one is read in memory a small multiple of its size (headers and indexes are
+//! read straight into their tables, never into a JSON tree). The target's `tokenizer.json` (tens of
+//! megabytes for a 256k-token vocabulary) has no cap because it is never read: `target.tokenizer`
+//! only asks what kind of file it is.
 
 /// The largest container header accepted (the header length prefix `n`). The safetensors reference uses
-/// the same cap; the reference draft's header is under 7 KiB.
+/// the same cap; the reference draft's header is under 7 KiB, and a shard of a large public MoE
+/// checkpoint (a few thousand expert tensors, about 100 bytes of header each) under 1 MiB.
 pub const MAX_HEADER_BYTES: u64 = 100 * 1024 * 1024;
 
-/// The most tensor entries a header may declare. The reference draft has 64; a main-model container a
-/// few thousand.
+/// The most tensor entries a header (or a sharded checkpoint's index, in all) may declare. The
+/// reference draft has 64; a main-model container a few thousand; the largest public sharded
+/// checkpoints around 100,000 across all their shards.
 pub const MAX_TENSORS: usize = 1 << 20;
 
 /// The most zero-byte tensors a header may declare. No role of a package is empty; a header of a
@@ -21,11 +29,22 @@ pub const MAX_METADATA_KEYS: usize = 4096;
 /// The most dimensions a tensor shape may have.
 pub const MAX_RANK: usize = 8;
 
-/// The largest `config.json` read. Real configs are a few KiB; a larger file is refused before it is
-/// read whole.
+/// The largest `config.json` read (a draft's, a checkpoint's, a target's). Real configs are a few KiB;
+/// the largest public ones, multimodal models with a vision and an audio config nested in the text
+/// model's, or a quantized model's `quantization_config` listing every module it left alone, stay
+/// under a few hundred KiB. A larger file is refused before it is read whole.
 pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The largest `MANIFEST.sha256` read.
+/// The largest `model.safetensors.index.json` read (a `--source` checkpoint's or a `--target`'s). Its
+/// `weight_map` has one line of about 100 bytes per tensor; the largest public sharded checkpoints,
+/// 400B+ MoE models of around 100,000 tensors (hundreds of experts per layer, each with its own
+/// quantization scales), have indexes of 10 to 20 MB. 64 MiB leaves three times that, and sits where
+/// [`MAX_TENSORS`] entries of ordinary length would. It is read straight into the name-to-shard map
+/// (never a JSON tree), which holds each name and shard name once more: a small multiple of its size.
+pub const MAX_INDEX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The largest `MANIFEST.sha256` read. A line is a 64-digit hash and a file name, about 100 bytes: a
+/// package has three or four, a checkpoint of hundreds of shards a few hundred (tens of KiB).
 pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
 
 /// Nesting depth accepted in any JSON document the gate parses (serde_json's own recursion limit is

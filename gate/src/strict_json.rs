@@ -105,6 +105,79 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 }
 
+/// Reads one JSON value and keeps nothing of it, held to the same rules as [`parse`] (no duplicate
+/// key, nesting at most [`MAX_JSON_DEPTH`] deep counting from `depth`): for the parts of a document a
+/// typed reader does not use, so that they cost the keys of one object at a time, not a tree.
+pub struct Skip {
+    pub depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Skip {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Skip {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let inner = StrictVisitor { depth: self.depth }.inner()?;
+        while seq
+            .next_element_seed(Skip { depth: inner.depth })?
+            .is_some()
+        {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let inner = StrictVisitor { depth: self.depth }.inner()?;
+        let mut keys = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if keys.contains(&key) {
+                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
+            }
+            keys.insert(key);
+            map.next_value_seed(Skip { depth: inner.depth })?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +205,21 @@ mod tests {
         );
         let objects = format!("{}1{}", "{\"a\":".repeat(65), "}".repeat(65));
         assert!(parse(objects.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn skipping_holds_a_value_to_the_same_rules() {
+        let skip = |text: &[u8]| {
+            let mut json = serde_json::Deserializer::from_slice(text);
+            Skip { depth: 0 }.deserialize(&mut json)?;
+            json.end()
+        };
+        assert!(skip(br#"{"a": [1, {"b": null}], "c": "d"}"#).is_ok());
+        let nested = skip(br#"{"t": {"x": 1, "x": 2}}"#).unwrap_err().to_string();
+        assert!(nested.contains("duplicate key \"x\""), "{nested}");
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(skip(deep(MAX_JSON_DEPTH).as_bytes()).is_ok());
+        assert!(skip(deep(MAX_JSON_DEPTH + 1).as_bytes()).is_err());
     }
 
     #[test]

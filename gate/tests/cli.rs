@@ -35,7 +35,7 @@ fn a_good_package_exits_0_and_prints_every_check() {
     );
     let last: Vec<&str> = text.lines().rev().take(2).collect();
     assert_eq!(last[1], "VERDICT      PASS", "{text}");
-    assert!(last[0].starts_with("17 of 17 checks passed ("), "{text}");
+    assert!(last[0].starts_with("18 of 18 checks passed ("), "{text}");
 }
 
 #[test]

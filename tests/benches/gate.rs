@@ -9,6 +9,8 @@
 //! `target/bench-packages/`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+#[path = "gate/finite.rs"]
+mod finite;
 #[path = "gate/source.rs"]
 mod source;
 #[path = "gate/yardstick.rs"]
@@ -84,7 +86,7 @@ fn main() {
         nested_dflash_config: true,
         ..Encoding::default()
     };
-    for (name, geometry, encoding) in [
+    let packages = [
         ("reference (Bolt)", Geometry::bolt(), Encoding::default()),
         (
             "large (4096 x 10 layers)",
@@ -96,9 +98,19 @@ fn main() {
             Geometry::dflash2_reference(),
             nested,
         ),
-    ] {
-        let dir = cache.join(name.split(' ').next().unwrap_or(name));
-        ensure_package(&dir, &geometry, encoding);
+    ];
+    let dir_of = |name: &str| cache.join(name.split(' ').next().unwrap_or(name));
+    // `--only finite` times the BF16 finiteness pass alone, on the reference and DFlash2 packages.
+    if only.as_deref() == Some("finite") {
+        for (name, geometry, encoding) in packages.iter().filter(|p| !p.0.starts_with("large")) {
+            ensure_package(&dir_of(name), geometry, *encoding);
+            finite::run(name, &dir_of(name), runs);
+        }
+        return;
+    }
+    for (name, geometry, encoding) in &packages {
+        let dir = dir_of(name);
+        ensure_package(&dir, geometry, *encoding);
         all.push(measure(name, &dir, runs));
     }
     println!(
@@ -133,6 +145,9 @@ fn main() {
             per_gb(second) / per_gb(small),
             second.gate.as_secs_f64() / second.floor.as_secs_f64()
         );
+    }
+    for (name, _, _) in packages.iter().filter(|p| !p.0.starts_with("large")) {
+        finite::run(name, &dir_of(name), runs);
     }
     source::run(&cache, runs);
     println!(

@@ -100,6 +100,11 @@ pub fn set_header(t: &mut Tensor, tile: usize, plane: usize, i: usize, value: bf
     t.data[at..at + 2].copy_from_slice(&value.to_bits().to_le_bytes());
 }
 
+/// Writes bf16 bits `bits` as element `i` (in declared order) of a BF16 tensor.
+pub fn set_element(t: &mut Tensor, i: usize, bits: u16) {
+    t.data[2 * i..2 * i + 2].copy_from_slice(&bits.to_le_bytes());
+}
+
 /// Re-encodes a bf16 tensor's values as f16 bits, keeping the BF16 label.
 pub fn bf16_to_f16_bits(t: &mut Tensor) {
     for pair in t.data.chunks_exact_mut(2) {

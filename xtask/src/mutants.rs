@@ -87,6 +87,14 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "manifest link rule (hub)", file: "gate/src/files.rs", from: "roots.push(blobs);", to: "drop(blobs);", filter: "hostile::a_hub_cache_snapshot" },
     Mutant { check: "manifest link rule (itself)", file: "gate/src/beyond/manifest.rs", from: "let inside = files::Inside::package(dir)?;", to: "let inside = files::Inside::package(Path::new(\"/\"))?;", filter: "hostile::a_manifest_is_never_quoted" },
     Mutant { check: "manifest never quoted", file: "gate/src/beyond/manifest.rs", from: "\"line {}, byte {at} (byte {} of the file): {why}\",", to: "\"line {}, byte {at} (byte {} of the file): {why}: {line:?}\",", filter: "hostile::a_manifest_is_never_quoted" },
+    Mutant { check: "bf16.finite", file: "gate/src/checks/finite.rs", from: "if flagged & 0x8000 == 0 {", to: "if flagged & 0x4000 == 0 {", filter: "arms::control::nan_in_fc" },
+    Mutant { check: "bf16.finite runs", file: "gate/src/checks/mod.rs", from: "checks.push(finite::run(container));", to: "", filter: "arms::control::dflash2_nan_in_codebook" },
+    Mutant { check: "source.bf16 NaN never equal", file: "gate/src/beyond/source/bf16.rs", from: "(Some(p), Some(s)) if p == s && !is_nan(s) => {}", to: "(Some(p), Some(s)) if p == s => {}", filter: "arms::control::source_nan_copied_into_package" },
+    Mutant { check: "source.bf16 NaN never equal (block path)", file: "gate/src/beyond/source/bf16.rs", from: "let no_nan = _mm_movemask_epi8(nan) & 0xaaaa == 0;", to: "let no_nan = true;", filter: "arms::control::source_nan_copied_into_package" },
+    Mutant { check: "source.bf16 NaN never equal (row path)", file: "gate/src/beyond/source/bf16.rs", from: "p.len() == s.len() && differ == 0 && nan & 0x8000 == 0", to: "p.len() == s.len() && differ == 0", filter: "arms::control::source_nan_copied_into_plain_fc" },
+    Mutant { check: "source.config nested fields", file: "gate/src/beyond/source/config.rs", from: "Value::Object(m) if !m.is_empty() => {", to: "Value::Object(m) if false => {", filter: "arms::control::source_config_rope_scaling_factor_differs" },
+    Mutant { check: "source.config skipped fields named", file: "gate/src/beyond/source/config.rs", from: "self.skipped.push(name);", to: "", filter: "arms::pass::source_config_writer_fields_differ" },
+    Mutant { check: "source.config every field", file: "gate/src/beyond/source/config.rs", from: "for (key, value) in config {", to: "for (key, value) in config.iter().filter(|(k, _)| !k.starts_with(\"rope\")) {", filter: "arms::control::source_config_rope_theta_differs" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of

@@ -253,10 +253,15 @@ fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String])
         } else {
             ""
         };
+        let nan = if bf16::is_nan(p) || bf16::is_nan(s) {
+            ", and a NaN equals nothing"
+        } else {
+            ""
+        };
         return Check::fail(
             BF16,
             format!(
-                "{}{fc} differs from source {} at row {row}, column {col}: package {}, source {} ({} of its elements differ; {} of {} BF16 tensors differ)",
+                "{}{fc} differs from source {} at row {row}, column {col}: package {}, source {}{nan} ({} of its elements differ; {} of {} BF16 tensors differ)",
                 job.name,
                 job.source.name,
                 bf16::value(p),

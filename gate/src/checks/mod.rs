@@ -5,6 +5,7 @@
 //! negative control) can tell "failed here" from "could not be asked".
 
 mod dflash2;
+pub mod finite;
 mod gains;
 mod geometry;
 mod inventory;
@@ -70,6 +71,7 @@ pub fn run(config: &DraftConfig, container: &Container<'_>) -> (Vec<Check>, Form
     checks.extend(gains::run(&inputs, &mut forms));
     checks.extend(feature_checks);
     checks.push(inventory::run(&inputs));
+    checks.push(finite::run(container));
     (checks, forms)
 }
 
@@ -103,7 +105,7 @@ pub fn container_checks(config: &DraftConfig) -> Vec<&'static str> {
 
 /// The ids of the checks `run` produces whatever the container holds, for reports where the container
 /// could not be read (scalars and padding depend on its contents, so they are not listed).
-pub const CONTAINER_CHECKS: [&str; 8] = [
+pub const CONTAINER_CHECKS: [&str; 9] = [
     "projections.present",
     "projections.tile_grid",
     "tiles.headers_sane",
@@ -112,6 +114,7 @@ pub const CONTAINER_CHECKS: [&str; 8] = [
     "norms.sizes",
     "norms.bf16",
     "inventory.explained",
+    finite::ID,
 ];
 
 /// `a, b, c (+2 more)`, or `none`.

@@ -3,7 +3,7 @@
 
 use super::source::Source;
 use super::{arm, expect_eq, fail, grids, none, Arm, Base, Expect, Extra};
-use crate::defects::{set_header, stray, Scenario};
+use crate::defects::{set_element, set_header, stray, Scenario};
 use crate::synth::source::SourceOptions;
 use crate::synth::{Draft, Encoding, Features, Geometry, Package, Tensor};
 use gate::dtype::Dtype;
@@ -49,6 +49,21 @@ fn d2x(name: &'static str, encoding: Encoding, source: Source, expect: Expect) -
 }
 
 fn untouched(_: &std::path::Path) {}
+
+/// The source's config says its attention is causal (spec section 10's `is_causal`); the package's
+/// does not.
+fn source_is_causal(dir: &std::path::Path) {
+    let path = dir.join("config.json");
+    let mut config: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("config")).expect("json");
+    assert_eq!(
+        config["is_causal"],
+        json!(false),
+        "the package's config says false"
+    );
+    config["is_causal"] = json!(true);
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json")).expect("write");
+}
 
 /// The package's own checkpoint, written beside it (less `omit`).
 fn faithful(omit: Option<&'static str>) -> Source {
@@ -107,6 +122,7 @@ pub fn all() -> Vec<Arm> {
         // --source compares the second family's tensors too, in either form.
         d2x("pass::dflash2_source_matches", Encoding { codebooks_gridded: true, ..r }, faithful(None), Expect::Pass { facts: source_compared }),
         d2x("pass::dflash2_source_bf16_matrices", Encoding { dflash2_matrices_bf16: true, ..r }, faithful(None), Expect::Pass { facts: source_passes }),
+        d2x("control::dflash2_source_config_is_causal_differs", r, Source { after: source_is_causal, ..faithful(None) }, fail("source.config", &["is_causal: package false, source true"])),
         d2x("control::dflash2_source_lacks_a_kernel_projection", r, faithful(Some("layers.0.mlp_conv.kernel_projection.weight")), fail("source.inventory", &["layers.0.mlp_conv.kernel_projection.weight"])),
         // A draft's own embedding table as a q4_1 grid (1000 x 256: rows pad to 1024) is a grid like
         // any other: its headers go through the tile checks.
@@ -150,6 +166,9 @@ pub fn all() -> Vec<Arm> {
             also: &[("scalars.conv_kernel_size", Outcome::Undecided, "the config has no conv_kernel_size to compare it with")],
         }),
         arm("control::conv_tensors_in_first_family", Base::Small, conv_in_first_family, fail("inventory.explained", &["model.layers.0.attention_conv.base_kernel", "second-family (DFlash2) conv attention_conv.base_kernel tensor, but config.json declares the DFlash family"])),
+        d2("control::dflash2_inf_in_base_kernel", Base::Dflash2, r, inf_in_base_kernel, fail("bf16.finite", &["model.layers.1.attention_conv.base_kernel holds 1 non-finite value", "the first inf at element 300 of 1024 ([0, 1, 44] in its shape [2, 2, 256])"])),
+        d2("control::dflash2_nan_in_codebook", Base::Dflash2, r, nan_in_codebook, fail("bf16.finite", &["model.candidate_selector.predecessor_codebook holds 1 non-finite value", "the first NaN at element 777 of 32000 ([24, 9] in its shape [1000, 32])"])),
+        d2("control::dflash2_nan_in_bf16_kernel_projection", Base::Dflash2, Encoding { dflash2_matrices_bf16: true, ..r }, nan_in_bf16_kernel_projection, fail("bf16.finite", &["model.layers.0.mlp_conv.kernel_projection.weight holds 1 non-finite value", "the first NaN at element 100 of 16384 ([0, 100] in its shape [64, 256])"])),
         d2("control::dflash2_nan_scale_in_gridded_kernel_projection", Base::Dflash2, r, nan_in_kernel_projection, fail("tiles.headers_sane", &["model.layers.0.mlp_conv.kernel_projection.weight", "tile 1", "scale is not finite"])),
         arm("control::layer_types_wrong_length", Base::Small, layer_types_wrong_length, fail("config.geometry", &["layer_types has 3 entries, num_hidden_layers is 2"])),
         arm("control::sliding_layer_without_window", Base::Padded, sliding_without_window, fail("config.geometry", &["layer_types[0] is \"sliding_attention\" but sliding_window is null"])),
@@ -452,6 +471,21 @@ fn conv_in_first_family(s: &mut Scenario) {
         });
         s.package.tensors.push(donor.tensor(&name).clone());
     }
+}
+
+fn inf_in_base_kernel(s: &mut Scenario) {
+    let name = "model.layers.1.attention_conv.base_kernel";
+    set_element(s.package.tensor_mut(name), 300, bf16::INFINITY.to_bits());
+}
+
+fn nan_in_codebook(s: &mut Scenario) {
+    let name = "model.candidate_selector.predecessor_codebook";
+    set_element(s.package.tensor_mut(name), 777, bf16::NAN.to_bits());
+}
+
+fn nan_in_bf16_kernel_projection(s: &mut Scenario) {
+    let name = "model.layers.0.mlp_conv.kernel_projection.weight";
+    set_element(s.package.tensor_mut(name), 100, bf16::NAN.to_bits());
 }
 
 fn nan_in_kernel_projection(s: &mut Scenario) {

@@ -9,7 +9,8 @@ mod dflash2;
 mod hostile;
 
 use crate::defects::{
-    bf16_to_f16_bits, data_start, gain, half_float_fill, proj, set_header, stray, Scenario,
+    bf16_to_f16_bits, data_start, gain, half_float_fill, proj, set_element, set_header, stray,
+    Scenario,
 };
 use crate::synth::{write_manifest, Encoding, Geometry, Package, TargetPackage};
 use gate::report::{Outcome, Report};
@@ -278,6 +279,9 @@ pub fn all() -> Vec<Arm> {
         // Found by the mutation campaign: a BF16 label turned F16 must not pass.
         arm("control::gain_labelled_f16", Base::Small, gain_labelled_f16, fail("norms.sizes", &["model.layers.1.input_layernorm.weight is F16 [256], expected BF16 [256]"])),
         arm("control::fc_labelled_f16", Base::Small, fc_labelled_f16, fail("fc.shape", &["model.fc.weight is declared F16", "the fusion matrix is BF16"])),
+        // A non-finite value in a BF16 matrix: no form check reads the values, this one does.
+        arm("control::nan_in_fc", Base::Small, nan_in_fc, fail("bf16.finite", &["model.fc.weight holds 1 non-finite value", "the first NaN at element 1234 of 196608 ([0, 38, 18] in its shape [8, 768, 32])"])),
+        arm("control::nan_in_own_embedding_table", Base::Small, nan_in_embedding, fail("bf16.finite", &["model.embed_tokens.weight holds 2 non-finite values", "the first NaN at element 5000 of 256000 ([19, 136] in its shape [1000, 256])"])),
         // The target package (--target), both directions.
         with_target("pass::target_matches", none, same_target, Expect::Pass { facts: target_checked }),
         with_target("control::target_hidden_differs", none, |t| set(t, "hidden_size", 512), fail("target.hidden_size", &["(256 vs 512)"])),
@@ -487,6 +491,22 @@ fn own_embedding(s: &mut Scenario) {
     s.package
         .tensors
         .push(stray("model.embed_tokens.weight", vec![1000, 256]));
+}
+
+fn nan_in_fc(s: &mut Scenario) {
+    set_element(
+        s.package.tensor_mut("model.fc.weight"),
+        1234,
+        bf16::NAN.to_bits(),
+    );
+}
+
+/// Two NaNs (a quiet one and one with a payload) in the draft's own BF16 embedding table.
+fn nan_in_embedding(s: &mut Scenario) {
+    own_embedding(s);
+    let table = s.package.tensor_mut("model.embed_tokens.weight");
+    set_element(table, 5000, 0xffc0);
+    set_element(table, 255_999, 0x7f81);
 }
 
 fn embedding_without_vocab(s: &mut Scenario) {

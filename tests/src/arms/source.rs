@@ -309,6 +309,47 @@ pub fn arms() -> Vec<Arm> {
                 &["model.layers.1.post_attention_layernorm.weight has no source tensor"],
             ),
         ),
+        // A NaN the converter copied is bit for bit its source's, and still no weight.
+        sourced(
+            "control::source_nan_copied_into_package",
+            nan_in_fc,
+            bent(nan_in_source_fc),
+            Expect::Refused {
+                check: gate::beyond::source::BF16,
+                outcome: Outcome::Fail,
+                mentions: &[
+                    "model.fc.weight (read row-blocked) differs from source fc.weight at row 37, column 13: package NaN, source NaN, and a NaN equals nothing (1 of its elements differ",
+                ],
+                also: &[(
+                    "bf16.finite",
+                    Outcome::Fail,
+                    "the package's own check reads the same NaN",
+                )],
+            },
+        ),
+        Arm {
+            encoding: Encoding {
+                fc_row_blocked: false,
+                ..Encoding::default()
+            },
+            ..sourced(
+                "control::source_nan_copied_into_plain_fc",
+                nan_in_plain_fc,
+                bent(nan_in_source_fc),
+                Expect::Refused {
+                    check: gate::beyond::source::BF16,
+                    outcome: Outcome::Fail,
+                    mentions: &[
+                        "model.fc.weight differs from source fc.weight at row 37, column 13: package NaN, source NaN, and a NaN equals nothing (1 of its elements differ",
+                    ],
+                    also: &[(
+                        "bf16.finite",
+                        Outcome::Fail,
+                        "the package's own check reads the same NaN",
+                    )],
+                },
+            )
+        },
         sourced(
             "control::source_config_field_differs",
             none,
@@ -317,6 +358,45 @@ pub fn arms() -> Vec<Arm> {
                 gate::beyond::source::CONFIG,
                 &["intermediate_size: package 512, source 1024"],
             ),
+        ),
+        // Fields the draft reader never reads change the forward pass too: compared all the same,
+        // nested ones by dotted name.
+        sourced(
+            "control::source_config_rope_theta_differs",
+            package_rope,
+            bent(source_rope_theta_halved),
+            fail(
+                gate::beyond::source::CONFIG,
+                &["rope_theta: package 1000000.0, source 500000.0"],
+            ),
+        ),
+        sourced(
+            "control::source_config_rope_scaling_factor_differs",
+            package_rope,
+            bent(source_rope_factor_doubled),
+            fail(
+                gate::beyond::source::CONFIG,
+                &["rope_scaling.factor: package 4.0, source 8.0"],
+            ),
+        ),
+        sourced(
+            "control::source_config_hidden_act_only_in_source",
+            none,
+            bent(source_states_hidden_act),
+            Expect::Refused {
+                check: gate::beyond::source::CONFIG,
+                outcome: Outcome::Undecided,
+                mentions: &["hidden_act (stated by the source only)"],
+                also: &[],
+            },
+        ),
+        sourced(
+            "pass::source_config_writer_fields_differ",
+            none,
+            bent(source_written_by_another_writer),
+            Expect::Pass {
+                facts: writer_fields_named,
+            },
         ),
         sourced(
             "pass::source_config_numbers_respelled",
@@ -441,6 +521,104 @@ fn gain_from_other_layer(s: &mut Scenario) {
 fn gain_missing(s: &mut Scenario) {
     let name = gain(1, LayerGain::KNorm);
     s.package.tensors.retain(|t| t.name != name);
+}
+
+/// fc's element at row 37, column 13 (768 columns), as a quiet NaN: in the package's row-blocked
+/// layout `[8, 768, 32]` it is element ((37 / 32) * 768 + 13) * 32 + 37 % 32.
+fn nan_in_fc(s: &mut Scenario) {
+    let fc = s.package.tensor_mut("model.fc.weight");
+    assert_eq!(
+        fc.shape,
+        [8, 768, 32],
+        "the small geometry's fc, row-blocked"
+    );
+    crate::defects::set_element(fc, (768 + 13) * 32 + 5, 0x7fc0);
+}
+
+/// The same NaN in a package whose fc is plain `[256, 768]`, as the source's.
+fn nan_in_plain_fc(s: &mut Scenario) {
+    let fc = s.package.tensor_mut("model.fc.weight");
+    assert_eq!(fc.shape, [256, 768], "the small geometry's fc, plain");
+    crate::defects::set_element(fc, 37 * 768 + 13, 0x7fc0);
+}
+
+/// The same NaN in the source's plain `[256, 768]` fc.
+fn nan_in_source_fc(dir: &Path) {
+    rewrite_source(dir, |tensors| {
+        let fc = tensors
+            .iter_mut()
+            .find(|t| t.0 == "fc.weight")
+            .expect("the source's fc");
+        let at = 2 * (37 * 768 + 13);
+        fc.3[at..at + 2].copy_from_slice(&0x7fc0u16.to_le_bytes());
+    });
+}
+
+/// The source's config.json as `edit` leaves it.
+fn edit_source_config(
+    dir: &Path,
+    edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>),
+) {
+    let path = dir.join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("source config")).expect("json");
+    edit(config.as_object_mut().expect("an object"));
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json")).expect("write");
+}
+
+/// A RoPE base and YaRN scaling factor, as a config states them.
+fn rope(config: &mut serde_json::Map<String, serde_json::Value>, theta: f64, factor: f64) {
+    config.insert("rope_theta".into(), serde_json::json!(theta));
+    config.insert(
+        "rope_scaling".into(),
+        serde_json::json!({ "rope_type": "yarn", "factor": factor }),
+    );
+}
+
+/// The package states a RoPE base of 10^6 and YaRN scaling by 4.
+fn package_rope(s: &mut Scenario) {
+    rope(s.config_mut(), 1_000_000.0, 4.0);
+}
+
+fn source_rope_theta_halved(dir: &Path) {
+    edit_source_config(dir, |c| rope(c, 500_000.0, 4.0));
+}
+
+fn source_rope_factor_doubled(dir: &Path) {
+    edit_source_config(dir, |c| rope(c, 1_000_000.0, 8.0));
+}
+
+fn source_states_hidden_act(dir: &Path) {
+    edit_source_config(dir, |c| {
+        c.insert("hidden_act".into(), "silu".into());
+    });
+}
+
+/// Another library version wrote the checkpoint, in float32, from another directory.
+fn source_written_by_another_writer(dir: &Path) {
+    edit_source_config(dir, |c| {
+        c.insert("transformers_version".into(), "4.51.0".into());
+        c.insert("torch_dtype".into(), "float32".into());
+        c.insert("_name_or_path".into(), "/checkpoints/draft".into());
+    });
+}
+
+fn writer_fields_named(r: &Report) -> Result<(), String> {
+    compared(r)?;
+    let check = r
+        .check(gate::beyond::source::CONFIG)
+        .ok_or("no source.config")?;
+    let skipped = &check.evidence["skipped"];
+    if *skipped != serde_json::json!(["_name_or_path", "torch_dtype", "transformers_version"]) {
+        return Err(format!("source.config skipped {skipped}"));
+    }
+    if !check
+        .message
+        .contains("not compared, as a checkpoint and its package may state them differently: _name_or_path, torch_dtype, transformers_version")
+    {
+        return Err(format!("source.config does not name what it skipped: {}", check.message));
+    }
+    Ok(())
 }
 
 fn source_config_differs(dir: &Path) {

@@ -93,7 +93,9 @@ fn rows(job: &Job<'_>, from: u64, to: u64) -> Outcome {
             let s = bf16_at(src.dtype, src.bytes, i);
             let p = package_at(row, col);
             match (p, s) {
-                (Some(p), Some(s)) if p == s => {}
+                // A NaN is never equal, not even to the same bits: NaN copied from a checkpoint is
+                // no proof the conversion was faithful, and no weight a loader can use.
+                (Some(p), Some(s)) if p == s && !is_nan(s) => {}
                 (p, s) => note(row, col, p.unwrap_or(0), s.unwrap_or(0)),
             }
         }
@@ -101,7 +103,19 @@ fn rows(job: &Job<'_>, from: u64, to: u64) -> Outcome {
     outcome
 }
 
-/// True when row `row` of a BF16 source equals the package's, read in the package's layout.
+/// A bf16 NaN: all exponent bits set and a mantissa.
+pub fn is_nan(bits: u16) -> bool {
+    bits & 0x7fff > 0x7f80
+}
+
+/// Bit 15 set in the result when `bits` is a NaN: `(bits & 0x7fff) + 0x7f` reaches 0x8000 exactly
+/// when `bits & 0x7fff` is above 0x7f80. Folded with `|` over a row, it vectorizes.
+fn nan_flag(bits: u16) -> u16 {
+    (bits & 0x7fff) + 0x7f
+}
+
+/// True when row `row` of a BF16 source equals the package's, read in the package's layout, and holds
+/// no NaN (a NaN is never equal: the element path then names it).
 fn same_bf16_row(job: &Job<'_>, row: u64) -> bool {
     let cols = job.source.cols;
     let Ok(width) = usize::try_from(cols) else {
@@ -114,7 +128,15 @@ fn same_bf16_row(job: &Job<'_>, row: u64) -> bool {
         Layout::Plain => usize::try_from(row * cols * 2)
             .ok()
             .and_then(|at| job.package.get(at..at.checked_add(width * 2)?))
-            .is_some_and(|package| package == source),
+            .is_some_and(|package| {
+                let (p, _) = package.as_chunks::<2>();
+                let (s, _) = source.as_chunks::<2>();
+                let (differ, nan) = p.iter().zip(s).fold((0u16, 0u16), |(d, n), (p, s)| {
+                    let s = u16::from_le_bytes(*s);
+                    (d | (u16::from_le_bytes(*p) ^ s), n | nan_flag(s))
+                });
+                p.len() == s.len() && differ == 0 && nan & 0x8000 == 0
+            }),
         Layout::RowBlocked => {
             // Block `row / 32` holds, per column, the 32 rows of the block (64 bytes).
             let block = usize::try_from((row / 32) * cols * 64)
@@ -129,13 +151,13 @@ fn same_bf16_row(job: &Job<'_>, row: u64) -> bool {
             columns
                 .iter()
                 .zip(elements)
-                .all(|(c, e)| c[r] == e[0] && c[r + 1] == e[1])
+                .all(|(c, e)| c[r] == e[0] && c[r + 1] == e[1] && !is_nan(u16::from_le_bytes(*e)))
         }
     }
 }
 
 /// True when rows `from..to` are one whole 32-row block of a row-blocked tensor over a BF16 source
-/// and every element equals its source: a block compared with 8 x 8 transposes in registers rather
+/// and every element equals its source and is no NaN: a block compared with 8 x 8 transposes in registers rather
 /// than a 64-byte stride per element. Anything else (or a difference) is left to the row path,
 /// which finds and names the first difference.
 fn whole_block_equal(job: &Job<'_>, from: u64, to: u64) -> bool {
@@ -182,6 +204,9 @@ fn block_equal(block: &[u8], rows: &[&[u8]; 32], cols: usize) -> bool {
         unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) }
     };
     let mut differ = _mm_setzero_si128();
+    // Bit 15 of each lane set by a NaN source value (`nan_flag`, eight lanes at a time).
+    let mut nan = _mm_setzero_si128();
+    let (magnitude, round) = (_mm_set1_epi16(0x7fff), _mm_set1_epi16(0x7f));
     for c0 in (0..cols).step_by(8) {
         // Each 64 bytes into the rows, the 32 rows' lines 2 KiB on are asked for: 32 streams are
         // more than the hardware prefetcher follows (the reference fc: 7.5 ms without, 6 with). A
@@ -227,11 +252,15 @@ fn block_equal(block: &[u8], rows: &[&[u8]; 32], cols: usize) -> bool {
                 _mm_unpackhi_epi64(c[3], c[7]),
             ];
             for (j, t) in t.iter().enumerate() {
-                differ = _mm_or_si128(differ, _mm_xor_si128(*t, load(rows[r0 + j], 2 * c0)));
+                let s = load(rows[r0 + j], 2 * c0);
+                differ = _mm_or_si128(differ, _mm_xor_si128(*t, s));
+                nan = _mm_or_si128(nan, _mm_add_epi16(_mm_and_si128(s, magnitude), round));
             }
         }
     }
-    _mm_movemask_epi8(_mm_cmpeq_epi8(differ, _mm_setzero_si128())) == 0xffff
+    // The odd bytes' sign bits are the lanes' bit 15.
+    let no_nan = _mm_movemask_epi8(nan) & 0xaaaa == 0;
+    no_nan && _mm_movemask_epi8(_mm_cmpeq_epi8(differ, _mm_setzero_si128())) == 0xffff
 }
 
 /// Elsewhere the row path compares every block.
@@ -298,6 +327,49 @@ mod tests {
         let outcome = rows(&broken, 32, 64);
         assert_eq!(outcome.differing, 1);
         assert_eq!(outcome.first.map(|(r, c, _, _)| (r, c)), Some((37, 13)));
+    }
+
+    #[test]
+    fn a_nan_copied_from_the_source_is_never_equal() {
+        // Row 37, column 13 NaN in both: the whole-block path, the row path (44 columns: no
+        // transposes) and the plain layout each name it.
+        for (cols, layout) in [
+            (48, Layout::RowBlocked),
+            (44, Layout::RowBlocked),
+            (48, Layout::Plain),
+        ] {
+            let (mut source, mut blocked) = pair(64, cols);
+            let (row, col) = (37, 13);
+            let s = 2 * (row * cols + col);
+            source[s..s + 2].copy_from_slice(&0x7fc1u16.to_le_bytes());
+            let package = if layout == Layout::Plain {
+                source.clone()
+            } else {
+                let b = 2 * (((row / 32) * cols + col) * 32 + row % 32);
+                blocked[b..b + 2].copy_from_slice(&0x7fc1u16.to_le_bytes());
+                blocked
+            };
+            let job = Job {
+                layout,
+                ..job(&source, &package, 64, cols as u64)
+            };
+            let outcome = rows(&job, 32, 64);
+            assert_eq!(outcome.differing, 1, "{cols} columns, {layout:?}");
+            assert_eq!(
+                outcome.first,
+                Some((37, 13, 0x7fc1, 0x7fc1)),
+                "{cols} columns, {layout:?}"
+            );
+            assert_eq!(rows(&job, 0, 32), Outcome::default());
+        }
+        // An infinity copied is equal (bf16.finite refuses it in the package).
+        let (mut source, _) = pair(32, 8);
+        source[..2].copy_from_slice(&0x7f80u16.to_le_bytes());
+        let plain = Job {
+            layout: Layout::Plain,
+            ..job(&source, &source, 32, 8)
+        };
+        assert_eq!(rows(&plain, 0, 32), Outcome::default());
     }
 
     #[test]
