@@ -3,13 +3,14 @@
 
 use gate::files::FileError;
 use gate::PackageError;
-use gate_tests::arms::SEED;
+use gate_tests::arms::{prepare_arm, Base, Extra, SEED};
 use gate_tests::synth::{Encoding, Geometry, Package};
 use libtest_mimic::{Failed, Trial};
 use std::time::{Duration, Instant};
 
 pub fn trials() -> Vec<Trial> {
-    vec![
+    let mut trials = worker_panics();
+    trials.extend([
         Trial::test(
             "hostile::weight_file_truncated_while_read_is_changed_never_a_signal",
             truncated_while_read,
@@ -22,7 +23,71 @@ pub fn trials() -> Vec<Trial> {
             "hostile::names_from_the_file_cannot_forge_report_lines",
             forged_lines,
         ),
-    ]
+    ]);
+    trials
+}
+
+/// Every step that runs on all cores, with its workers made to panic: the run ends as an internal
+/// error (exit 2) naming the step, never a verdict drawn from what the other workers returned. The
+/// same package without the panic passes, so the error is the panic's alone.
+fn worker_panics() -> Vec<Trial> {
+    let steps: [(&str, &'static str, Extra); 4] = [
+        ("tile_header_scan", gate::checks::SCAN_STEP, Extra::None),
+        (
+            "source_bf16",
+            gate::beyond::source::BF16,
+            Extra::Source(gate_tests::arms::source::FAITHFUL),
+        ),
+        (
+            "source_q4_1",
+            gate::beyond::source::Q4_1,
+            Extra::Source(gate_tests::arms::source::FAITHFUL),
+        ),
+        (
+            "manifest_hashing",
+            gate::beyond::manifest::MANIFEST,
+            Extra::Manifest(|_| {}),
+        ),
+    ];
+    steps
+        .into_iter()
+        .map(|(name, step, extra)| {
+            Trial::test(
+                format!("hostile::a_worker_panic_in_{name}_is_an_internal_error_not_a_verdict"),
+                move || worker_panic(step, extra),
+            )
+        })
+        .collect()
+}
+
+fn worker_panic(step: &'static str, extra: Extra) -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let (dir, options) =
+        prepare_arm(root.path(), Base::Small, Encoding::default(), |_| {}, extra)?;
+    let report = gate::gate(&dir, &options)?;
+    if report.verdict() != gate::Outcome::Pass {
+        return Err(format!("without the panic: {}, expected PASS", report.verdict()).into());
+    }
+    let outcome = {
+        let _armed = gate::parallel::fault::panic_in(step);
+        gate::gate(&dir, &options)
+    };
+    let err = match outcome {
+        Ok(report) => {
+            return Err(format!(
+                "a worker of {step} panicked and the gate still gave a verdict: {}",
+                report.verdict()
+            )
+            .into())
+        }
+        Err(e) => e,
+    };
+    let text = err.to_string();
+    if err.reason() != "internal" || !text.contains(step) || !text.contains("injected into") {
+        return Err(format!("expected an internal error naming {step:?}, got {}: {text}", err.reason()).into());
+    }
+    gate_tests::schema::validate(&gate::report::error_json("draft", &err))?;
+    Ok(())
 }
 
 /// Tensor names and metadata holding newlines, terminal escapes and a bidirectional override: the
@@ -50,7 +115,7 @@ fn forged_lines() -> Result<(), Failed> {
         Ok(config),
         Ok(("model.q4nx", &weights)),
         Vec::new(),
-    );
+    )?;
     if report.verdict() != gate::Outcome::Fail {
         return Err(format!("verdict {}, expected FAIL", report.verdict()).into());
     }
@@ -132,7 +197,7 @@ fn million_empty_tensors() -> Result<(), Failed> {
     });
     let report = report
         .recv_timeout(Duration::from_secs(120))
-        .map_err(|_| "the gate did not return within 120 s")?;
+        .map_err(|_| "the gate did not return within 120 s")??;
     let parses = report
         .check("container.parses")
         .map(|c| (c.outcome, c.message.clone()));

@@ -78,6 +78,11 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "report escaping", file: "gate/src/report.rs", from: "out.push_str(&crate::escape::line(&text));", to: "out.push_str(&text);", filter: "hostile::names_from_the_file" },
     Mutant { check: "manifest symlink out", file: "gate/src/beyond/manifest.rs", from: "if !inside(&path, root.as_deref().ok()) {", to: "if false {", filter: "arms::control::manifest_lists_a_symlink_out" },
     Mutant { check: "manifest names as bytes", file: "gate/src/beyond/manifest.rs", from: ".filter(|f| !wanted.contains(f.as_encoded_bytes()))", to: ".filter(|f| !wanted.contains(f.to_string_lossy().as_bytes()))", filter: "arms::control::manifest_look_alike" },
+    Mutant { check: "worker panic", file: "gate/src/parallel.rs", from: "results.extend(done.map_err(|message| WorkerPanic { step, message })?);", to: "results.extend(done.unwrap_or_default());", filter: "hostile::a_worker_panic_in_" },
+    Mutant { check: "worker panic (tiles.*)", file: "gate/src/checks/projections.rs", from: "let scans = scan_all(&grids)?;", to: "let scans = scan_all(&grids).unwrap_or_default();", filter: "hostile::a_worker_panic_in_tile_header_scan" },
+    Mutant { check: "worker panic (source.bf16)", file: "gate/src/beyond/source/bf16.rs", from: "|_, &(j, from, to)| (j, rows(&jobs[j], from, to)),\n    )?;", to: "|_, &(j, from, to)| (j, rows(&jobs[j], from, to)),\n    ).unwrap_or_default();", filter: "hostile::a_worker_panic_in_source_bf16" },
+    Mutant { check: "worker panic (source.q4_1)", file: "gate/src/beyond/source/q4_1.rs", from: "|worker, &(j, from, to)| (j, worker.tiles(&jobs[j], from, to, scalar)),\n    )?;", to: "|worker, &(j, from, to)| (j, worker.tiles(&jobs[j], from, to, scalar)),\n    ).unwrap_or_default();", filter: "hostile::a_worker_panic_in_source_q4_1" },
+    Mutant { check: "worker panic (manifest.sha256)", file: "gate/src/beyond/manifest.rs", from: ".map_err(|p| PackageError::internal(dir, p))", to: ".or_else(|_| Ok::<_, PackageError>(Vec::new()))", filter: "hostile::a_worker_panic_in_manifest_hashing" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of

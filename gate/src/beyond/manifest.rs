@@ -48,7 +48,7 @@ pub fn check(dir: &Path) -> Result<Check, PackageError> {
             None => format!("{} (a name that is not UTF-8)", escape::os(f)),
         })
         .collect();
-    let results = hash_all(dir, &entries);
+    let results = hash_all(dir, &entries)?;
     let mut mismatched = Vec::new();
     let mut missing = Vec::new();
     let mut unreadable = Vec::new();
@@ -187,10 +187,13 @@ enum Refusal {
     Outside,
 }
 
-/// Hashes each listed file (streaming, 1 MiB at a time), files spread over all cores.
-fn hash_all(dir: &Path, entries: &[(String, String)]) -> Vec<Result<(String, u64), Refusal>> {
+/// Hashes each listed file (streaming, 1 MiB at a time), files spread over all cores. A worker that
+/// panicked is an error: the files it held would otherwise be missing from the comparison.
+type Hashed = Result<(String, u64), Refusal>;
+fn hash_all(dir: &Path, entries: &[(String, String)]) -> Result<Vec<Hashed>, PackageError> {
     let root = std::fs::canonicalize(dir);
     crate::parallel::map(
+        MANIFEST,
         entries,
         || vec![0u8; 1 << 20],
         |buffer, (_, file)| {
@@ -201,6 +204,7 @@ fn hash_all(dir: &Path, entries: &[(String, String)]) -> Vec<Result<(String, u64
             hash_file(&path, buffer).map_err(Refusal::File)
         },
     )
+    .map_err(|p| PackageError::internal(dir, p))
 }
 
 /// Whether `path` (a name in the package) is a plain file or a symlink resolving inside `root` (the

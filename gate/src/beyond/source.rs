@@ -18,6 +18,7 @@ pub mod wide;
 use crate::checkpoint::Checkpoint;
 use crate::container::{Container, TensorInfo};
 use crate::dtype::Dtype;
+use crate::parallel::WorkerPanic;
 use crate::family::{source_name, Role, SCALAR_PREFIX};
 use crate::report::{Check, SourceGridCensus, TensorCensus};
 use crate::tile::{GridGeometry, TileGrid};
@@ -114,7 +115,7 @@ pub fn checks(
     census: &[TensorCensus],
     source: &Checkpoint,
     scalar: bool,
-) -> (Vec<Check>, Vec<SourceGridCensus>) {
+) -> Result<(Vec<Check>, Vec<SourceGridCensus>), WorkerPanic> {
     let mut checks = vec![config::check(package_config, &source.headers.config)];
     let mut pairs = Vec::new();
     let mut claimed = std::collections::HashSet::new();
@@ -184,10 +185,10 @@ pub fn checks(
         .collect();
     extra.sort();
     checks.push(inventory(&pairs, &missing, &extra, &misshapen));
-    checks.push(compare_bf16(container, &pairs, &other));
-    let (q4_1, grids) = compare_grids(container, &pairs, scalar);
+    checks.push(compare_bf16(container, &pairs, &other)?);
+    let (q4_1, grids) = compare_grids(container, &pairs, scalar)?;
     checks.push(q4_1);
-    (checks, grids)
+    Ok((checks, grids))
 }
 
 fn inventory(
@@ -218,7 +219,11 @@ fn inventory(
     .with_evidence(evidence)
 }
 
-fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String]) -> Check {
+fn compare_bf16(
+    container: &Container<'_>,
+    pairs: &[Pair<'_>],
+    other: &[String],
+) -> Result<Check, WorkerPanic> {
     let jobs: Vec<bf16::Job<'_>> = pairs
         .iter()
         .filter_map(|p| match p.form {
@@ -231,7 +236,7 @@ fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String])
             _ => None,
         })
         .collect();
-    let outcomes = bf16::compare(&jobs);
+    let outcomes = bf16::compare(&jobs)?;
     let differing: Vec<(&bf16::Job<'_>, &bf16::Outcome)> = jobs
         .iter()
         .zip(&outcomes)
@@ -253,7 +258,7 @@ fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String])
         } else {
             ""
         };
-        return Check::fail(
+        return Ok(Check::fail(
             BF16,
             format!(
                 "{}{fc} differs from source {} at row {row}, column {col}: package {}, source {} ({} of its elements differ; {} of {} BF16 tensors differ)",
@@ -266,24 +271,24 @@ fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String])
                 jobs.len()
             ),
         )
-        .with_evidence(evidence);
+        .with_evidence(evidence));
     }
     if !other.is_empty() {
-        return Check::undecided(
+        return Ok(Check::undecided(
             BF16,
             format!(
                 "cannot decide: neither a proven q4_1 grid nor BF16, so not compared element by element: {}",
                 crate::checks::list(other, 4)
             ),
         )
-        .with_evidence(evidence);
+        .with_evidence(evidence));
     }
     if jobs.is_empty() {
-        return Check::undecided(
+        return Ok(Check::undecided(
             BF16,
             "cannot decide: no BF16 tensor was paired with a source tensor",
         )
-        .with_evidence(evidence);
+        .with_evidence(evidence));
     }
     let rounded = jobs
         .iter()
@@ -293,14 +298,14 @@ fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String])
         0 => String::new(),
         n => format!(" ({n} of them from an F16 or F32 source, rounded to bf16 nearest-even)"),
     };
-    Check::pass(
+    Ok(Check::pass(
         BF16,
         format!(
             "every one of the {} BF16 tensors paired with a source tensor equals it bit for bit{rounded}",
             jobs.len()
         ),
     )
-    .with_evidence(evidence)
+    .with_evidence(evidence))
 }
 
 /// The largest relative RMS error a faithful grid may have. A 4-bit grid quantized from its source has
@@ -319,7 +324,7 @@ fn compare_grids(
     container: &Container<'_>,
     pairs: &[Pair<'_>],
     scalar: bool,
-) -> (Check, Vec<SourceGridCensus>) {
+) -> Result<(Check, Vec<SourceGridCensus>), WorkerPanic> {
     let jobs: Vec<q4_1::Job<'_>> = pairs
         .iter()
         .filter_map(|p| match p.form {
@@ -331,7 +336,7 @@ fn compare_grids(
             _ => None,
         })
         .collect();
-    let outcomes = q4_1::compare(&jobs, scalar);
+    let outcomes = q4_1::compare(&jobs, scalar)?;
     let census: Vec<SourceGridCensus> = jobs
         .iter()
         .zip(&outcomes)
@@ -409,7 +414,7 @@ fn compare_grids(
             ),
         )
     };
-    (check.with_evidence(evidence), census)
+    Ok((check.with_evidence(evidence), census))
 }
 
 /// Adds the `source.*` checks and grid census to a report whose draft config was recognised; blocked
@@ -420,7 +425,7 @@ pub fn run(
     weights: Option<&[u8]>,
     source: &Checkpoint,
     scalar: bool,
-) {
+) -> Result<(), WorkerPanic> {
     let container = weights.and_then(|w| Container::parse(w).ok());
     let Some(container) = container else {
         report
@@ -433,9 +438,10 @@ pub fn run(
                 "the weight file was not read or did not parse",
             )
         }));
-        return;
+        return Ok(());
     };
-    let (checks, grids) = checks(config, &container, &report.census.tensors, source, scalar);
+    let (checks, grids) = checks(config, &container, &report.census.tensors, source, scalar)?;
     report.checks.extend(checks);
     report.census.source_grids = grids;
+    Ok(())
 }

@@ -12,6 +12,7 @@ mod projections;
 mod scalars;
 
 pub use geometry::{check_geometry, Geometry};
+pub use projections::SCAN_STEP;
 
 use crate::config::DraftConfig;
 use crate::container::Container;
@@ -47,7 +48,10 @@ pub struct Inputs<'r, 'a> {
 }
 
 /// Runs every container-reading check, in report order.
-pub fn run(config: &DraftConfig, container: &Container<'_>) -> (Vec<Check>, Forms) {
+pub fn run(
+    config: &DraftConfig,
+    container: &Container<'_>,
+) -> Result<(Vec<Check>, Forms), crate::parallel::WorkerPanic> {
     let naming = config
         .family
         .naming(container.table.entries.iter().map(|e| e.name.as_str()));
@@ -65,12 +69,12 @@ pub fn run(config: &DraftConfig, container: &Container<'_>) -> (Vec<Check>, Form
         mut grids,
     } = dflash2::run(&inputs, &mut forms);
     grids.extend(embedding_grid(&inputs));
-    let mut checks = projections::run(&inputs, &mut forms, &grids);
+    let mut checks = projections::run(&inputs, &mut forms, &grids)?;
     checks.extend(scalars::run(&inputs, &mut forms));
     checks.extend(gains::run(&inputs, &mut forms));
     checks.extend(feature_checks);
     checks.push(inventory::run(&inputs));
-    (checks, forms)
+    Ok((checks, forms))
 }
 
 /// A draft's own embedding table when it is a whole q4_1 grid of its row's shape: a grid like any other,

@@ -34,7 +34,8 @@ impl Source {
     }
 }
 
-const FAITHFUL: Source = Source {
+/// A faithful BF16 checkpoint in one file, left as written.
+pub const FAITHFUL: Source = Source {
     options: SourceOptions {
         dtype: Dtype::Bf16,
         shards: 1,

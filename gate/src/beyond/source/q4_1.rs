@@ -71,8 +71,9 @@ impl Outcome {
     }
 }
 
-/// Compares every job, in order; `scalar` selects the plain loop (the bench's baseline).
-pub fn compare(jobs: &[Job<'_>], scalar: bool) -> Vec<Outcome> {
+/// Compares every job, in order; `scalar` selects the plain loop (the bench's baseline). A worker
+/// that panicked is an error, never a grid compared in part.
+pub fn compare(jobs: &[Job<'_>], scalar: bool) -> Result<Vec<Outcome>, parallel::WorkerPanic> {
     let mut items = Vec::new();
     for (j, job) in jobs.iter().enumerate() {
         let tiles = job.grid.geometry.tiles();
@@ -82,14 +83,17 @@ pub fn compare(jobs: &[Job<'_>], scalar: bool) -> Vec<Outcome> {
             t += TILES_PER_ITEM;
         }
     }
-    let parts = parallel::map(&items, Worker::default, |worker, &(j, from, to)| {
-        (j, worker.tiles(&jobs[j], from, to, scalar))
-    });
+    let parts = parallel::map(
+        super::Q4_1,
+        &items,
+        Worker::default,
+        |worker, &(j, from, to)| (j, worker.tiles(&jobs[j], from, to, scalar)),
+    )?;
     let mut outcomes = vec![Outcome::default(); jobs.len()];
     for (j, part) in parts {
         outcomes[j].add(part);
     }
-    outcomes
+    Ok(outcomes)
 }
 
 /// Row and column where tile `t` starts: tiles are stored row-block-major (spec section 4.1).
