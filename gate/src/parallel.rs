@@ -108,16 +108,24 @@ mod tests {
             x * 2
         });
         assert_eq!(out, Ok(items.iter().map(|x| x * 2).collect::<Vec<_>>()));
-        assert_eq!(super::map("test", &[] as &[u8], || (), |_, x| *x), Ok(vec![]));
+        assert_eq!(
+            super::map("test", &[] as &[u8], || (), |_, x| *x),
+            Ok(vec![])
+        );
     }
 
     #[test]
     fn a_panicking_worker_is_an_error_never_a_short_result() {
         let items: Vec<u64> = (0..100).collect();
-        let out = super::map("doubling", &items, || (), |_, &x| {
-            assert!(x != 37, "item {x} is cursed");
-            x * 2
-        });
+        let out = super::map(
+            "doubling",
+            &items,
+            || (),
+            |_, &x| {
+                assert!(x != 37, "item {x} is cursed");
+                x * 2
+            },
+        );
         let err = out.expect_err("a worker panicked");
         assert_eq!(err.step, "doubling");
         assert!(err.message.contains("item 37 is cursed"), "{}", err.message);

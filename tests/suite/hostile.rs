@@ -23,8 +23,51 @@ pub fn trials() -> Vec<Trial> {
             "hostile::names_from_the_file_cannot_forge_report_lines",
             forged_lines,
         ),
+        Trial::test(
+            "hostile::source_bounds_fail_on_nan_and_on_broken_headers",
+            source_bounds,
+        ),
     ]);
     trials
+}
+
+/// `source.q4_1`'s bounds, where no arm reaches: a NaN or infinite relative RMS error is over the
+/// ceiling, and no element of a group whose header is broken (a NaN, negative or infinite scale, a
+/// minimum that is not finite) is in bound, nor does asking panic on the empty or NaN range such a
+/// header makes.
+fn source_bounds() -> Result<(), Failed> {
+    use gate::beyond::source::{kernel, within_ceiling, RMS_CEILING};
+    for rms in [f64::NAN, f64::INFINITY, RMS_CEILING * 1.0001] {
+        if within_ceiling(rms) {
+            return Err(format!("a relative RMS error of {rms} passed the ceiling").into());
+        }
+    }
+    for rms in [0.0, 0.08, RMS_CEILING] {
+        if !within_ceiling(rms) {
+            return Err(format!("a relative RMS error of {rms} failed the ceiling").into());
+        }
+    }
+    let broken = [
+        (f32::NAN, 0.0),
+        (-0.01, 0.0),
+        (f32::INFINITY, 0.0),
+        (0.1, f32::NAN),
+        (0.1, f32::INFINITY),
+        (0.1, f32::NEG_INFINITY),
+    ];
+    for (d, m) in broken {
+        for q in [0u8, 1, 8, 15] {
+            for s in [0.0f32, 0.5, -0.5, 1e30] {
+                if kernel::element_ok(q, s, d, m) {
+                    return Err(format!(
+                        "code {q} against {s} is in bound under the broken header d = {d}, m = {m}"
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every step that runs on all cores, with its workers made to panic: the run ends as an internal
@@ -62,8 +105,7 @@ fn worker_panics() -> Vec<Trial> {
 
 fn worker_panic(step: &'static str, extra: Extra) -> Result<(), Failed> {
     let root = tempfile::tempdir()?;
-    let (dir, options) =
-        prepare_arm(root.path(), Base::Small, Encoding::default(), |_| {}, extra)?;
+    let (dir, options) = prepare_arm(root.path(), Base::Small, Encoding::default(), |_| {}, extra)?;
     let report = gate::gate(&dir, &options)?;
     if report.verdict() != gate::Outcome::Pass {
         return Err(format!("without the panic: {}, expected PASS", report.verdict()).into());
@@ -84,7 +126,11 @@ fn worker_panic(step: &'static str, extra: Extra) -> Result<(), Failed> {
     };
     let text = err.to_string();
     if err.reason() != "internal" || !text.contains(step) || !text.contains("injected into") {
-        return Err(format!("expected an internal error naming {step:?}, got {}: {text}", err.reason()).into());
+        return Err(format!(
+            "expected an internal error naming {step:?}, got {}: {text}",
+            err.reason()
+        )
+        .into());
     }
     gate_tests::schema::validate(&gate::report::error_json("draft", &err))?;
     Ok(())

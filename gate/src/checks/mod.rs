@@ -12,7 +12,7 @@ mod projections;
 mod scalars;
 
 pub use geometry::{check_geometry, Geometry};
-pub use projections::SCAN_STEP;
+pub use projections::{HEADERS, SCAN_STEP};
 
 use crate::config::DraftConfig;
 use crate::container::Container;
