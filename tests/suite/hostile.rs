@@ -27,8 +27,79 @@ pub fn trials() -> Vec<Trial> {
             "hostile::source_bounds_fail_on_nan_and_on_broken_headers",
             source_bounds,
         ),
+        Trial::test(
+            "hostile::a_hundred_thousand_paired_tensors_are_paired_by_index",
+            many_paired_tensors,
+        ),
     ]);
     trials
+}
+
+/// Tensors `--source` pairs, many of them: every lookup by name is indexed, so 100,000 paired
+/// tensors (a linear search per pair took seconds per ten thousand) cost a small factor of the run
+/// without `--source`. The limit is generous, for a loaded machine; `cargo xtask bench --only source` times it.
+fn many_paired_tensors() -> Result<(), Failed> {
+    const COUNT: usize = 100_000;
+    const LIMIT: Duration = Duration::from_secs(30);
+    let root = tempfile::tempdir()?;
+    let mut package = Package::generate(&Geometry::small(), Encoding::default(), SEED);
+    let own = package.tensors.len();
+    for i in 0..COUNT {
+        package.tensors.push(gate_tests::defects::stray(
+            &format!("extra.{i}.weight"),
+            vec![2],
+        ));
+    }
+    let source = root.path().join("source");
+    std::fs::create_dir(&source)?;
+    gate_tests::synth::source::write_source(
+        &mut package,
+        &source,
+        gate_tests::arms::source::FAITHFUL.options,
+        SEED,
+    )?;
+    let dir = root.path().join("draft");
+    std::fs::create_dir(&dir)?;
+    package.write(&dir)?;
+    let options = gate::Options {
+        source: Some(source),
+        ..gate::Options::default()
+    };
+    let start = Instant::now();
+    let report = gate::gate(&dir, &options)?;
+    let took = start.elapsed();
+    let start = Instant::now();
+    gate::gate(&dir, &gate::Options::default())?;
+    let plain = start.elapsed();
+    let paired = report
+        .check(gate::beyond::source::INVENTORY)
+        .map(|c| (c.outcome, c.evidence["paired"].as_u64()));
+    // The package's own tensors less its scalars, which have no source tensor, plus the strays.
+    let scalars = package
+        .tensors
+        .iter()
+        .filter(|t| t.name.starts_with("dflash."))
+        .count();
+    let want = (own - scalars + COUNT) as u64;
+    if paired != Some((gate::Outcome::Pass, Some(want))) {
+        return Err(
+            format!("source.inventory: {paired:?}, expected PASS with {want} paired").into(),
+        );
+    }
+    let bf16 = report.check(gate::beyond::source::BF16).map(|c| c.outcome);
+    if bf16 != Some(gate::Outcome::Pass) {
+        return Err(format!("source.bf16: {bf16:?}, expected PASS").into());
+    }
+    // Measured about 3 times the run without --source; the quadratic pairing took 22 s against its
+    // 0.2 s. The bound leaves room for a loaded machine.
+    let limit = LIMIT.min(plain * 20 + Duration::from_secs(5));
+    if took > limit {
+        return Err(format!(
+            "{want} paired tensors took {took:?} with --source, {plain:?} without: over {limit:?}"
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// `source.q4_1`'s bounds, where no arm reaches: a NaN or infinite relative RMS error is over the

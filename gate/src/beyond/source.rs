@@ -117,6 +117,10 @@ pub fn checks(
     scalar: bool,
 ) -> Result<(Vec<Check>, Vec<SourceGridCensus>), WorkerPanic> {
     let mut checks = vec![config::check(package_config, &source.headers.config)];
+    // Every lookup by name is indexed (the container's and the checkpoint's tables are searched by
+    // binary search): a search of the census per pair made pairing quadratic in the tensors.
+    let census: std::collections::HashMap<&str, &TensorCensus> =
+        census.iter().map(|c| (c.name.as_str(), c)).collect();
     let mut pairs = Vec::new();
     let mut claimed = std::collections::HashSet::new();
     let (mut missing, mut misshapen, mut other) = (Vec::new(), Vec::new(), Vec::new());
@@ -132,7 +136,7 @@ pub fn checks(
             continue;
         };
         claimed.insert(source_name.clone());
-        let entry = census.iter().find(|c| c.name == info.name);
+        let entry = census.get(info.name.as_str()).copied();
         let (shape, form) = form_of(info, entry);
         let source_shape = &source_info.shape;
         let dims = rows_cols(source_shape);
