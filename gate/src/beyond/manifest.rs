@@ -187,9 +187,11 @@ enum Refusal {
     Outside,
 }
 
+/// A listed file's hash and length, or why it was not hashed.
+type Hashed = Result<(String, u64), Refusal>;
+
 /// Hashes each listed file (streaming, 1 MiB at a time), files spread over all cores. A worker that
 /// panicked is an error: the files it held would otherwise be missing from the comparison.
-type Hashed = Result<(String, u64), Refusal>;
 fn hash_all(dir: &Path, entries: &[(String, String)]) -> Result<Vec<Hashed>, PackageError> {
     let root = std::fs::canonicalize(dir);
     crate::parallel::map(

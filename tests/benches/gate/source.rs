@@ -11,6 +11,9 @@
 //! cache. The last lines add the form checks to each, as bounds on the gate's time while the form
 //! checks are a pass of their own.
 //!
+//! A last table times pairing by name at scale: the small package with 100,000 more tensors, all
+//! paired with the checkpoint, with and without `--source`.
+//!
 //! The floor is bound by memory bandwidth, which other tenants of a shared machine take in bursts,
 //! and the gate mostly by arithmetic: timed in separate batches, their ratio follows the neighbours.
 //! So every measurement is taken in rounds, beside a floor run, and each ratio to the floor is the
