@@ -34,6 +34,13 @@ pub enum PackageError {
         option: &'static str,
         inner: Box<PackageError>,
     },
+    /// A step of the gate itself broke (a worker panicked): its result is incomplete, so there is no
+    /// verdict on the package, only this error about the gate, naming the step.
+    Internal {
+        path: PathBuf,
+        step: &'static str,
+        message: String,
+    },
 }
 
 impl fmt::Display for PackageError {
@@ -51,6 +58,15 @@ impl fmt::Display for PackageError {
             PackageError::Missing { path, why } => write!(f, "{}: {why}", path.display()),
             PackageError::Malformed { path, why } => write!(f, "{}: {why}", path.display()),
             PackageError::Option { option, inner } => write!(f, "{option} {inner}"),
+            PackageError::Internal {
+                path,
+                step,
+                message,
+            } => write!(
+                f,
+                "{}: internal error in {step}: a worker panicked ({message}); its result is incomplete, so no verdict",
+                path.display()
+            ),
         }
     }
 }
@@ -82,6 +98,7 @@ impl PackageError {
             PackageError::Missing { .. } => "file_not_found",
             PackageError::Malformed { .. } => "malformed",
             PackageError::Option { inner, .. } => inner.reason(),
+            PackageError::Internal { .. } => "internal",
         }
     }
 
@@ -92,9 +109,19 @@ impl PackageError {
             | PackageError::NotADirectory { path }
             | PackageError::NoConfig { path }
             | PackageError::Missing { path, .. }
-            | PackageError::Malformed { path, .. } => path,
+            | PackageError::Malformed { path, .. }
+            | PackageError::Internal { path, .. } => path,
             PackageError::File(e) | PackageError::FileNoted { error: e, .. } => e.path(),
             PackageError::Option { inner, .. } => inner.path(),
+        }
+    }
+
+    /// A worker of one of the gate's steps panicked while gating the package at `path`.
+    pub fn internal(path: &Path, panic: crate::parallel::WorkerPanic) -> PackageError {
+        PackageError::Internal {
+            path: path.to_owned(),
+            step: panic.step,
+            message: panic.message,
         }
     }
 

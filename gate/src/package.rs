@@ -49,7 +49,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     };
     let package = dir.to_string_lossy().into_owned();
     let config_bytes = config.clone();
-    let mut report = evaluate(&package, config, weights, files);
+    let mut report = evaluate(&package, config, weights, files)?;
     if let Ok((_, bytes)) = &held {
         bytes.unchanged()?;
     }
@@ -82,7 +82,8 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
                 weights,
                 &source,
                 options.scalar_source_loop,
-            );
+            )
+            .map_err(|p| PackageError::internal(dir, p))?;
         }
         // Compared element by element: the content lines go. Provenance (whether the checkpoint and
         // these files are the publisher's) stays, unless --manifest answers it below.
@@ -125,13 +126,14 @@ fn judged<'a>(
 }
 
 /// The gate on bytes already in memory: config.json (or why it could not be read) and the weight
-/// file (or why there is none). The directory front end and the fuzz target both come here.
+/// file (or why there is none). The directory front end and the fuzz target both come here. `Err`
+/// only when a step of the gate itself broke (a worker panicked): never a verdict from part of the work.
 pub fn evaluate(
     package: &str,
     config: Result<Vec<u8>, String>,
     weights: Result<(&str, &[u8]), String>,
     files: Vec<FileCensus>,
-) -> Report {
+) -> Result<Report, PackageError> {
     let mut report = Report {
         package: package.to_owned(),
         checks: Vec::new(),
@@ -147,7 +149,7 @@ pub fn evaluate(
         Ok(c) => c,
         Err(why) => {
             report.checks.push(Check::fail(IS_DFLASH, why));
-            return report;
+            return Ok(report);
         }
     };
     report.checks.push(Check::pass(
@@ -168,7 +170,7 @@ pub fn evaluate(
                     .into_iter()
                     .map(|id| Check::blocked(id, PARSES, "the weight file was not read")),
             );
-            return report;
+            return Ok(report);
         }
     };
     report.census.weight_file = Some(name.to_owned());
@@ -185,7 +187,7 @@ pub fn evaluate(
                     .into_iter()
                     .map(|id| Check::blocked(id, PARSES, "the weight file did not parse")),
             );
-            return report;
+            return Ok(report);
         }
     };
     let table = &container.table;
@@ -203,7 +205,8 @@ pub fn evaluate(
             bytes.len()
         ),
     ));
-    let (container_checks, forms) = checks::run(&config, &container);
+    let (container_checks, forms) = checks::run(&config, &container)
+        .map_err(|p| PackageError::internal(Path::new(package), p))?;
     report.checks.extend(container_checks);
     let naming = config
         .family
@@ -242,7 +245,7 @@ pub fn evaluate(
             }
         })
         .collect();
-    report
+    Ok(report)
 }
 
 const NOT_CHECKED_TARGET: &str = "vocabulary and tokenizer agreement with the target";

@@ -2,19 +2,32 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// A worker panicked during `step`: the items it held have no result, so the step's answer is
+/// incomplete. The caller must not draw a verdict from what the other workers returned (a grid, a
+/// tile or a file missing from a result reads as "nothing wrong with it").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerPanic {
+    /// The step that lost a result (a check id, or what the step computes).
+    pub step: &'static str,
+    /// What the panic said, when it said it as text.
+    pub message: String,
+}
+
 /// Maps `f` over `items` on every core, in order. Each worker makes its own state with `init` once
 /// (a scan buffer, a read buffer) and reuses it for every item it takes, so memory follows the
 /// number of workers, not of items. Items are handed out one at a time, so one large item does not
-/// hold up the rest.
+/// hold up the rest. Every item has its result, or the whole step is a [`WorkerPanic`].
 pub fn map<T: Sync, S, R: Send>(
+    step: &'static str,
     items: &[T],
     init: impl Fn() -> S + Sync,
     f: impl Fn(&mut S, &T) -> R + Sync,
-) -> Vec<R> {
+) -> Result<Vec<R>, WorkerPanic> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(items.len())
         .max(1);
+    let inject = fault::armed(step);
     let next = AtomicUsize::new(0);
     let worker = || {
         let mut state = init();
@@ -22,21 +35,67 @@ pub fn map<T: Sync, S, R: Send>(
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(item) = items.get(i) else { break };
+            if inject {
+                panic!("injected into {step}");
+            }
             done.push((i, f(&mut state, item)));
         }
         done
     };
-    let mut results: Vec<(usize, R)> = std::thread::scope(|s| {
+    let joined: Vec<Result<Vec<(usize, R)>, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers).map(|_| s.spawn(worker)).collect();
-        // A worker that panicked has lost its items; they are missing below and the caller sees a
-        // short result rather than a wrong one.
         handles
             .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
+            .map(|h| h.join().map_err(|payload| panic_text(payload.as_ref())))
             .collect()
     });
+    // Every item was taken by a worker that returned it or panicked: with no panic, none is missing.
+    let mut results = Vec::with_capacity(items.len());
+    for done in joined {
+        results.extend(done.map_err(|message| WorkerPanic { step, message })?);
+    }
     results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, r)| r).collect()
+    Ok(results.into_iter().map(|(_, r)| r).collect())
+}
+
+/// A panic's message, when it was text (`panic!` with a literal or with arguments).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+/// A way for tests to make a step's workers panic, so that every caller of [`map`] is seen to end
+/// the run rather than return a short result. Armed per thread (the thread that calls [`map`]),
+/// so tests running side by side in one process do not disturb each other; never armed otherwise.
+#[doc(hidden)]
+pub mod fault {
+    use std::cell::Cell;
+
+    thread_local! {
+        static PANIC_IN: Cell<Option<&'static str>> = const { Cell::new(None) };
+    }
+
+    /// Until the returned guard is dropped, every [`super::map`] for `step` called from this
+    /// thread has its workers panic on their first item.
+    pub fn panic_in(step: &'static str) -> Armed {
+        Armed(PANIC_IN.with(|p| p.replace(Some(step))))
+    }
+
+    /// Disarms on drop (restoring what was armed before).
+    pub struct Armed(Option<&'static str>);
+
+    impl Drop for Armed {
+        fn drop(&mut self) {
+            PANIC_IN.with(|p| p.set(self.0));
+        }
+    }
+
+    pub(super) fn armed(step: &'static str) -> bool {
+        PANIC_IN.with(|p| p.get() == Some(step))
+    }
 }
 
 #[cfg(test)]
@@ -44,11 +103,34 @@ mod tests {
     #[test]
     fn keeps_order_and_reuses_state() {
         let items: Vec<u64> = (0..100).collect();
-        let out = super::map(&items, Vec::<u64>::new, |seen, x| {
+        let out = super::map("test", &items, Vec::<u64>::new, |seen, x| {
             seen.push(*x);
             x * 2
         });
-        assert_eq!(out, items.iter().map(|x| x * 2).collect::<Vec<_>>());
-        assert!(super::map(&[] as &[u8], || (), |_, x| *x).is_empty());
+        assert_eq!(out, Ok(items.iter().map(|x| x * 2).collect::<Vec<_>>()));
+        assert_eq!(
+            super::map("test", &[] as &[u8], || (), |_, x| *x),
+            Ok(vec![])
+        );
+    }
+
+    #[test]
+    fn a_panicking_worker_is_an_error_never_a_short_result() {
+        let items: Vec<u64> = (0..100).collect();
+        let out = super::map(
+            "doubling",
+            &items,
+            || (),
+            |_, &x| {
+                assert!(x != 37, "item {x} is cursed");
+                x * 2
+            },
+        );
+        let err = out.expect_err("a worker panicked");
+        assert_eq!(err.step, "doubling");
+        assert!(err.message.contains("item 37 is cursed"), "{}", err.message);
+        let _armed = super::fault::panic_in("doubling");
+        assert!(super::map("doubling", &items, || (), |_, x| *x).is_err());
+        assert!(super::map("other", &items, || (), |_, x| *x).is_ok());
     }
 }

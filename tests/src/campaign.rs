@@ -101,7 +101,14 @@ pub fn run_measured(
             ));
         }
         let report = match outcome {
-            Ok(r) => r,
+            Ok(Ok(r)) => r,
+            // A worker's panic is caught by the gate and said as an error: still a panic on hostile input.
+            Ok(Err(e)) => {
+                findings
+                    .violations
+                    .push(format!("{label}: the gate could not run: {e}"));
+                continue;
+            }
             Err(_) => {
                 findings
                     .violations

@@ -310,7 +310,13 @@ impl Package {
             .enumerate()
             .map(|(i, (_, (n, k)))| (*n, *k, seed ^ (0x9e37_79b9 * (i as u64 + 1))))
             .collect();
-        let grids = gate::parallel::map(&seeded, || (), |_, &(n, k, s)| quantized_grid(n, k, s));
+        let grids = gate::parallel::map(
+            "the generator's grids",
+            &seeded,
+            || (),
+            |_, &(n, k, s)| quantized_grid(n, k, s),
+        )
+        .expect("the generator's workers do not panic");
         for ((name, (n, k)), data) in jobs.into_iter().zip(grids) {
             let g = GridGeometry::new(n, k).expect("generator geometry has a grid");
             let shape = if encoding.tiles_3d {

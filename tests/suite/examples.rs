@@ -44,7 +44,8 @@ pub fn trials() -> Vec<Trial> {
             Trial::test(format!("examples::configs::{stem}"), move || {
                 let path = configs_dir().join(file);
                 let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                let report = gate::evaluate(file, Ok(bytes), Err("config only".into()), Vec::new());
+                let report = gate::evaluate(file, Ok(bytes), Err("config only".into()), Vec::new())
+                    .map_err(|e| format!("the gate could not run: {e}"))?;
                 let first = &report.checks[0];
                 if first.id != "config.is_dflash"
                     || first.outcome != want

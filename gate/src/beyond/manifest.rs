@@ -55,7 +55,7 @@ pub fn check(dir: &Path, read: &[&files::RegularFile]) -> Result<Check, PackageE
             None => format!("{} (a name that is not UTF-8)", escape::os(f)),
         })
         .collect();
-    let mut results = hash_all(dir, &entries, read, &inside);
+    let mut results = hash_all(dir, &entries, read, &inside)?;
     // A file that changed while it was hashed is no verdict on the package: exit 2.
     let changed = |r: &Result<_, FileError>| matches!(r, Err(FileError::Changed { .. }));
     if let Some(i) = results.iter().position(changed) {
@@ -227,14 +227,16 @@ pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
 }
 
 /// Hashes each listed file (streaming, 1 MiB at a time), files spread over all cores. A file the
-/// checks read is hashed from their handle; every file, theirs too, is held to the link rule.
+/// checks read is hashed from their handle; every file, theirs too, is held to the link rule. A worker
+/// that panicked is an error: the files it held would otherwise be missing from the comparison.
 fn hash_all(
     dir: &Path,
     entries: &[(String, String)],
     read: &[&files::RegularFile],
     inside: &files::Inside,
-) -> Vec<Result<(String, u64), FileError>> {
+) -> Result<Vec<Result<(String, u64), FileError>>, PackageError> {
     crate::parallel::map(
+        MANIFEST,
         entries,
         || vec![0u8; 1 << 20],
         |buffer, (_, file)| {
@@ -246,6 +248,7 @@ fn hash_all(
             hash_open(&inside.open(&path)?, buffer)
         },
     )
+    .map_err(|p| PackageError::internal(dir, p))
 }
 
 /// The SHA-256 (lowercase hex) and length of a regular file, streamed through `buffer`.

@@ -19,6 +19,7 @@ use crate::checkpoint::Checkpoint;
 use crate::container::{Container, TensorInfo};
 use crate::dtype::Dtype;
 use crate::family::{source_name, Role, SCALAR_PREFIX};
+use crate::parallel::WorkerPanic;
 use crate::report::{Check, SourceGridCensus, TensorCensus};
 use crate::tile::{GridGeometry, TileGrid};
 use serde_json::json;
@@ -114,8 +115,12 @@ pub fn checks(
     census: &[TensorCensus],
     source: &Checkpoint,
     scalar: bool,
-) -> (Vec<Check>, Vec<SourceGridCensus>) {
+) -> Result<(Vec<Check>, Vec<SourceGridCensus>), WorkerPanic> {
     let mut checks = vec![config::check(package_config, &source.headers.config)];
+    // Every lookup by name is indexed (the container's and the checkpoint's tables are searched by
+    // binary search): a search of the census per pair made pairing quadratic in the tensors.
+    let census: std::collections::HashMap<&str, &TensorCensus> =
+        census.iter().map(|c| (c.name.as_str(), c)).collect();
     let mut pairs = Vec::new();
     let mut claimed = std::collections::HashSet::new();
     let (mut missing, mut misshapen, mut other) = (Vec::new(), Vec::new(), Vec::new());
@@ -131,7 +136,7 @@ pub fn checks(
             continue;
         };
         claimed.insert(source_name.clone());
-        let entry = census.iter().find(|c| c.name == info.name);
+        let entry = census.get(info.name.as_str()).copied();
         let (shape, form) = form_of(info, entry);
         let source_shape = &source_info.shape;
         let dims = rows_cols(source_shape);
@@ -184,10 +189,10 @@ pub fn checks(
         .collect();
     extra.sort();
     checks.push(inventory(&pairs, &missing, &extra, &misshapen));
-    checks.push(compare_bf16(container, &pairs, &other));
-    let (q4_1, grids) = compare_grids(container, &pairs, scalar);
+    checks.push(compare_bf16(container, &pairs, &other)?);
+    let (q4_1, grids) = compare_grids(container, &pairs, scalar)?;
     checks.push(q4_1);
-    (checks, grids)
+    Ok((checks, grids))
 }
 
 fn inventory(
@@ -218,7 +223,11 @@ fn inventory(
     .with_evidence(evidence)
 }
 
-fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String]) -> Check {
+fn compare_bf16(
+    container: &Container<'_>,
+    pairs: &[Pair<'_>],
+    other: &[String],
+) -> Result<Check, WorkerPanic> {
     let jobs: Vec<bf16::Job<'_>> = pairs
         .iter()
         .filter_map(|p| match p.form {
@@ -231,7 +240,7 @@ fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String])
             _ => None,
         })
         .collect();
-    let outcomes = bf16::compare(&jobs);
+    let outcomes = bf16::compare(&jobs)?;
     let differing: Vec<(&bf16::Job<'_>, &bf16::Outcome)> = jobs
         .iter()
         .zip(&outcomes)
@@ -258,7 +267,7 @@ fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String])
         } else {
             ""
         };
-        return Check::fail(
+        return Ok(Check::fail(
             BF16,
             format!(
                 "{}{fc} differs from source {} at row {row}, column {col}: package {}, source {}{nan} ({} of its elements differ; {} of {} BF16 tensors differ)",
@@ -271,24 +280,24 @@ fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String])
                 jobs.len()
             ),
         )
-        .with_evidence(evidence);
+        .with_evidence(evidence));
     }
     if !other.is_empty() {
-        return Check::undecided(
+        return Ok(Check::undecided(
             BF16,
             format!(
                 "cannot decide: neither a proven q4_1 grid nor BF16, so not compared element by element: {}",
                 crate::checks::list(other, 4)
             ),
         )
-        .with_evidence(evidence);
+        .with_evidence(evidence));
     }
     if jobs.is_empty() {
-        return Check::undecided(
+        return Ok(Check::undecided(
             BF16,
             "cannot decide: no BF16 tensor was paired with a source tensor",
         )
-        .with_evidence(evidence);
+        .with_evidence(evidence));
     }
     let rounded = jobs
         .iter()
@@ -298,14 +307,14 @@ fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String])
         0 => String::new(),
         n => format!(" ({n} of them from an F16 or F32 source, rounded to bf16 nearest-even)"),
     };
-    Check::pass(
+    Ok(Check::pass(
         BF16,
         format!(
             "every one of the {} BF16 tensors paired with a source tensor equals it bit for bit{rounded}",
             jobs.len()
         ),
     )
-    .with_evidence(evidence)
+    .with_evidence(evidence))
 }
 
 /// The largest relative RMS error a faithful grid may have. A 4-bit grid quantized from its source has
@@ -320,11 +329,17 @@ fn compare_bf16(container: &Container<'_>, pairs: &[Pair<'_>], other: &[String])
 /// outside (measured up to 20 steps with realistic importance spreads); this ceiling does not.
 pub const RMS_CEILING: f64 = 0.25;
 
+/// Whether a grid's relative RMS error is at most [`RMS_CEILING`], written so that a NaN (sums that
+/// are not numbers) is not: no finite input makes one, so a NaN is a failure, never a pass.
+pub fn within_ceiling(relative_rms: f64) -> bool {
+    relative_rms <= RMS_CEILING
+}
+
 fn compare_grids(
     container: &Container<'_>,
     pairs: &[Pair<'_>],
     scalar: bool,
-) -> (Check, Vec<SourceGridCensus>) {
+) -> Result<(Check, Vec<SourceGridCensus>), WorkerPanic> {
     let jobs: Vec<q4_1::Job<'_>> = pairs
         .iter()
         .filter_map(|p| match p.form {
@@ -336,7 +351,7 @@ fn compare_grids(
             _ => None,
         })
         .collect();
-    let outcomes = q4_1::compare(&jobs, scalar);
+    let outcomes = q4_1::compare(&jobs, scalar)?;
     let census: Vec<SourceGridCensus> = jobs
         .iter()
         .zip(&outcomes)
@@ -364,14 +379,25 @@ fn compare_grids(
         .map(|g| g.max_error_steps)
         .fold(0f32, f32::max);
     let worst_rms = census.iter().map(|g| g.relative_rms).fold(0f64, f64::max);
-    // NaN (no error measured) is not over the ceiling; a grid whose sums are not finite has elements
-    // out of bound (a non-finite source value is one).
-    let too_rough = |o: &q4_1::Outcome| o.relative_rms() > RMS_CEILING;
+    // A grid with broken headers is not judged here: tiles.headers_sane fails it, and what its codes
+    // mean is undefined, so neither a PASS nor a FAIL on its content is drawn from the rest of it.
+    let broken: Vec<String> = jobs
+        .iter()
+        .zip(&outcomes)
+        .filter(|(_, o)| o.broken_groups > 0)
+        .map(|(j, o)| format!("{} ({} groups)", j.name, o.broken_groups))
+        .collect();
     let failing: Vec<(&q4_1::Job<'_>, &q4_1::Outcome)> = jobs
         .iter()
         .zip(&outcomes)
-        .filter(|(_, o)| o.stats.out > 0 || too_rough(o))
+        .filter(|(_, o)| {
+            o.broken_groups == 0 && (o.stats.out > 0 || !within_ceiling(o.relative_rms()))
+        })
         .collect();
+    let not_compared = match broken.len() {
+        0 => String::new(),
+        n => format!("; {n} more not compared: broken tile headers"),
+    };
     let check = if let Some((job, o)) = failing.first() {
         let how = if o.stats.out > 0 {
             let first = o.first.as_ref().map_or_else(String::new, |f| f.describe());
@@ -392,11 +418,23 @@ fn compare_grids(
         Check::fail(
             Q4_1,
             format!(
-                "{} is not a faithful quantization of source {}: {how}; {} of {} grids fail",
+                "{} is not a faithful quantization of source {}: {how}; {} of {} grids fail{not_compared}",
                 job.name,
                 job.source.name,
                 failing.len(),
                 jobs.len()
+            ),
+        )
+    } else if !broken.is_empty() {
+        Check::blocked(
+            Q4_1,
+            crate::checks::HEADERS,
+            format!(
+                "cannot decide: {} of {} grids have broken tile headers (tiles.headers_sane), so they were not compared with their source: {}; the other {} are faithful quantizations of theirs",
+                broken.len(),
+                jobs.len(),
+                crate::checks::list(&broken, 4),
+                jobs.len() - broken.len()
             ),
         )
     } else if jobs.is_empty() {
@@ -414,7 +452,7 @@ fn compare_grids(
             ),
         )
     };
-    (check.with_evidence(evidence), census)
+    Ok((check.with_evidence(evidence), census))
 }
 
 /// Adds the `source.*` checks and grid census to a report whose draft config was recognised; blocked
@@ -425,7 +463,7 @@ pub fn run(
     weights: Option<&[u8]>,
     source: &Checkpoint,
     scalar: bool,
-) {
+) -> Result<(), WorkerPanic> {
     let container = weights.and_then(|w| Container::parse(w).ok());
     let Some(container) = container else {
         report
@@ -438,9 +476,10 @@ pub fn run(
                 "the weight file was not read or did not parse",
             )
         }));
-        return;
+        return Ok(());
     };
-    let (checks, grids) = checks(config, &container, &report.census.tensors, source, scalar);
+    let (checks, grids) = checks(config, &container, &report.census.tensors, source, scalar)?;
     report.checks.extend(checks);
     report.census.source_grids = grids;
+    Ok(())
 }

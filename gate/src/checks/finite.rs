@@ -8,6 +8,7 @@
 
 use crate::container::{Container, TensorInfo};
 use crate::dtype::Dtype;
+use crate::parallel::WorkerPanic;
 use crate::report::Check;
 use serde_json::json;
 
@@ -30,8 +31,7 @@ pub struct NonFinite<'t> {
 }
 
 /// What the pass read: how many BF16 tensors and elements, and every tensor holding a non-finite value
-/// (in table order). `None` when a worker stopped before its share was read: nothing is then vouched
-/// for.
+/// (in table order).
 pub struct Scan<'t> {
     pub tensors: usize,
     pub elements: u64,
@@ -39,7 +39,8 @@ pub struct Scan<'t> {
 }
 
 /// Reads every BF16 tensor of `container`, on every core. Public for the bench, which times it alone.
-pub fn scan<'t>(container: &'t Container<'_>) -> Option<Scan<'t>> {
+/// A worker that panicked loses the whole pass (nothing is then vouched for).
+pub fn scan<'t>(container: &'t Container<'_>) -> Result<Scan<'t>, WorkerPanic> {
     let tensors: Vec<&TensorInfo> = container
         .table
         .entries
@@ -57,13 +58,11 @@ pub fn scan<'t>(container: &'t Container<'_>) -> Option<Scan<'t>> {
         }
     }
     let parts = crate::parallel::map(
+        ID,
         &items,
         || (),
         |_, &(t, from, to)| chunk(&container.data(tensors[t])[from..to]),
-    );
-    if parts.len() != items.len() {
-        return None;
-    }
+    )?;
     let mut found: Vec<NonFinite<'t>> = Vec::new();
     for (&(t, from, _), part) in items.iter().zip(parts) {
         let Some((count, at, bits)) = part else {
@@ -83,7 +82,7 @@ pub fn scan<'t>(container: &'t Container<'_>) -> Option<Scan<'t>> {
         .iter()
         .map(|t| container.data(t).len() as u64 / 2)
         .sum();
-    Some(Scan {
+    Ok(Scan {
         tensors: tensors.len(),
         elements,
         found,
@@ -130,13 +129,8 @@ fn value(bits: u16) -> &'static str {
     }
 }
 
-pub fn run(container: &Container<'_>) -> Check {
-    let Some(scan) = scan(container) else {
-        return Check::undecided(
-            ID,
-            "cannot decide: a worker reading the BF16 tensors stopped before its share was read",
-        );
-    };
+pub fn run(container: &Container<'_>) -> Result<Check, WorkerPanic> {
+    let scan = scan(container)?;
     let counts: serde_json::Map<String, serde_json::Value> = scan
         .found
         .iter()
@@ -154,7 +148,7 @@ pub fn run(container: &Container<'_>) -> Check {
     });
     if let Some(f) = scan.found.first() {
         let names: Vec<&str> = scan.found.iter().map(|f| f.tensor.name.as_str()).collect();
-        return Check::fail(
+        return Ok(Check::fail(
             ID,
             format!(
                 "{} holds {} non-finite value{} (NaN or infinite), the first {} at element {} of {} ({} in its shape {}); {} of the {} BF16 tensors hold one: {}",
@@ -171,20 +165,22 @@ pub fn run(container: &Container<'_>) -> Check {
                 super::list(&names, 4)
             ),
         )
-        .with_evidence(evidence);
+        .with_evidence(evidence));
     }
     if scan.tensors == 0 {
-        return Check::undecided(ID, "cannot decide: no tensor is labelled BF16")
-            .with_evidence(evidence);
+        return Ok(
+            Check::undecided(ID, "cannot decide: no tensor is labelled BF16")
+                .with_evidence(evidence),
+        );
     }
-    Check::pass(
+    Ok(Check::pass(
         ID,
         format!(
             "every value of the {} BF16 tensors is finite ({} elements read)",
             scan.tensors, scan.elements
         ),
     )
-    .with_evidence(evidence)
+    .with_evidence(evidence))
 }
 
 #[cfg(test)]

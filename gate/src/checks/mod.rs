@@ -13,6 +13,7 @@ mod projections;
 mod scalars;
 
 pub use geometry::{check_geometry, Geometry};
+pub use projections::{HEADERS, SCAN_STEP};
 
 use crate::config::DraftConfig;
 use crate::container::Container;
@@ -48,7 +49,10 @@ pub struct Inputs<'r, 'a> {
 }
 
 /// Runs every container-reading check, in report order.
-pub fn run(config: &DraftConfig, container: &Container<'_>) -> (Vec<Check>, Forms) {
+pub fn run(
+    config: &DraftConfig,
+    container: &Container<'_>,
+) -> Result<(Vec<Check>, Forms), crate::parallel::WorkerPanic> {
     let naming = config
         .family
         .naming(container.table.entries.iter().map(|e| e.name.as_str()));
@@ -66,13 +70,13 @@ pub fn run(config: &DraftConfig, container: &Container<'_>) -> (Vec<Check>, Form
         mut grids,
     } = dflash2::run(&inputs, &mut forms);
     grids.extend(embedding_grid(&inputs));
-    let mut checks = projections::run(&inputs, &mut forms, &grids);
+    let mut checks = projections::run(&inputs, &mut forms, &grids)?;
     checks.extend(scalars::run(&inputs, &mut forms));
     checks.extend(gains::run(&inputs, &mut forms));
     checks.extend(feature_checks);
     checks.push(inventory::run(&inputs));
-    checks.push(finite::run(container));
-    (checks, forms)
+    checks.push(finite::run(container)?);
+    Ok((checks, forms))
 }
 
 /// A draft's own embedding table when it is a whole q4_1 grid of its row's shape: a grid like any other,

@@ -5,6 +5,7 @@ use super::{list, Forms, Inputs};
 use crate::config::Field;
 use crate::container::TensorInfo;
 use crate::family::Kind;
+use crate::parallel::WorkerPanic;
 use crate::report::{Check, GridCensus};
 use crate::tile::{GridGeometry, GridScan, TileGrid};
 use serde_json::json;
@@ -14,6 +15,8 @@ pub const TILE_GRID: &str = "projections.tile_grid";
 pub const HEADERS: &str = "tiles.headers_sane";
 pub const PADDING: &str = "tiles.padding_zero";
 pub const SIGNATURE: &str = "tiles.q4_1_signature";
+/// The step that reads every grid's tile headers, for `tiles.*`.
+pub const SCAN_STEP: &str = "the tile-header scan (tiles.*)";
 
 /// The accepted band for the per-tensor median of minimum/scale (spec section 4.1).
 pub const SIGNATURE_LO: f32 = -8.5;
@@ -28,19 +31,20 @@ struct Slot<'a> {
 }
 
 /// The projection checks, and the tile checks over the projections and `extra`: further tensors
-/// (the second family's matrices) already proven to be grids.
+/// (the second family's matrices) already proven to be grids. A scan worker that panicked is an
+/// error: the grids it held would otherwise be missing from every `tiles.*` check.
 pub fn run<'a>(
     inputs: &Inputs<'_, 'a>,
     forms: &mut Forms,
     extra: &[(String, TileGrid<'a>)],
-) -> Vec<Check> {
+) -> Result<Vec<Check>, WorkerPanic> {
     let layers = match inputs.geometry.layers() {
         Ok(l) => l,
         Err(p) => {
-            return [PRESENT, TILE_GRID, HEADERS, SIGNATURE]
+            return Ok([PRESENT, TILE_GRID, HEADERS, SIGNATURE]
                 .iter()
                 .map(|id| blocked_by_field(id, &p))
-                .collect();
+                .collect());
         }
     };
     let family = inputs.config.family;
@@ -78,7 +82,7 @@ pub fn run<'a>(
         .into_iter()
         .chain(extra.iter().map(|(n, g)| (n.as_str(), *g)))
         .collect();
-    let scans = scan_all(&grids);
+    let scans = scan_all(&grids)?;
     for ((name, grid), scan) in grids.iter().zip(&scans) {
         let g = grid.geometry;
         let census = GridCensus {
@@ -113,7 +117,7 @@ pub fn run<'a>(
         checks.push(padding(&grids, &scans, all_grids));
     }
     checks.push(signature(&grids, &scans, all_grids));
-    checks
+    Ok(checks)
 }
 
 fn present(slots: &[Slot<'_>], layers: u64) -> Check {
@@ -200,8 +204,9 @@ fn tile_grid(slots: &[Slot<'_>]) -> Check {
 }
 
 /// Scans every grid's headers on all cores, one scan buffer per worker.
-fn scan_all(grids: &[(&str, TileGrid<'_>)]) -> Vec<GridScan> {
+fn scan_all(grids: &[(&str, TileGrid<'_>)]) -> Result<Vec<GridScan>, WorkerPanic> {
     crate::parallel::map(
+        SCAN_STEP,
         grids,
         crate::tile::ScanBuffers::new,
         |buffers, (_, grid)| grid.scan(buffers),

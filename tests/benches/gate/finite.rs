@@ -31,6 +31,7 @@ pub fn run(name: &str, dir: &Path, runs: usize) {
     assert!(scan.found.is_empty(), "the bench package holds no NaN");
     let floor = || {
         gate::parallel::map(
+            "bench floor",
             &chunks,
             || (),
             |_, c| {
@@ -39,6 +40,7 @@ pub fn run(name: &str, dir: &Path, runs: usize) {
                 })
             },
         )
+        .expect("every worker finished")
     };
     // Warm: both the floor and the pass have every page mapped before timing.
     black_box(floor());
@@ -49,7 +51,7 @@ pub fn run(name: &str, dir: &Path, runs: usize) {
         black_box(floor());
         let f = start.elapsed();
         let start = Instant::now();
-        black_box(gate::checks::finite::scan(&container));
+        black_box(gate::checks::finite::scan(&container).expect("every worker finished"));
         let p = start.elapsed();
         let start = Instant::now();
         black_box(gate::gate(dir, &options).expect("gate runs"));

@@ -11,6 +11,9 @@
 //! cache. The last lines add the form checks to each, as bounds on the gate's time while the form
 //! checks are a pass of their own.
 //!
+//! A last table times pairing by name at scale: the small package with 100,000 more tensors, all
+//! paired with the checkpoint, with and without `--source`.
+//!
 //! The floor is bound by memory bandwidth, which other tenants of a shared machine take in bursts,
 //! and the gate mostly by arithmetic: timed in separate batches, their ratio follows the neighbours.
 //! So every measurement is taken in rounds, beside a floor run, and each ratio to the floor is the
@@ -94,6 +97,7 @@ fn floor(files: &[PathBuf]) -> u64 {
     const CHUNK: usize = 1 << 20;
     let chunks: Vec<&[u8]> = maps.iter().flat_map(|m| m.chunks(CHUNK)).collect();
     let sums = gate::parallel::map(
+        "the floor",
         &chunks,
         || (),
         |_, chunk| {
@@ -102,9 +106,8 @@ fn floor(files: &[PathBuf]) -> u64 {
                 .iter()
                 .fold(0u64, |s, w| s.wrapping_add(u64::from_le_bytes(*w)))
         },
-    );
-    // A worker's panic would only shorten `map`'s result, and a floor that read less looks faster.
-    assert_eq!(sums.len(), chunks.len(), "the floor read every chunk");
+    )
+    .expect("the floor read every chunk");
     sums.into_iter().fold(0, u64::wrapping_add)
 }
 
@@ -159,15 +162,20 @@ fn time_arithmetic(elements: u64) -> Option<Duration> {
         .map(|i| TILES_PER_ITEM.min(tiles - i * TILES_PER_ITEM))
         .collect();
     let start = Instant::now();
-    let vouched = gate::parallel::map(&items, Box::<wide::Scratch>::default, |scratch, &count| {
-        (0..count)
-            .filter(|_| {
-                wide::tile(scratch, black_box(&tile), black_box(&rows), Some(&rows)).is_some()
-            })
-            .count() as u64
-    });
+    let vouched = gate::parallel::map(
+        "the kernel in cache",
+        &items,
+        Box::<wide::Scratch>::default,
+        |scratch, &count| {
+            (0..count)
+                .filter(|_| {
+                    wide::tile(scratch, black_box(&tile), black_box(&rows), Some(&rows)).is_some()
+                })
+                .count() as u64
+        },
+    )
+    .expect("the kernel ran over every copy");
     let time = start.elapsed();
-    // Counted here, not asserted in the workers: a worker's panic only shortens `map`'s result.
     assert_eq!(
         vouched.iter().sum::<u64>(),
         tiles,
@@ -314,4 +322,76 @@ pub fn run(cache: &Path, runs: usize) {
     line("yardstick / kernel, both in cache", &|r| {
         Some(seconds(r.yardstick_in_cache?) / seconds(r.arithmetic?))
     });
+    pairing(cache, runs);
+}
+
+/// Tensors paired by `--source` beside the package's own: 100,000 tiny BF16 tensors in both.
+const PAIRED: usize = 100_000;
+
+/// The small package with [`PAIRED`] more BF16 tensors, and a checkpoint holding every one of them.
+fn ensure_many(dir: &Path) -> (PathBuf, PathBuf) {
+    let (draft, source) = (dir.join("draft"), dir.join("source"));
+    if dir.join(DONE).is_file() {
+        return (draft, source);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(&draft).expect("draft directory");
+    std::fs::create_dir_all(&source).expect("source directory");
+    let mut package = Package::generate(&Geometry::small(), Encoding::default(), SEED);
+    for i in 0..PAIRED {
+        let name = format!("extra.{i}.weight");
+        package
+            .tensors
+            .push(gate_tests::defects::stray(&name, vec![2]));
+    }
+    write_source(&mut package, &source, SourceOptions::default(), SEED)
+        .expect("writing the source");
+    package.write(&draft).expect("writing the package");
+    std::fs::write(dir.join(DONE), b"").expect("marker");
+    (draft, source)
+}
+
+/// Pairing by name at scale: the gate with and without `--source` over [`PAIRED`] extra tensors
+/// (the package fails inventory.explained for them; `source.inventory` must pair every one). With a
+/// linear search per pair this took 22 s against 0.2 s without `--source`.
+fn pairing(cache: &Path, runs: usize) {
+    let (draft, source) = ensure_many(&cache.join("many-paired"));
+    let with = gate::Options {
+        source: Some(source),
+        ..gate::Options::default()
+    };
+    let time = |options: &gate::Options| {
+        let start = Instant::now();
+        let report = black_box(gate::gate(&draft, options).expect("gate runs"));
+        let took = start.elapsed();
+        if options.source.is_some() {
+            let inventory = report.check(gate::beyond::source::INVENTORY);
+            assert_eq!(
+                inventory.map(|c| c.outcome),
+                Some(gate::Outcome::Pass),
+                "every tensor paired"
+            );
+        }
+        took
+    };
+    let (mut sourced, mut plain, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs.max(1) {
+        let (s, p) = (time(&with), time(&gate::Options::default()));
+        ratios.push(s.as_secs_f64() / p.as_secs_f64());
+        sourced.push(s);
+        plain.push(p);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!("\npairing, small package + {PAIRED} BF16 tensors paired with their source");
+    println!(
+        "{:<22} {:>8.1}ms\n{:<22} {:>8.1}ms\nwith / without --source per round: median {:.2} (range {:.2}..{:.2}, {} rounds)",
+        "gate --source",
+        median(sourced).as_secs_f64() * 1e3,
+        "gate without --source",
+        median(plain).as_secs_f64() * 1e3,
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1],
+        ratios.len()
+    );
 }

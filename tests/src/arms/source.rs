@@ -10,6 +10,7 @@ use gate::dtype::Dtype;
 use gate::report::{Outcome, Report};
 use gate::roles::{LayerGain, Projection, Role};
 use gate::tile::{GridGeometry, TILE_BYTES};
+use half::bf16;
 use std::path::Path;
 
 /// How an arm's source checkpoint is written, and what is done to it afterwards.
@@ -34,7 +35,8 @@ impl Source {
     }
 }
 
-const FAITHFUL: Source = Source {
+/// A faithful BF16 checkpoint in one file, left as written.
+pub const FAITHFUL: Source = Source {
     options: SourceOptions {
         dtype: Dtype::Bf16,
         shards: 1,
@@ -184,6 +186,28 @@ pub fn arms() -> Vec<Arm> {
                     "model.layers.0.mlp.down_proj.weight",
                     "its relative RMS error is 0.",
                     "above the 0.25 no faithful 4-bit grid reaches",
+                    "1 of 14 grids fail",
+                ],
+            ),
+        ),
+        // A grid whose tile header tiles.headers_sane refuses (a NaN or negative scale, an infinite
+        // minimum) is not compared: source.q4_1 is blocked by it, never a PASS over the rest of the
+        // grid, and never a panic on the range such a header makes.
+        broken_header("control::source_nan_scale_grid_not_compared", super::nan_scale, &["model.layers.1.mlp.gate_proj.weight"]),
+        broken_header("control::source_negative_scale_grid_not_compared", super::negative_scale, &["model.layers.1.mlp.down_proj.weight"]),
+        broken_header("control::source_infinite_minimum_grid_not_compared", super::infinite_minimum, &["model.layers.0.self_attn.v_proj.weight"]),
+        // A source value so large (1e38) that its square overflows f32, at the top of its group's
+        // range, so its clamped value is in bound: the grid's relative RMS error is near 1, and
+        // must not become NaN and pass the ceiling.
+        sourced(
+            "control::source_huge_value_fails_the_ceiling",
+            none,
+            bent(huge_source_value),
+            fail(
+                q4_1,
+                &[
+                    "model.layers.0.mlp.down_proj.weight",
+                    "its relative RMS error is 1.000",
                     "1 of 14 grids fail",
                 ],
             ),
@@ -619,6 +643,44 @@ fn writer_fields_named(r: &Report) -> Result<(), String> {
         return Err(format!("source.config does not name what it skipped: {}", check.message));
     }
     Ok(())
+}
+
+fn broken_header(
+    name: &'static str,
+    defect: fn(&mut Scenario),
+    mentions: &'static [&'static str],
+) -> Arm {
+    sourced(
+        name,
+        defect,
+        FAITHFUL,
+        Expect::Refused {
+            check: "tiles.headers_sane",
+            outcome: Outcome::Fail,
+            mentions,
+            also: &[(
+                gate::beyond::source::Q4_1,
+                Outcome::Undecided,
+                "the grid with a broken header is not compared",
+            )],
+        },
+    )
+}
+
+/// The largest value of row 0's first group in layers.0.mlp.down_proj.weight raised to 1e38.
+fn huge_source_value(dir: &Path) {
+    rewrite_source(dir, |tensors| {
+        let t = tensors
+            .iter_mut()
+            .find(|t| t.0 == "layers.0.mlp.down_proj.weight")
+            .expect("down_proj in the source");
+        assert_eq!(t.1, "BF16");
+        let value = |d: &[u8], i: usize| bf16::from_le_bytes([d[2 * i], d[2 * i + 1]]).to_f32();
+        let top = (0..32)
+            .max_by(|&a, &b| value(&t.3, a).total_cmp(&value(&t.3, b)))
+            .expect("32 elements");
+        t.3[2 * top..2 * top + 2].copy_from_slice(&bf16::from_f32(1e38).to_le_bytes());
+    });
 }
 
 fn source_config_differs(dir: &Path) {

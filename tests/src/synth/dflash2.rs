@@ -180,13 +180,15 @@ pub fn tensors(g: &Geometry, f: &Features, e: Encoding, naming: Naming, seed: u6
         .map(|i| (i, seed ^ (0x5bd1_e995 * (i as u64 + 101))))
         .collect();
     let made = gate::parallel::map(
+        "the generator's DFlash2 tensors",
         &seeded,
         || (),
         |_, &(i, s)| match &plan[i].1 {
             Make::Grid(n, k) => quantized_grid(*n, *k, s),
             Make::Bf16(shape) => bf16_values(shape.iter().product(), s),
         },
-    );
+    )
+    .expect("the generator's workers do not panic");
     let mut out: Vec<Tensor> = plan
         .into_iter()
         .zip(made)

@@ -32,7 +32,8 @@ pub struct Outcome {
     pub first: Option<(u64, u64, u16, u16)>,
 }
 
-pub fn compare(jobs: &[Job<'_>]) -> Vec<Outcome> {
+/// Every job's outcome, in order; a worker that panicked is an error, never a tensor left out.
+pub fn compare(jobs: &[Job<'_>]) -> Result<Vec<Outcome>, parallel::WorkerPanic> {
     let mut items = Vec::new();
     for (j, job) in jobs.iter().enumerate() {
         let mut r = 0;
@@ -42,10 +43,11 @@ pub fn compare(jobs: &[Job<'_>]) -> Vec<Outcome> {
         }
     }
     let parts = parallel::map(
+        super::BF16,
         &items,
         || (),
         |_, &(j, from, to)| (j, rows(&jobs[j], from, to)),
-    );
+    )?;
     let mut outcomes = vec![Outcome::default(); jobs.len()];
     for (j, part) in parts {
         let o = &mut outcomes[j];
@@ -54,7 +56,7 @@ pub fn compare(jobs: &[Job<'_>]) -> Vec<Outcome> {
             o.first = part.first;
         }
     }
-    outcomes
+    Ok(outcomes)
 }
 
 /// Rows `from..to` of one job (every row of a row block lies in one item: items are whole blocks).

@@ -38,6 +38,49 @@ fn is_finite_bits(x: f32) -> bool {
     x.to_bits() & 0x7f80_0000 != 0x7f80_0000
 }
 
+/// The smallest sum of squared source values a tile's f32 sums are taken at. Below it the squares
+/// may have underflowed (a square under 2^-126 loses bits, under 2^-149 vanishes): a grid of tiny
+/// values would then read as no error at all. 1e-30 leaves 8192 underflowed squares (at most 2^-150
+/// each off) a relative weight under 1e-9.
+pub const TRUSTED_SQUARES: f64 = 1e-30;
+
+/// Whether a tile's squared sums, added in f32, are the real ones: finite (no square or sum
+/// overflowed, which a finite but huge source value does: `1e20 * 1e20` is infinite in f32) and not
+/// small enough to have underflowed. A tile whose sums are not is summed again in f64
+/// ([`group_sums_f64`]), where no square of a finite f32 overflows or underflows.
+pub fn sums_trusted(sq_err: f64, sq_src: f64) -> bool {
+    sq_err.is_finite() && sq_src.is_finite() && sq_src >= TRUSTED_SQUARES
+}
+
+/// The squared sums of one group in f64, difference included: exact enough for any finite input
+/// (`(2 * f32::MAX)^2` is about 4.6e77).
+pub fn group_sums_f64(codes: &[u8], source: &[f32], d: f32, m: f32) -> (f64, f64) {
+    let (mut sq_err, mut sq_src) = (0f64, 0f64);
+    for (&q, &s) in codes.iter().zip(source) {
+        let diff = f64::from(f32::from(q) * d + m) - f64::from(s);
+        sq_err += diff * diff;
+        sq_src += f64::from(s) * f64::from(s);
+    }
+    (sq_err, sq_src)
+}
+
+/// A header the comparison applies to: a finite positive scale and a finite minimum.
+pub fn plain_header(d: f32, m: f32) -> bool {
+    d > 0.0 && d.is_finite() && m.is_finite()
+}
+
+/// `s` clamped to `[lo, hi]` without `f32::clamp`'s panic when the range is empty or NaN (a broken
+/// header's): a NaN bound leaves `s` as it is, and the comparison with `d` then fails.
+fn clamp(s: f32, lo: f32, hi: f32) -> f32 {
+    if s < lo {
+        lo
+    } else if s > hi {
+        hi
+    } else {
+        s
+    }
+}
+
 /// Running per-lane sums over many groups: reduced (`flush`) once per tile, not per group, so the
 /// inner loop is all vector work.
 #[derive(Clone, Copy, Debug, Default)]
@@ -86,8 +129,9 @@ pub fn group(lanes: &mut Lanes, codes: &[u8; GROUP], source: &[f32; GROUP], d: f
                 s
             };
             let e = (w - clamped).abs();
-            let bad = (e > d) | !is_finite_bits(s);
-            lanes.out[l] += u32::from(bad);
+            // Written so that a NaN error is out of bound.
+            let ok = (e <= d) & is_finite_bits(s);
+            lanes.out[l] += u32::from(!ok);
             let diff = w - s;
             let steps = diff.abs() * per_step;
             lanes.max_steps[l] = if steps > lanes.max_steps[l] {
@@ -107,25 +151,28 @@ pub fn group_scalar(codes: &[u8], source: &[f32], d: f32, m: f32) -> Stats {
     let mut max_err = 0f32;
     for (&q, &s) in codes.iter().zip(source) {
         let w = f32::from(q) * d + m;
-        let e = (w - s.clamp(m, m + 15.0 * d)).abs();
-        if !s.is_finite() || e > d {
+        let e = (w - clamp(s, m, m + 15.0 * d)).abs();
+        if !(s.is_finite() && e <= d) {
             stats.out += 1;
         }
         let steps = (w - s).abs() * (1.0 / d);
         if steps > max_err {
             max_err = steps;
         }
-        stats.sq_err += f64::from((w - s) * (w - s));
-        stats.sq_src += f64::from(s * s);
+        // As group_sums_f64 sums them (one pass here: this loop is the bench's baseline).
+        let diff = f64::from(w) - f64::from(s);
+        stats.sq_err += diff * diff;
+        stats.sq_src += f64::from(s) * f64::from(s);
     }
     stats.max_steps = max_err;
     stats
 }
 
-/// Whether element `i` of a group is in bound (the scalar rule, for naming the first offender).
+/// Whether element `i` of a group is in bound (the scalar rule, for naming the first offender). No
+/// element of a group with a broken header is.
 pub fn element_ok(q: u8, s: f32, d: f32, m: f32) -> bool {
     let w = f32::from(q) * d + m;
-    s.is_finite() && (w - s.clamp(m, m + 15.0 * d)).abs() <= d
+    plain_header(d, m) && s.is_finite() && (w - clamp(s, m, m + 15.0 * d)).abs() <= d
 }
 
 /// A constant group (`d = 0`): every source value must round to the minimum as bf16.
@@ -135,8 +182,9 @@ pub fn constant_group(source: &[f32], m: f32) -> Stats {
         if !(s.is_finite() && round_to_bf16(s) == m) {
             stats.out += 1;
         }
-        stats.sq_err += f64::from((m - s) * (m - s));
-        stats.sq_src += f64::from(s * s);
+        let diff = f64::from(m) - f64::from(s);
+        stats.sq_err += diff * diff;
+        stats.sq_src += f64::from(s) * f64::from(s);
     }
     stats
 }
@@ -214,6 +262,23 @@ mod tests {
         // Clamped to the range: far below the minimum counts from m.
         assert!(element_ok(0, -50.0, d, m));
         assert!(!element_ok(0, f32::NAN, d, m));
+    }
+
+    #[test]
+    fn huge_values_are_summed_without_overflow() {
+        // 1e38 squared overflows f32; in f64 the sums stay finite and the ratio is near 1.
+        let codes = [15u8; GROUP];
+        let mut source = [1.0f32; GROUP];
+        source[0] = 1e38;
+        let stats = group_scalar(&codes, &source, 1.0 / 15.0, 0.0);
+        assert!(stats.sq_err.is_finite() && stats.sq_src.is_finite());
+        assert!((stats.sq_err / stats.sq_src - 1.0).abs() < 1e-6);
+        let (e, s) = group_sums_f64(&codes, &source, 1.0 / 15.0, 0.0);
+        assert_eq!((e, s), (stats.sq_err, stats.sq_src));
+        let constant = constant_group(&[1e38; GROUP], 0.0);
+        assert!(constant.sq_src.is_finite() && constant.sq_err.is_finite());
+        assert!(!sums_trusted(f64::INFINITY, 1.0) && !sums_trusted(1.0, f64::NAN));
+        assert!(!sums_trusted(0.0, 1e-40) && sums_trusted(0.0, 1.0));
     }
 
     #[test]

@@ -50,29 +50,36 @@ pub struct Outcome {
     pub stats: Stats,
     pub first: Option<Offender>,
     pub elements: u64,
+    /// Groups whose header is broken (neither plain nor constant: `tiles.headers_sane` fails them),
+    /// so not compared: what a code means there is undefined, and no verdict on the grid's content
+    /// is drawn from the rest of it.
+    pub broken_groups: u64,
 }
 
 impl Outcome {
     fn add(&mut self, other: Outcome) {
         self.stats.add(&other.stats);
         self.elements += other.elements;
+        self.broken_groups += other.broken_groups;
         if self.first.is_none() {
             self.first = other.first;
         }
     }
 
-    /// Root of the squared error over the squared source: about 0.08 for a faithful 4-bit grid.
+    /// Root of the squared error over the squared source: about 0.08 for a faithful 4-bit grid. A
+    /// sum that is NaN gives NaN (which fails the ceiling), never the other sum's root alone.
     pub fn relative_rms(&self) -> f64 {
-        if self.stats.sq_src > 0.0 {
-            (self.stats.sq_err / self.stats.sq_src).sqrt()
-        } else {
+        if self.stats.sq_src == 0.0 {
             self.stats.sq_err.sqrt()
+        } else {
+            (self.stats.sq_err / self.stats.sq_src).sqrt()
         }
     }
 }
 
-/// Compares every job, in order; `scalar` selects the plain loop (the bench's baseline).
-pub fn compare(jobs: &[Job<'_>], scalar: bool) -> Vec<Outcome> {
+/// Compares every job, in order; `scalar` selects the plain loop (the bench's baseline). A worker
+/// that panicked is an error, never a grid compared in part.
+pub fn compare(jobs: &[Job<'_>], scalar: bool) -> Result<Vec<Outcome>, parallel::WorkerPanic> {
     let mut items = Vec::new();
     for (j, job) in jobs.iter().enumerate() {
         let tiles = job.grid.geometry.tiles();
@@ -82,14 +89,17 @@ pub fn compare(jobs: &[Job<'_>], scalar: bool) -> Vec<Outcome> {
             t += TILES_PER_ITEM;
         }
     }
-    let parts = parallel::map(&items, Worker::default, |worker, &(j, from, to)| {
-        (j, worker.tiles(&jobs[j], from, to, scalar))
-    });
+    let parts = parallel::map(
+        super::Q4_1,
+        &items,
+        Worker::default,
+        |worker, &(j, from, to)| (j, worker.tiles(&jobs[j], from, to, scalar)),
+    )?;
     let mut outcomes = vec![Outcome::default(); jobs.len()];
     for (j, part) in parts {
         outcomes[j].add(part);
     }
-    outcomes
+    Ok(outcomes)
 }
 
 /// Row and column where tile `t` starts: tiles are stored row-block-major (spec section 4.1).
@@ -255,23 +265,24 @@ impl Worker {
                         .try_into()
                         .unwrap_or(&[f32::NAN; GROUP]);
                     let (d, m) = (self.tile.scales[r][c], self.tile.minimums[r][c]);
+                    let constant = d == 0.0 && m.is_finite();
+                    if read && !kernel::plain_header(d, m) && !constant {
+                        // A broken header (tiles.headers_sane names it): nothing in it is compared.
+                        outcome.broken_groups += 1;
+                        continue;
+                    }
                     // Counting the lanes costs a reduction: only while no offender is named yet.
                     let looking = outcome.first.is_none();
                     let before = if looking { lanes.out() } else { 0 };
                     let mut stats = Stats::default();
                     if !read {
                         stats.out = GROUP as u64;
-                    } else if d > 0.0 && d.is_finite() && m.is_finite() {
-                        if scalar {
-                            stats = kernel::group_scalar(codes, source, d, m);
-                        } else {
-                            kernel::group(&mut lanes, codes, source, d, m);
-                        }
-                    } else if d == 0.0 && m.is_finite() {
+                    } else if constant {
                         stats = kernel::constant_group(source, m);
+                    } else if scalar {
+                        stats = kernel::group_scalar(codes, source, d, m);
                     } else {
-                        // A broken header (tiles.headers_sane names it): no element of it is in bound.
-                        stats.out = GROUP as u64;
+                        kernel::group(&mut lanes, codes, source, d, m);
                     }
                     if looking && (stats.out > 0 || lanes.out() != before) {
                         outcome.first = Some(self.offender(t, r, c, row, col0, source, d, m));
@@ -280,9 +291,47 @@ impl Worker {
                     outcome.elements += GROUP as u64;
                 }
             }
-            lanes.flush(&mut outcome.stats);
+            let mut sums = Stats::default();
+            lanes.flush(&mut sums);
+            // The lanes add squares in f32 (the loop's speed): a huge source value overflows them
+            // and tiny ones underflow, so such a tile's sums are taken again in f64.
+            if !scalar && !kernel::sums_trusted(sums.sq_err, sums.sq_src) {
+                (sums.sq_err, sums.sq_src) = self.plain_sums_f64(job, t);
+            }
+            outcome.stats.add(&sums);
         }
         outcome
+    }
+
+    /// The squared sums, in f64, of the plain groups of tile `t` (those the lanes summed).
+    fn plain_sums_f64(&mut self, job: &Job<'_>, t: u64) -> (f64, f64) {
+        let g = job.grid.geometry;
+        let (row0, col0) = origin(g, t);
+        let rows = (g.n - row0).min(TILE_ROWS) as usize;
+        let columns = (((g.k - col0).min(TILE_COLS) / GROUP as u64) as usize).min(COLUMN_GROUPS);
+        let (mut sq_err, mut sq_src) = (0f64, 0f64);
+        for r in 0..rows {
+            let real = &mut self.row[..columns * GROUP];
+            if !job.source.read_f32(row0 + r as u64, col0, real) {
+                continue;
+            }
+            for c in 0..columns {
+                let (d, m) = (self.tile.scales[r][c], self.tile.minimums[r][c]);
+                if !kernel::plain_header(d, m) {
+                    continue;
+                }
+                let at = c * GROUP;
+                let (e, s) = kernel::group_sums_f64(
+                    &self.tile.codes[r][at..at + GROUP],
+                    &self.row[at..at + GROUP],
+                    d,
+                    m,
+                );
+                sq_err += e;
+                sq_src += s;
+            }
+        }
+        (sq_err, sq_src)
     }
 
     /// Whether every group of row `r` (up to `columns`) has a finite positive scale and a finite
@@ -290,10 +339,7 @@ impl Worker {
     #[inline(always)]
     fn row_is_plain(&self, r: usize, columns: usize) -> bool {
         let (scales, minimums) = (&self.tile.scales[r], &self.tile.minimums[r]);
-        (0..columns).all(|c| {
-            let (d, m) = (scales[c], minimums[c]);
-            d > 0.0 && d.is_finite() && m.is_finite()
-        })
+        (0..columns).all(|c| kernel::plain_header(scales[c], minimums[c]))
     }
 
     /// Row `r` of the tile, every group vectorized into `lanes`; the lanes are counted once per row

@@ -335,9 +335,11 @@ mod x86 {
         }
         let max_steps = largest_lane(steps);
         let (sq_err, sq_src) = (sum_f64(sq_err), sum_f64(sq_src));
-        // A NaN or infinite source value (or a square too large for f32) leaves a sum non-finite;
-        // steps that are NaN fail the comparison and go to the exact path too.
-        let vouched = sq_err.is_finite() && sq_src.is_finite() && max_steps < NEAR_BOUND;
+        // A NaN or infinite source value (or a square too large for f32) leaves a sum non-finite,
+        // and squares of tiny values underflow: the exact path sums those again in f64. Steps that
+        // are NaN fail the comparison and go to the exact path too.
+        let vouched =
+            crate::beyond::source::kernel::sums_trusted(sq_err, sq_src) && max_steps < NEAR_BOUND;
         vouched.then_some(TileSums {
             max_steps,
             sq_err,
@@ -627,6 +629,30 @@ mod tests {
         assert!(
             vouched > 100 && refused > 100,
             "{vouched} vouched, {refused} refused"
+        );
+    }
+
+    #[test]
+    fn a_tile_of_tiny_values_is_left_to_the_exact_sums() {
+        if !available() {
+            return;
+        }
+        // Values near 1e-25: every square underflows f32 to zero, so the tile's sums would read as
+        // no error at all. The exact path sums them again in f64.
+        let mut rng = Rng(0x1234_5678_9abc_def0);
+        let (mut bytes, mut values) = source(&mut rng);
+        for r in 0..32 {
+            for c in 0..256 {
+                let v = bf16::from_f32(values[r][c] * 1e-25);
+                values[r][c] = v.to_f32();
+                bytes[r][2 * c..2 * c + 2].copy_from_slice(&v.to_bits().to_le_bytes());
+            }
+        }
+        let tile = quantize(&values);
+        assert_eq!(exact(&tile, &values).0, 0, "the control is faithful");
+        assert!(
+            run(&tile, &bytes).is_none(),
+            "vouched with underflowed sums"
         );
     }
 
