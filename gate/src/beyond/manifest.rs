@@ -226,6 +226,9 @@ pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
+/// A listed file's hash and length, or why it was not hashed.
+type Hashed = Result<(String, u64), FileError>;
+
 /// Hashes each listed file (streaming, 1 MiB at a time), files spread over all cores. A file the
 /// checks read is hashed from their handle; every file, theirs too, is held to the link rule. A worker
 /// that panicked is an error: the files it held would otherwise be missing from the comparison.
@@ -234,7 +237,7 @@ fn hash_all(
     entries: &[(String, String)],
     read: &[&files::RegularFile],
     inside: &files::Inside,
-) -> Result<Vec<Result<(String, u64), FileError>>, PackageError> {
+) -> Result<Vec<Hashed>, PackageError> {
     crate::parallel::map(
         MANIFEST,
         entries,
