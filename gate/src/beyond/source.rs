@@ -340,17 +340,23 @@ fn compare_grids(
     pairs: &[Pair<'_>],
     scalar: bool,
 ) -> Result<(Check, Vec<SourceGridCensus>), WorkerPanic> {
-    let jobs: Vec<q4_1::Job<'_>> = pairs
-        .iter()
-        .filter_map(|p| match p.form {
-            Form::Grid(geometry) => Some(q4_1::Job {
+    // A grid the package checks proved is a grid here too; one that is not (which the checks would
+    // have to have got wrong) is named as not compared, never dropped from the comparison unsaid.
+    let mut jobs: Vec<q4_1::Job<'_>> = Vec::new();
+    let mut unproven: Vec<&str> = Vec::new();
+    for p in pairs {
+        let Form::Grid(geometry) = p.form else {
+            continue;
+        };
+        match TileGrid::new(p.info, container.data(p.info), geometry) {
+            Ok(grid) => jobs.push(q4_1::Job {
                 name: p.name,
-                grid: TileGrid::new(p.info, container.data(p.info), geometry).ok()?,
+                grid,
                 source: p.source,
             }),
-            _ => None,
-        })
-        .collect();
+            Err(_) => unproven.push(p.name),
+        }
+    }
     let outcomes = q4_1::compare(&jobs, scalar)?;
     let census: Vec<SourceGridCensus> = jobs
         .iter()
@@ -394,9 +400,13 @@ fn compare_grids(
             o.broken_groups == 0 && (o.stats.out > 0 || !within_ceiling(o.relative_rms()))
         })
         .collect();
-    let not_compared = match broken.len() {
-        0 => String::new(),
-        n => format!("; {n} more not compared: broken tile headers"),
+    let not_compared = match (broken.len(), unproven.len()) {
+        (0, 0) => String::new(),
+        (n, 0) => format!("; {n} more not compared: broken tile headers"),
+        (n, u) => format!(
+            "; {} more not compared: {n} with broken tile headers, {u} not read as tile grids",
+            n + u
+        ),
     };
     let check = if let Some((job, o)) = failing.first() {
         let how = if o.stats.out > 0 {
@@ -423,6 +433,15 @@ fn compare_grids(
                 job.source.name,
                 failing.len(),
                 jobs.len()
+            ),
+        )
+    } else if !unproven.is_empty() {
+        Check::undecided(
+            Q4_1,
+            format!(
+                "cannot decide: {} grids paired with a source matrix could not be read as tile grids, so they were not compared: {}",
+                unproven.len(),
+                crate::checks::list(&unproven, 4)
             ),
         )
     } else if !broken.is_empty() {
