@@ -48,19 +48,30 @@ const TASKS: &[Task] = &[
     Task {
         name: "cmake",
         run: cmake::run,
-        usage: "cmake [--out FILE | --check FILE]",
-        about: "print the CMake module that registers the gate's ctest rows",
+        usage: "cmake [--out FILE | --install-dir DIR | --check [FILE...]]",
+        about: "print the CMake module that registers the gate's ctest rows from a checkout",
         options: &[
             ("--out FILE", "write it to FILE (it works wherever it is put)"),
-            ("--check FILE", "exit 1 if FILE is not what would be written"),
+            (
+                "--install-dir DIR",
+                "write the package config for find_package(DFlashGate) into DIR (<prefix>/lib/cmake/DFlashGate)",
+            ),
+            (
+                "--check [FILE...]",
+                "exit 1 if a FILE (default the committed module) is not what would be written",
+            ),
+            ("--check --install-dir DIR", "the same for DIR's package config"),
         ],
     },
     Task {
         name: "cmake-smoke",
         run: cmake::smoke,
-        usage: "cmake-smoke",
-        about: "a throwaway consumer project: rows pass and fail as they must, a trial that did not run is not Passed",
-        options: &[],
+        usage: "cmake-smoke [checkout | installed]",
+        about: "throwaway consumer projects, from a checkout and with find_package: rows pass and fail as they must",
+        options: &[
+            ("checkout", "only the module included from the checkout"),
+            ("installed", "only find_package after cargo install"),
+        ],
     },
     Task {
         name: "bench",
