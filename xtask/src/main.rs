@@ -5,6 +5,7 @@
 
 mod bench;
 mod cmake;
+mod dist;
 mod fuzz;
 mod gate;
 mod mutants;
@@ -71,6 +72,16 @@ const TASKS: &[Task] = &[
         options: &[
             ("checkout", "only the module included from the checkout"),
             ("installed", "only find_package after cargo install"),
+        ],
+    },
+    Task {
+        name: "dist",
+        run: dist::run,
+        usage: dist::USAGE,
+        about: "the release archive of dflash-gate for one platform and its .sha256, as the release job makes them",
+        options: &[
+            ("--target TRIPLE", "the platform (default the host's)"),
+            ("--out DIR", "where to write them (default <target-dir>/dist)"),
         ],
     },
     Task {
