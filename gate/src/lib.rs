@@ -19,6 +19,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(not(unix))]
+compile_error!("dflash-gate builds on Unix only (Linux, macOS): it reads packages through mmap, guarded by a SIGBUS handler, and has no equivalent for other platforms");
+
 pub mod beyond;
 pub mod checkpoint;
 pub mod checks;

@@ -49,9 +49,15 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
 
 /// Builds the release binary and returns the path cargo reports for it.
 pub fn build() -> Result<PathBuf, String> {
+    build_with(&[])
+}
+
+/// The same, with more of cargo build's options (`cargo xtask dist`: `--locked`, `--target`).
+pub fn build_with(options: &[&str]) -> Result<PathBuf, String> {
     let output = Command::new(crate::cargo())
         .current_dir(crate::root())
         .args(build_args(std::io::stderr().is_terminal()))
+        .args(options)
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("running cargo build: {e}"))?;

@@ -6,6 +6,7 @@
 mod bench;
 mod cmake;
 mod docs;
+mod dist;
 mod fuzz;
 mod gate;
 mod mutants;
@@ -54,19 +55,40 @@ const TASKS: &[Task] = &[
     Task {
         name: "cmake",
         run: cmake::run,
-        usage: "cmake [--out FILE | --check FILE]",
-        about: "print the CMake module that registers the gate's ctest rows",
+        usage: "cmake [--out FILE | --install-dir DIR | --check [FILE...]]",
+        about: "print the CMake module that registers the gate's ctest rows from a checkout",
         options: &[
             ("--out FILE", "write it to FILE (it works wherever it is put)"),
-            ("--check FILE", "exit 1 if FILE is not what would be written"),
+            (
+                "--install-dir DIR",
+                "write the package config for find_package(DFlashGate) into DIR (<prefix>/lib/cmake/DFlashGate)",
+            ),
+            (
+                "--check [FILE...]",
+                "exit 1 if a FILE (default the committed module) is not what would be written",
+            ),
+            ("--check --install-dir DIR", "the same for DIR's package config"),
         ],
     },
     Task {
         name: "cmake-smoke",
         run: cmake::smoke,
-        usage: "cmake-smoke",
-        about: "a throwaway consumer project: rows pass and fail as they must, a trial that did not run is not Passed",
-        options: &[],
+        usage: "cmake-smoke [checkout | installed]",
+        about: "throwaway consumer projects, from a checkout and with find_package: rows pass and fail as they must",
+        options: &[
+            ("checkout", "only the module included from the checkout"),
+            ("installed", "only find_package after cargo install"),
+        ],
+    },
+    Task {
+        name: "dist",
+        run: dist::run,
+        usage: dist::USAGE,
+        about: "the release archive of dflash-gate for one platform and its .sha256, as the release job makes them",
+        options: &[
+            ("--target TRIPLE", "the platform (default the host's)"),
+            ("--out DIR", "where to write them (default <target-dir>/dist)"),
+        ],
     },
     Task {
         name: "bench",
