@@ -3,7 +3,7 @@
 //! Tensor names, file names, manifest lines and metadata come from the package. Printed raw, a name
 //! holding a newline can forge a `VERDICT  PASS` line, and terminal escapes or bidirectional
 //! overrides can hide or reorder what is on screen. The human report passes every line through
-//! [`line()`]; the JSON document needs none of this (serde_json escapes control characters, and keeps
+//! `line`; the JSON document needs none of this (serde_json escapes control characters, and keeps
 //! every string whole).
 
 use std::borrow::Cow;
