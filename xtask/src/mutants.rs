@@ -81,6 +81,10 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "--all counts the unreadable", file: "gate/src/bin/dflash-gate/tree.rs", from: "let config = dir.join(CONFIG_FILE).symlink_metadata().is_ok();", to: "let config = dir.join(CONFIG_FILE).is_file();", filter: "cli::all_gates_or_counts_every_directory" },
     Mutant { check: "--all not-gated count", file: "gate/src/bin/dflash-gate.rs", from: "gated.count(2);", to: "();", filter: "cli::all_gates_or_counts_every_directory" },
     Mutant { check: "--all checkpoint skipped", file: "gate/src/bin/dflash-gate/tree.rs", from: "(true, false) if checkpoint => Some(Item::Skip {", to: "(true, false) if false => Some(Item::Skip {", filter: "cli::all_gates_or_counts_every_directory" },
+    Mutant { check: "gguf contiguity", file: "gate/src/gguf.rs", from: "if info.offset > expected {", to: "if false {", filter: "gguf::rules_on_a_real_file" },
+    Mutant { check: "gguf duplicate key", file: "gate/src/gguf.rs", from: "if !keys.insert(key) {", to: "if !keys.insert(key) && false {", filter: "gguf::rules_on_a_real_file" },
+    Mutant { check: "gguf trailing bytes", file: "gate/src/gguf.rs", from: "if file_len > limit {", to: "if false {", filter: "gguf::rules_on_a_real_file" },
+    Mutant { check: "gguf f16 dequant", file: "gate/src/gguf/dequant.rs", from: "f16::from_bits(u16::from_le_bytes(bytes)).to_f32()", to: "f16::from_bits(u16::from_be_bytes(bytes)).to_f32()", filter: "gguf::round_trip_f16_gains" },
     Mutant { check: "usage error escaping", file: "gate/src/bin/dflash-gate.rs", from: "let why = gate::escape::line(&why);", to: "let why = why;", filter: "cli::usage_errors_escape" },
 ];
 
