@@ -544,19 +544,19 @@ impl Gguf {
 /// Reads a whole GGUF held in memory.
 pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
     let mut r = Reader { bytes, pos: 0 };
-    let magic = r.array::<4>("the magic")?;
+    let magic = r.array::<4>(What::Is("the magic"))?;
     if &magic != MAGIC {
         return Err(r.error_at(0, Rule::BadMagic(magic)));
     }
-    let version = r.u32("the version")?;
+    let version = r.u32(What::Is("the version"))?;
     match version {
         2 | 3 => {}
         1 => return Err(r.error_at(4, Rule::Version1)),
         v if v != 0 && v & 0xffff == 0 => return Err(r.error_at(4, Rule::BigEndian(v))),
         v => return Err(r.error_at(4, Rule::UnknownVersion(v))),
     }
-    let tensor_count = r.u64("the tensor count")?;
-    let metadata_count = r.u64("the metadata count")?;
+    let tensor_count = r.u64(What::Is("the tensor count"))?;
+    let metadata_count = r.u64(What::Is("the metadata count"))?;
     // Counts are capped, then held against the bytes left at the smallest size each entry can have.
     if tensor_count > MAX_GGUF_TENSORS {
         return Err(r.error_at(
@@ -579,24 +579,24 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
         ));
     }
     // A key of 8 + 0 bytes, a type, a one-byte value; a tensor info of an empty name, one dimension.
-    r.fits(metadata_count, 13, "the metadata entries")?;
+    r.fits(metadata_count, 13, What::Is("the metadata entries"))?;
     r.fits(
         metadata_count
             .saturating_mul(13)
             .saturating_add(tensor_count.saturating_mul(32)),
         1,
-        "the metadata entries and tensor infos",
+        What::Is("the metadata entries and tensor infos"),
     )?;
 
     let mut keys: HashSet<&str> = HashSet::new();
     let mut candidates: Vec<(&str, ValueType, usize)> = Vec::new();
     for _ in 0..metadata_count {
         let at = r.pos;
-        let len = r.u64("a metadata key's length")?;
+        let len = r.u64(What::Is("a metadata key's length"))?;
         if len > MAX_GGUF_KEY_BYTES {
             return Err(r.error_at(at, Rule::KeyTooLong { len }));
         }
-        let key = r.text(len, "a metadata key")?;
+        let key = r.text(len, What::Is("a metadata key"))?;
         if !keys.insert(key) {
             return Err(r.error_at(at, Rule::DuplicateKey(key.to_owned())));
         }
@@ -651,17 +651,17 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
     let mut infos: Vec<(usize, TensorInfo)> = Vec::with_capacity(tensor_count as usize);
     for _ in 0..tensor_count {
         let at = r.pos;
-        let len = r.u64("a tensor name's length")?;
+        let len = r.u64(What::Is("a tensor name's length"))?;
         if len >= GGML_MAX_NAME {
             return Err(r.error_at(at, Rule::NameTooLong { len }));
         }
-        let name = r.text(len, "a tensor name")?;
+        let name = r.text(len, What::Is("a tensor name"))?;
         if !names.insert(name) {
             return Err(r.error_at(at, Rule::DuplicateTensor(name.to_owned())));
         }
         let tensor = || name.to_owned();
         let dims_at = r.pos;
-        let count = r.u32("a tensor's dimension count")?;
+        let count = r.u32(What::Is("a tensor's dimension count"))?;
         if !(1..=GGML_MAX_DIMS).contains(&count) {
             return Err(r.error_at(
                 dims_at,
@@ -675,7 +675,7 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
         let mut elements = 1u64;
         for index in 0..count as usize {
             let dim_at = r.pos;
-            let value = r.u64("a tensor dimension")?;
+            let value = r.u64(What::Is("a tensor dimension"))?;
             if value > i64::MAX as u64 {
                 return Err(r.error_at(
                     dim_at,
@@ -701,7 +701,7 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
             dims.push(value);
         }
         let type_at = r.pos;
-        let id = r.u32("a tensor's type")?;
+        let id = r.u32(What::Is("a tensor's type"))?;
         let Some(ty) = GgmlType::from_id(id) else {
             return Err(r.error_at(
                 type_at,
@@ -735,7 +735,7 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
             ));
         };
         let offset_at = r.pos;
-        let offset = r.u64("a tensor's offset")?;
+        let offset = r.u64(What::Is("a tensor's offset"))?;
         infos.push((
             offset_at,
             TensorInfo {
@@ -883,6 +883,29 @@ fn zero_padding(bytes: &[u8], from: u64, to: u64) -> Result<(), GgufError> {
     }
 }
 
+/// What a read is of, for its error: formatted only when the read fails, since a tokenizer's array
+/// of a million strings under a long key must not cost a million copies of the key.
+#[derive(Clone, Copy)]
+enum What<'k> {
+    Is(&'static str),
+    StringOf(&'k str),
+    ArrayOf(&'k str, u64, ValueType),
+    ValueOf(&'k str, ValueType),
+}
+
+impl fmt::Display for What<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            What::Is(what) => f.write_str(what),
+            What::StringOf(key) => write!(f, "the string value of {key}"),
+            What::ArrayOf(key, count, element) => {
+                write!(f, "the array value of {key} ({count} x {element})")
+            }
+            What::ValueOf(key, ty) => write!(f, "the {ty} value of {key}"),
+        }
+    }
+}
+
 /// A cursor over the file's bytes: every read checked against what is left.
 struct Reader<'a> {
     bytes: &'a [u8],
@@ -902,13 +925,13 @@ impl<'a> Reader<'a> {
     }
 
     /// `count` items of at least `size` bytes each fit in what is left.
-    fn fits(&self, count: u64, size: u64, what: &str) -> Result<(), GgufError> {
+    fn fits(&self, count: u64, size: u64, what: What<'_>) -> Result<(), GgufError> {
         let needs = count.saturating_mul(size);
         if needs > self.left() {
             return Err(self.error_at(
                 self.pos,
                 Rule::PastEnd {
-                    what: what.to_owned(),
+                    what: what.to_string(),
                     needs,
                     left: self.left(),
                 },
@@ -917,37 +940,37 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn take(&mut self, n: u64, what: &str) -> Result<&'a [u8], GgufError> {
+    fn take(&mut self, n: u64, what: What<'_>) -> Result<&'a [u8], GgufError> {
         self.fits(n, 1, what)?;
         let slice = &self.bytes[self.pos..self.pos + n as usize];
         self.pos += n as usize;
         Ok(slice)
     }
 
-    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], GgufError> {
+    fn array<const N: usize>(&mut self, what: What<'_>) -> Result<[u8; N], GgufError> {
         let slice = self.take(N as u64, what)?;
         let mut out = [0u8; N];
         out.copy_from_slice(slice);
         Ok(out)
     }
 
-    fn u32(&mut self, what: &str) -> Result<u32, GgufError> {
+    fn u32(&mut self, what: What<'_>) -> Result<u32, GgufError> {
         Ok(u32::from_le_bytes(self.array(what)?))
     }
 
-    fn u64(&mut self, what: &str) -> Result<u64, GgufError> {
+    fn u64(&mut self, what: What<'_>) -> Result<u64, GgufError> {
         Ok(u64::from_le_bytes(self.array(what)?))
     }
 
     /// `len` bytes of UTF-8 (the length already checked against its own cap by the caller).
-    fn text(&mut self, len: u64, what: &str) -> Result<&'a str, GgufError> {
+    fn text(&mut self, len: u64, what: What<'_>) -> Result<&'a str, GgufError> {
         let at = self.pos;
         let bytes = self.take(len, what)?;
         std::str::from_utf8(bytes).map_err(|_| {
             self.error_at(
                 at,
                 Rule::NotUtf8 {
-                    what: what.to_owned(),
+                    what: what.to_string(),
                 },
             )
         })
@@ -955,7 +978,7 @@ impl<'a> Reader<'a> {
 
     fn value_type(&mut self, key: &str) -> Result<ValueType, GgufError> {
         let at = self.pos;
-        let id = self.u32("a metadata value's type")?;
+        let id = self.u32(What::Is("a metadata value's type"))?;
         ValueType::from_id(id).ok_or_else(|| {
             self.error_at(
                 at,
@@ -972,8 +995,8 @@ impl<'a> Reader<'a> {
     fn skip_value(&mut self, ty: ValueType, key: &str, depth: usize) -> Result<(), GgufError> {
         match ty {
             ValueType::String => {
-                let len = self.u64("a string's length")?;
-                self.text(len, &format!("the string value of {key}"))?;
+                let len = self.u64(What::Is("a string's length"))?;
+                self.text(len, What::StringOf(key))?;
             }
             ValueType::Array => {
                 if depth > MAX_GGUF_ARRAY_DEPTH {
@@ -985,19 +1008,19 @@ impl<'a> Reader<'a> {
                     ));
                 }
                 let element = self.value_type(key)?;
-                let count = self.u64("an array's count")?;
-                let what = format!("the array value of {key} ({count} x {element})");
+                let count = self.u64(What::Is("an array's count"))?;
+                let what = What::ArrayOf(key, count, element);
                 match element.fixed_size() {
                     Some(size) => {
-                        self.fits(count, size, &what)?;
+                        self.fits(count, size, what)?;
                         let at = self.pos;
-                        let values = self.take(count * size, &what)?;
+                        let values = self.take(count * size, what)?;
                         if element == ValueType::Bool {
                             check_bools(values, at, key)?;
                         }
                     }
                     None => {
-                        self.fits(count, element.min_size(), &what)?;
+                        self.fits(count, element.min_size(), what)?;
                         for _ in 0..count {
                             self.skip_value(element, key, depth + 1)?;
                         }
@@ -1007,7 +1030,7 @@ impl<'a> Reader<'a> {
             fixed => {
                 let size = fixed.fixed_size().unwrap_or(1);
                 let at = self.pos;
-                let value = self.take(size, &format!("the {fixed} value of {key}"))?;
+                let value = self.take(size, What::ValueOf(key, fixed))?;
                 if fixed == ValueType::Bool {
                     check_bools(value, at, key)?;
                 }
@@ -1020,16 +1043,16 @@ impl<'a> Reader<'a> {
     fn kept_value(&mut self, ty: ValueType) -> Value {
         match ty {
             ValueType::String => {
-                let len = self.u64("").unwrap_or(0);
-                Value::String(self.text(len, "").unwrap_or_default().to_owned())
+                let len = self.u64(What::Is("")).unwrap_or(0);
+                Value::String(self.text(len, What::Is("")).unwrap_or_default().to_owned())
             }
             ValueType::Array => {
                 let element = self
-                    .u32("")
+                    .u32(What::Is(""))
                     .ok()
                     .and_then(ValueType::from_id)
                     .unwrap_or(ValueType::Array);
-                let count = self.u64("").unwrap_or(0);
+                let count = self.u64(What::Is("")).unwrap_or(0);
                 let integers = (element.is_integer() && count <= MAX_GGUF_KEPT_ARRAY)
                     .then(|| (0..count).map(|_| self.integer(element)).collect());
                 Value::Array {
@@ -1039,10 +1062,14 @@ impl<'a> Reader<'a> {
                 }
             }
             ValueType::F32 => Value::Float(f64::from(f32::from_le_bytes(
-                self.array("").unwrap_or_default(),
+                self.array(What::Is("")).unwrap_or_default(),
             ))),
-            ValueType::F64 => Value::Float(f64::from_le_bytes(self.array("").unwrap_or_default())),
-            ValueType::Bool => Value::Bool(self.array::<1>("").unwrap_or_default()[0] == 1),
+            ValueType::F64 => Value::Float(f64::from_le_bytes(
+                self.array(What::Is("")).unwrap_or_default(),
+            )),
+            ValueType::Bool => {
+                Value::Bool(self.array::<1>(What::Is("")).unwrap_or_default()[0] == 1)
+            }
             int => Value::Integer(self.integer(int)),
         }
     }
@@ -1050,14 +1077,30 @@ impl<'a> Reader<'a> {
     fn integer(&mut self, ty: ValueType) -> i128 {
         use ValueType::*;
         match ty {
-            U8 => i128::from(u8::from_le_bytes(self.array("").unwrap_or_default())),
-            I8 => i128::from(i8::from_le_bytes(self.array("").unwrap_or_default())),
-            U16 => i128::from(u16::from_le_bytes(self.array("").unwrap_or_default())),
-            I16 => i128::from(i16::from_le_bytes(self.array("").unwrap_or_default())),
-            U32 => i128::from(u32::from_le_bytes(self.array("").unwrap_or_default())),
-            I32 => i128::from(i32::from_le_bytes(self.array("").unwrap_or_default())),
-            U64 => i128::from(u64::from_le_bytes(self.array("").unwrap_or_default())),
-            I64 => i128::from(i64::from_le_bytes(self.array("").unwrap_or_default())),
+            U8 => i128::from(u8::from_le_bytes(
+                self.array(What::Is("")).unwrap_or_default(),
+            )),
+            I8 => i128::from(i8::from_le_bytes(
+                self.array(What::Is("")).unwrap_or_default(),
+            )),
+            U16 => i128::from(u16::from_le_bytes(
+                self.array(What::Is("")).unwrap_or_default(),
+            )),
+            I16 => i128::from(i16::from_le_bytes(
+                self.array(What::Is("")).unwrap_or_default(),
+            )),
+            U32 => i128::from(u32::from_le_bytes(
+                self.array(What::Is("")).unwrap_or_default(),
+            )),
+            I32 => i128::from(i32::from_le_bytes(
+                self.array(What::Is("")).unwrap_or_default(),
+            )),
+            U64 => i128::from(u64::from_le_bytes(
+                self.array(What::Is("")).unwrap_or_default(),
+            )),
+            I64 => i128::from(i64::from_le_bytes(
+                self.array(What::Is("")).unwrap_or_default(),
+            )),
             _ => 0,
         }
     }
