@@ -4,6 +4,9 @@ Usage: gguf_reference.py FILE OUT_DIR. Prints one JSON document: the file's tens
 dimensions ne0 first, absolute data offset, byte count) and the metadata keys asked for by the
 differential test; writes each tensor's dequantized values (float32, little-endian, in file order)
 to OUT_DIR/<index>.f32.
+
+Usage: gguf_reference.py --verdicts. Reads one path a line from stdin and prints one line for each:
+`ok` when gguf-py reads the file and every tensor's data, or `err <message>`.
 """
 import json
 import os
@@ -14,7 +17,23 @@ from gguf import GGUFReader
 from gguf.quants import dequantize
 
 
+def verdicts():
+    for line in sys.stdin:
+        try:
+            reader = GGUFReader(line.rstrip("\n"))
+            for t in reader.tensors:
+                if t.data.nbytes != t.n_bytes:
+                    raise ValueError(f"tensor {t.name}: {t.data.nbytes} bytes of {t.n_bytes}")
+            print("ok")
+        except Exception as e:  # the verdict is the point, whatever the exception's type
+            print("err", str(e).replace("\n", " ")[:300])
+        sys.stdout.flush()
+
+
 def main():
+    if sys.argv[1] == "--verdicts":
+        verdicts()
+        return
     path, out = sys.argv[1], sys.argv[2]
     reader = GGUFReader(path)
     tensors = []

@@ -1,7 +1,8 @@
 //! Our GGUF reader and dequantization against gguf-py's (`GGUFReader`, `gguf.quants.dequantize`), on
 //! the generator's GGUFs (each variant) and on a file of random blocks of every type we dequantize:
 //! the same tensors (names, types, dimensions, offsets, sizes), the same kept metadata, and the same
-//! values bit for bit (a NaN's payload aside).
+//! values bit for bit (a NaN's payload aside); and on 600 broken copies of a GGUF, every one gguf-py
+//! refuses is refused by us too.
 //!
 //! Needs `DFLASH_GATE_PYTHON` with the `gguf` package (`pip install gguf==0.19.0 numpy==2.3.5`);
 //! without it the trial is listed as ignored, with the reason in its name.
@@ -65,6 +66,11 @@ fn compare_all(python: &Path) -> Result<(), String> {
         let file = gguf_for(&mut package, options, 21).map_err(|e| e.to_string())?;
         files.push((name.to_owned(), file));
     }
+    let micro = {
+        let mut package = Package::generate(&Geometry::micro(), Encoding::default(), 21);
+        gguf_for(&mut package, GgufOptions::default(), 21).map_err(|e| e.to_string())?
+    };
+    verdicts(python, dir.path(), &micro.bytes())?;
     files.push(("random blocks".to_owned(), random_blocks()));
     for (i, (name, file)) in files.iter().enumerate() {
         let bytes = file.bytes();
@@ -74,6 +80,90 @@ fn compare_all(python: &Path) -> Result<(), String> {
         std::fs::create_dir(&out).map_err(|e| e.to_string())?;
         let header = parse(&bytes).map_err(|e| format!("{name}: {e}"))?;
         compare(python, &path, &out, &header, &bytes).map_err(|e| format!("{name}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Broken copies of a good GGUF (truncations, byte changes in the header, fields set to huge values)
+/// read by both: every file gguf-py refuses, we refuse too (we refuse more: gguf-py does not hold
+/// offsets to ggml's layout, nor padding, nor trailing bytes).
+fn verdicts(python: &Path, dir: &Path, good: &[u8]) -> Result<(), String> {
+    let header = parse(good).map_err(|e| e.to_string())?;
+    let infos_end = header.data_start as usize;
+    let mut state = 0xd1ff_u64;
+    let mut next = move |below: usize| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 33) as usize) % below.max(1)
+    };
+    let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+    for _ in 0..150 {
+        let len = next(good.len());
+        cases.push((format!("cut at {len}"), good[..len].to_vec()));
+    }
+    for _ in 0..300 {
+        let (at, byte) = (next(infos_end), next(256) as u8);
+        let mut bytes = good.to_vec();
+        bytes[at] = byte;
+        cases.push((format!("byte {at} set to {byte}"), bytes));
+    }
+    for _ in 0..150 {
+        let at = next(infos_end - 8);
+        let value = [u64::MAX, 1 << 40, 1 << 32, (1 << 31) + 1][next(4)];
+        let mut bytes = good.to_vec();
+        bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
+        cases.push((format!("bytes {at}..{} set to {value}", at + 8), bytes));
+    }
+    let mut paths = String::new();
+    for (i, (_, bytes)) in cases.iter().enumerate() {
+        let path = dir.join(format!("case{i}.gguf"));
+        std::fs::write(&path, bytes).map_err(|e| e.to_string())?;
+        paths.push_str(&format!("{}\n", path.display()));
+    }
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/differential/gguf_reference.py");
+    let mut child = Command::new(python)
+        .arg(&script)
+        .arg("--verdicts")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let writer =
+        std::thread::spawn(move || std::io::Write::write_all(&mut stdin, paths.as_bytes()));
+    let output = child.wait_with_output().map_err(|e| e.to_string())?;
+    writer
+        .join()
+        .map_err(|_| "writer panicked")?
+        .map_err(|e| e.to_string())?;
+    let theirs: Vec<&str> = std::str::from_utf8(&output.stdout)
+        .map_err(|e| e.to_string())?
+        .lines()
+        .collect();
+    if theirs.len() != cases.len() {
+        return Err(format!(
+            "gguf-py answered {} of {} broken files",
+            theirs.len(),
+            cases.len()
+        ));
+    }
+    let (mut both, mut ours_only) = (0, 0);
+    for ((what, bytes), theirs) in cases.iter().zip(&theirs) {
+        match (parse(bytes), *theirs == "ok") {
+            (Ok(_), false) => {
+                return Err(format!("{what}: gguf-py refuses it ({theirs}), we read it"))
+            }
+            (Err(_), false) => both += 1,
+            (Err(_), true) => ours_only += 1,
+            (Ok(_), true) => {}
+        }
+    }
+    if both < 100 || ours_only == 0 {
+        return Err(format!(
+            "the broken files did not exercise both readers: both refuse {both}, only we refuse {ours_only}"
+        ));
     }
     Ok(())
 }
