@@ -32,6 +32,7 @@ pub mod error;
 pub mod escape;
 pub mod family;
 pub mod files;
+pub mod gguf;
 pub mod limits;
 pub mod package;
 pub mod parallel;

@@ -67,3 +67,27 @@ pub const MAX_DIMENSION: u64 = 1 << 20;
 /// The largest vocabulary a config may declare (and so the bound on `mask_token_id`); real ones are
 /// below 2^19.
 pub const MAX_VOCAB: u64 = 1 << 24;
+
+/// The longest GGUF metadata key (spec section 12.1; ggml's own writer never comes near it).
+pub const MAX_GGUF_KEY_BYTES: u64 = 65_535;
+
+/// The most metadata entries a GGUF may declare. Real ones carry a few dozen (the tokenizer is a
+/// handful of keys whose values are long arrays); each entry is also checked against the bytes left.
+pub const MAX_GGUF_METADATA_KEYS: u64 = 1 << 16;
+
+/// The most tensor infos a GGUF may declare: the container's limit for one file.
+pub const MAX_GGUF_TENSORS: u64 = MAX_TENSORS as u64;
+
+/// How deep GGUF arrays may nest (an array of arrays is depth 2). ggml reads none nested; gguf-py
+/// writes them for lists of lists. Each level is a recursion of the reader, so it is bounded.
+pub const MAX_GGUF_ARRAY_DEPTH: usize = 4;
+
+/// ggml's `GGML_MAX_NAME`: a tensor name must be shorter (ggml keeps it NUL-terminated in 64 bytes).
+pub const GGML_MAX_NAME: u64 = 64;
+
+/// ggml's `GGML_MAX_DIMS`: a tensor has 1 to this many dimensions.
+pub const GGML_MAX_DIMS: u32 = 4;
+
+/// The longest integer array of a kept GGUF key held with its elements (`{a}.target_layers` lists
+/// layer ids, so [`MAX_LAYERS`] of them); a longer one is kept by its type and count only.
+pub const MAX_GGUF_KEPT_ARRAY: u64 = MAX_LAYERS;

@@ -15,6 +15,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 pub mod ggml;
+pub mod gguf;
 pub mod source;
 
 /// A draft's geometry and config values.

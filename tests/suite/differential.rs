@@ -4,7 +4,8 @@
 //! hope.
 //!
 //! Needs a Python with the `safetensors` package: `DFLASH_GATE_PYTHON=/path/to/python`. Without it the
-//! trial is listed as ignored, with the reason in its name.
+//! trial is listed as ignored, with the reason in its name. The GGUF reader and dequantization are held
+//! to gguf-py's the same way (`differential/gguf.rs`), when that Python has the `gguf` package.
 
 use gate::container::{Container, ContainerError};
 use libtest_mimic::{Failed, Trial};
@@ -16,7 +17,7 @@ pub const PYTHON_VAR: &str = "DFLASH_GATE_PYTHON";
 const CASES: usize = 3000;
 
 pub fn trials() -> Vec<Trial> {
-    match std::env::var_os(PYTHON_VAR) {
+    let mut out = match std::env::var_os(PYTHON_VAR) {
         Some(python) => vec![Trial::test(
             "differential::safetensors_reference",
             move || compare(PathBuf::from(&python)),
@@ -26,8 +27,12 @@ pub fn trials() -> Vec<Trial> {
             || Ok(()),
         )
         .with_ignored_flag(true)],
-    }
+    };
+    out.push(gguf::trial());
+    out
 }
+
+mod gguf;
 
 /// Our deliberate differences: `Some(reason)` when our refusal of a file the reference accepts is one.
 fn stricter(e: &ContainerError) -> Option<&'static str> {

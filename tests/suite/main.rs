@@ -10,6 +10,7 @@ mod differential;
 mod examples;
 mod fixtures;
 mod generator;
+mod gguf;
 mod hostile;
 mod packages;
 
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }
     trials.extend(generator::trials());
+    trials.extend(gguf::trials());
     trials.extend(examples::trials());
     trials.extend(fixtures::trials());
     trials.extend(packages::trials());

@@ -1,4 +1,5 @@
-//! `cargo xtask fuzz <container|package|checkpoint> [seconds]`: seeds a corpus from synthetic packages and runs
+//! `cargo xtask fuzz <container|package|checkpoint|gguf> [seconds]`: seeds a corpus from synthetic packages (and
+//! the GGUFs they are converted from) and runs
 //! `cargo fuzz` (installed with `cargo install cargo-fuzz`). The toolchain here is stable, so the
 //! sanitizer flags cargo-fuzz passes are allowed with RUSTC_BOOTSTRAP=1.
 
@@ -10,13 +11,13 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
         [t, s] => (t.as_str(), s.as_str()),
         _ => {
             return Err(
-                "usage: cargo xtask fuzz <container|package|checkpoint> [seconds]".to_owned(),
+                "usage: cargo xtask fuzz <container|package|checkpoint|gguf> [seconds]".to_owned(),
             )
         }
     };
-    if !matches!(target, "container" | "package" | "checkpoint") {
+    if !matches!(target, "container" | "package" | "checkpoint" | "gguf") {
         return Err(format!(
-            "unknown fuzz target {target:?}: container, package or checkpoint"
+            "unknown fuzz target {target:?}: container, package, checkpoint or gguf"
         ));
     }
     let sh = crate::shell()?;
@@ -27,9 +28,15 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
     let seeds = root.join("target/fuzz-seeds");
     for geometry in ["micro", "tiny", "padded"] {
         let dir = seeds.join(geometry);
+        let gguf = seeds.join(format!("{geometry}.gguf"));
+        // Only the GGUF target's seeds ask for one: it redraws the package's grids from the GGUF.
+        let with_gguf = match target {
+            "gguf" => vec!["--gguf".to_owned(), gguf.display().to_string()],
+            _ => Vec::new(),
+        };
         xshell::cmd!(
             sh,
-            "{cargo} run --quiet --package gate-tests --bin synth -- {geometry} {dir}"
+            "{cargo} run --quiet --package gate-tests --bin synth -- {geometry} {dir} {with_gguf...}"
         )
         .quiet()
         .run()
@@ -38,6 +45,7 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
         let weights = std::fs::read(dir.join("model.q4nx")).map_err(|e| e.to_string())?;
         let seed = match target {
             "container" => weights,
+            "gguf" => std::fs::read(&gguf).map_err(|e| e.to_string())?,
             "checkpoint" => checkpoint_seed(&config, &weights),
             _ => {
                 let mut s = (config.len() as u16).to_le_bytes().to_vec();

@@ -1,17 +1,18 @@
-//! `synth <geometry> <dir> [seed] [--source DIR [--shards N]]`: writes a well-formed synthetic package
-//! (micro, tiny, small, padded, bolt, large, dflash2-small, dflash2-reference or assistant-head) into
-//! `dir`, for fuzz seeds and for trying the gate by hand; with `--source`, also the bf16 checkpoint it
-//! was quantized from (in N shards named by an index with `--shards`), for trying
-//! `dflash-gate --source`.
+//! `synth <geometry> <dir> [seed] [--source DIR [--shards N]] [--gguf FILE]`: writes a well-formed
+//! synthetic package (micro, tiny, small, padded, bolt, large, dflash2-small, dflash2-reference or
+//! assistant-head) into `dir`, for fuzz seeds and for trying the gate by hand; with `--source`, also
+//! the bf16 checkpoint it was quantized from (in N shards named by an index with `--shards`), for
+//! trying `dflash-gate --source`; with `--gguf`, also the GGUF it was converted from.
 #![allow(clippy::print_stderr, clippy::print_stdout)]
 
 use gate::checkpoint::MAX_SHARDS;
+use gate_tests::synth::gguf::{write_gguf, GgufOptions};
 use gate_tests::synth::source::{write_source, SourceOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
 use std::path::Path;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: synth <micro|tiny|small|padded|bolt|large|dflash2-small|dflash2-reference|assistant-head> <dir> [seed] [--source DIR [--shards N]]
+const USAGE: &str = "usage: synth <micro|tiny|small|padded|bolt|large|dflash2-small|dflash2-reference|assistant-head> <dir> [seed] [--source DIR [--shards N]] [--gguf FILE]
 
 Writes a well-formed synthetic package into <dir> (seed: a number; default the test suite's).
 --source DIR   also write the bf16 checkpoint the package's grids are quantized from. The grids are
@@ -19,7 +20,10 @@ Writes a well-formed synthetic package into <dir> (seed: a number; default the t
                so write both in one run to compare them.
 --shards N     write the checkpoint as N shards named by model.safetensors.index.json (default 1:
                model.safetensors; at most 32, the most the gate reads whole, and at most one per
-               tensor)";
+               tensor)
+--gguf FILE    also write the GGUF the package is converted from (llama.cpp names, architecture
+               dflash, Q4_1 matrices whose blocks are the package's groups, F32 gains, BF16 fc). With
+               --source too, both are sources of the same package.";
 
 /// Takes `--name VALUE` out of `args`: `Ok(None)` when absent, `Err` when it has no value.
 fn take(args: &mut Vec<String>, name: &str) -> Result<Option<String>, String> {
@@ -40,9 +44,13 @@ fn main() -> ExitCode {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
     }
-    let (source, shards) = match (take(&mut args, "--source"), take(&mut args, "--shards")) {
-        (Ok(source), Ok(shards)) => (source, shards),
-        (Err(e), _) | (_, Err(e)) => {
+    let (source, shards, gguf) = match (
+        take(&mut args, "--source"),
+        take(&mut args, "--shards"),
+        take(&mut args, "--gguf"),
+    ) {
+        (Ok(source), Ok(shards), Ok(gguf)) => (source, shards, gguf),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             eprintln!("synth: {e}\n{USAGE}");
             return ExitCode::from(2);
         }
@@ -91,6 +99,10 @@ fn main() -> ExitCode {
             };
             write_source(&mut package, source, options, seed)
         }
+        None => Ok(()),
+    });
+    let written = written.and_then(|()| match &gguf {
+        Some(file) => write_gguf(&mut package, Path::new(file), GgufOptions::default(), seed),
         None => Ok(()),
     });
     let written = written.and_then(|()| package.write(dir));

@@ -160,7 +160,7 @@ pub fn write_source(
 }
 
 /// The seed of the source matrix of the package's tensor `i`.
-fn matrix_seed(seed: u64, i: usize) -> u64 {
+pub(crate) fn matrix_seed(seed: u64, i: usize) -> u64 {
     seed ^ (0x5851_f42d * (i as u64 + 1))
 }
 

@@ -1,0 +1,30 @@
+//! The GGUF reader on arbitrary bytes, in memory and as a file: both must agree, and every tensor
+//! the reader accepts is dequantized (or refused by type) without a panic. The reader's own bounds
+//! keep the output buffers to what the file's bytes hold.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use std::path::PathBuf;
+
+fn scratch() -> PathBuf {
+    std::env::temp_dir().join(format!("gate-fuzz-gguf-{}.gguf", std::process::id()))
+}
+
+fuzz_target!(|data: &[u8]| {
+    let parsed = gate::gguf::parse(data);
+    let path = scratch();
+    if std::fs::write(&path, data).is_ok() {
+        let opened = gate::gguf::Gguf::open(&path);
+        assert_eq!(parsed.is_ok(), opened.is_ok(), "parse and open disagree");
+        if let Ok(gguf) = opened {
+            for info in &gguf.header.tensors {
+                if !gate::gguf::supported(info.ty) {
+                    continue;
+                }
+                let bytes = gguf.data(info).expect("an accepted tensor's bytes are in the file");
+                let mut out = vec![0f32; info.elements() as usize];
+                let _ = gate::gguf::dequantize(info.ty, bytes, &mut out);
+            }
+        }
+    }
+});

@@ -1,0 +1,401 @@
+//! The GGUF a synthetic package is converted from (spec section 12): llama.cpp's names for a DFlash
+//! draft (architecture `dflash`), the metadata section 12.2 compares, and the package's grids made
+//! from the GGUF's own blocks the way FastFlowLM's converter makes them.
+//!
+//! For Q4_1 matrices each package group *is* a GGUF block: codes copied, `d` and `m` widened from f16
+//! and rounded to bf16. For Q8_0 matrices the package grid is the blocks dequantized, rounded to bf16
+//! and quantized to q4_1 by the min/max rule. Gains and fc are the package's bf16 values, stored as
+//! F32 (or F16: exact for a gain's range) and BF16 (or F32).
+
+use super::source::{matrix_seed, quantize, source_matrix, unblock, Quantizer};
+use super::{set_code, Package};
+use gate::gguf::GgmlType;
+use gate::roles::{LayerGain, Projection, Role};
+use gate::tile::{GridGeometry, TILE_BYTES, TILE_COLS, TILE_ROWS};
+use half::{bf16, f16};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// How the GGUF stores each kind of tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GgufOptions {
+    /// Q4_1 (the package's blocks exactly) or Q8_0.
+    pub matrices: GgmlType,
+    /// F32 or F16.
+    pub gains: GgmlType,
+    /// BF16 or F32.
+    pub fc: GgmlType,
+    /// `general.alignment`, written only when it is not ggml's default of 32.
+    pub alignment: u32,
+    /// The target's tokenizer in the metadata (`tokenizer.ggml.*`, one string per vocabulary entry),
+    /// as a real draft GGUF carries it.
+    pub tokenizer: bool,
+}
+
+impl Default for GgufOptions {
+    fn default() -> GgufOptions {
+        GgufOptions {
+            matrices: GgmlType::Q4_1,
+            gains: GgmlType::F32,
+            fc: GgmlType::BF16,
+            alignment: 32,
+            tokenizer: true,
+        }
+    }
+}
+
+/// A GGUF in the making: metadata entries as bytes, then tensors, written by [`GgufFile::bytes`].
+#[derive(Clone, Debug, Default)]
+pub struct GgufFile {
+    metadata: Vec<u8>,
+    metadata_count: u64,
+    /// Name, dimensions (ne0 first), ggml type, data.
+    pub tensors: Vec<(String, Vec<u64>, GgmlType, Vec<u8>)>,
+    pub alignment: u64,
+}
+
+fn string(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+impl GgufFile {
+    pub fn new() -> GgufFile {
+        GgufFile {
+            alignment: 32,
+            ..GgufFile::default()
+        }
+    }
+
+    /// A metadata entry of value type `ty` whose value is `value` (already encoded).
+    pub fn raw(&mut self, key: &str, ty: u32, value: &[u8]) {
+        string(&mut self.metadata, key);
+        self.metadata.extend_from_slice(&ty.to_le_bytes());
+        self.metadata.extend_from_slice(value);
+        self.metadata_count += 1;
+    }
+
+    pub fn u32(&mut self, key: &str, v: u32) {
+        self.raw(key, 4, &v.to_le_bytes());
+    }
+
+    pub fn f32(&mut self, key: &str, v: f32) {
+        self.raw(key, 6, &v.to_le_bytes());
+    }
+
+    pub fn string(&mut self, key: &str, v: &str) {
+        let mut value = Vec::new();
+        string(&mut value, v);
+        self.raw(key, 8, &value);
+    }
+
+    pub fn i32_array(&mut self, key: &str, values: &[i32]) {
+        let mut value = 5u32.to_le_bytes().to_vec();
+        value.extend_from_slice(&(values.len() as u64).to_le_bytes());
+        for v in values {
+            value.extend_from_slice(&v.to_le_bytes());
+        }
+        self.raw(key, 9, &value);
+    }
+
+    pub fn string_array<S: AsRef<str>>(&mut self, key: &str, values: &[S]) {
+        let mut value = 8u32.to_le_bytes().to_vec();
+        value.extend_from_slice(&(values.len() as u64).to_le_bytes());
+        for v in values {
+            string(&mut value, v.as_ref());
+        }
+        self.raw(key, 9, &value);
+    }
+
+    pub fn tensor(&mut self, name: &str, dims: Vec<u64>, ty: GgmlType, data: Vec<u8>) {
+        self.tensors.push((name.to_owned(), dims, ty, data));
+    }
+
+    /// The file as ggml writes one: header, metadata, tensor infos (offsets in order, each padded to
+    /// the alignment), zero padding to the alignment, each tensor's data followed by zero padding.
+    pub fn bytes(&self) -> Vec<u8> {
+        let a = self.alignment as usize;
+        let mut out = b"GGUF".to_vec();
+        out.extend_from_slice(&3u32.to_le_bytes());
+        out.extend_from_slice(&(self.tensors.len() as u64).to_le_bytes());
+        out.extend_from_slice(&self.metadata_count.to_le_bytes());
+        out.extend_from_slice(&self.metadata);
+        let mut offset = 0u64;
+        for (name, dims, ty, data) in &self.tensors {
+            string(&mut out, name);
+            out.extend_from_slice(&(dims.len() as u32).to_le_bytes());
+            for d in dims {
+                out.extend_from_slice(&d.to_le_bytes());
+            }
+            out.extend_from_slice(&ty.id().to_le_bytes());
+            out.extend_from_slice(&offset.to_le_bytes());
+            offset += (data.len() as u64).div_ceil(a as u64) * a as u64;
+        }
+        out.resize(out.len().div_ceil(a) * a, 0);
+        for (_, _, _, data) in &self.tensors {
+            out.extend_from_slice(data);
+            out.resize(out.len().div_ceil(a) * a, 0);
+        }
+        out
+    }
+}
+
+/// llama.cpp's name for a package role (spec section 12.2), `None` for roles without one.
+pub fn gguf_name(role: Role) -> Option<String> {
+    Some(match role {
+        Role::Projection { layer, projection } => {
+            let p = match projection {
+                Projection::Q => "attn_q",
+                Projection::K => "attn_k",
+                Projection::V => "attn_v",
+                Projection::O => "attn_output",
+                Projection::Gate => "ffn_gate",
+                Projection::Up => "ffn_up",
+                Projection::Down => "ffn_down",
+            };
+            format!("blk.{layer}.{p}.weight")
+        }
+        Role::LayerGain { layer, gain } => {
+            let g = match gain {
+                LayerGain::Input => "attn_norm",
+                LayerGain::PostAttention => "ffn_norm",
+                LayerGain::QNorm => "attn_q_norm",
+                LayerGain::KNorm => "attn_k_norm",
+            };
+            format!("blk.{layer}.{g}.weight")
+        }
+        Role::Fc => "fc.weight".to_owned(),
+        Role::HiddenNorm => "enc.output_norm.weight".to_owned(),
+        Role::FinalNorm => "output_norm.weight".to_owned(),
+        _ => return None,
+    })
+}
+
+/// One q4_1 block as ggml's reference quantizer (`quantize_row_q4_1_ref`) writes it: `d` and `m` in
+/// f16, codes chosen against the unrounded `f32` ones.
+fn q4_1_block(x: &[f32]) -> [u8; 20] {
+    let min = x.iter().copied().fold(f32::MAX, f32::min);
+    let max = x.iter().copied().fold(-f32::MAX, f32::max);
+    let d = (max - min) / 15.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    let mut out = [0u8; 20];
+    out[..2].copy_from_slice(&f16::from_f32(d).to_bits().to_le_bytes());
+    out[2..4].copy_from_slice(&f16::from_f32(min).to_bits().to_le_bytes());
+    for j in 0..16 {
+        let code = |v: f32| (((v - min) * id + 0.5) as i8).min(15) as u8;
+        out[4 + j] = code(x[j]) | (code(x[j + 16]) << 4);
+    }
+    out
+}
+
+/// One q8_0 block as `quantize_row_q8_0_ref` writes it.
+fn q8_0_block(x: &[f32]) -> [u8; 34] {
+    let amax = x.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+    let d = amax / 127.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    let mut out = [0u8; 34];
+    out[..2].copy_from_slice(&f16::from_f32(d).to_bits().to_le_bytes());
+    for j in 0..32 {
+        out[2 + j] = ((x[j] * id).round() as i8) as u8;
+    }
+    out
+}
+
+/// The package's q4_1 grid of an N x K matrix whose GGUF blocks (row-major, K / 32 per row) are
+/// `blocks`: each group's codes copied, `d` and `m` rounded from f16 to bf16 (spec section 12).
+pub fn grid_from_blocks(n: u64, k: u64, blocks: &[u8]) -> Vec<u8> {
+    let g = GridGeometry::new(n, k).expect("grid geometry");
+    let mut out = vec![0u8; g.bytes() as usize];
+    let per_row = (k / 32) as usize;
+    for (i, block) in blocks.chunks_exact(20).enumerate() {
+        let (row, b) = (i / per_row, i % per_row);
+        let col = b * 32;
+        let t = (row / TILE_ROWS as usize) * g.col_blocks as usize + col / TILE_COLS as usize;
+        let tile = &mut out[t * TILE_BYTES as usize..(t + 1) * TILE_BYTES as usize];
+        let (c, r) = ((col % TILE_COLS as usize) / 32, row % TILE_ROWS as usize);
+        let widen = |at: usize| {
+            let h = f16::from_bits(u16::from_le_bytes([block[at], block[at + 1]]));
+            bf16::from_f32(h.to_f32()).to_bits().to_le_bytes()
+        };
+        let group = c * 32 + r;
+        tile[2 * group..2 * group + 2].copy_from_slice(&widen(0));
+        tile[512 + 2 * group..512 + 2 * group + 2].copy_from_slice(&widen(2));
+        for j in 0..16 {
+            set_code(tile, c * 32 + j, r, block[4 + j] & 0x0f);
+            set_code(tile, c * 32 + j + 16, r, block[4 + j] >> 4);
+        }
+    }
+    out
+}
+
+/// Writes the GGUF `package` is converted from to `path`, and makes the package's grids from it.
+/// Matrices are drawn from the same values [`super::source::write_source`] draws (same `seed`), so a
+/// checkpoint written first stays a faithful source of the package. Tensors with no GGUF name (the
+/// DFlash2 features') and the `dflash.*` scalars (metadata here) are not written.
+pub fn write_gguf(
+    package: &mut Package,
+    path: &Path,
+    options: GgufOptions,
+    seed: u64,
+) -> io::Result<()> {
+    let file = gguf_for(package, options, seed)?;
+    let mut out = io::BufWriter::new(std::fs::File::create(path)?);
+    out.write_all(&file.bytes())?;
+    out.flush()
+}
+
+/// The GGUF of [`write_gguf`] in memory (the package's grids remade from it).
+pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::Result<GgufFile> {
+    let g = package.geometry.clone();
+    let naming = g.naming(package.encoding);
+    let mut file = GgufFile::new();
+    file.alignment = u64::from(options.alignment);
+    file.string("general.architecture", "dflash");
+    file.string("general.name", "synthetic dflash draft");
+    file.u32("general.quantization_version", 2);
+    let file_type = if options.matrices == GgmlType::Q8_0 {
+        7
+    } else {
+        3
+    };
+    file.u32("general.file_type", file_type);
+    if options.alignment != 32 {
+        file.u32("general.alignment", options.alignment);
+    }
+    let narrow = |v: u64| u32::try_from(v).map_err(io::Error::other);
+    file.u32("dflash.block_count", narrow(g.layers)?);
+    file.u32("dflash.embedding_length", narrow(g.hidden)?);
+    file.u32("dflash.feed_forward_length", narrow(g.intermediate)?);
+    file.u32("dflash.attention.head_count", narrow(g.heads)?);
+    file.u32("dflash.attention.head_count_kv", narrow(g.kv_heads)?);
+    file.u32("dflash.attention.key_length", narrow(g.head_dim)?);
+    file.u32("dflash.attention.value_length", narrow(g.head_dim)?);
+    file.f32("dflash.attention.layer_norm_rms_epsilon", 1e-6);
+    file.u32("dflash.vocab_size", narrow(g.vocab_size)?);
+    file.u32("dflash.block_size", narrow(g.block_size)?);
+    file.u32("dflash.mask_token_id", narrow(g.mask_token_id)?);
+    file.u32("dflash.target_hidden_size", narrow(g.hidden)?);
+    let taps: Vec<i32> = g.taps.iter().map(|&t| t as i32).collect();
+    file.i32_array("dflash.target_layers", &taps);
+    if options.tokenizer {
+        file.string("tokenizer.ggml.model", "gpt2");
+        let tokens: Vec<String> = (0..g.vocab_size).map(|i| format!("tok{i}")).collect();
+        file.string_array("tokenizer.ggml.tokens", &tokens);
+        file.i32_array("tokenizer.ggml.token_type", &vec![1; tokens.len()]);
+        let merges: Vec<String> = (0..g.vocab_size / 2)
+            .map(|i| format!("t{} k{}", i % 97, i / 97))
+            .collect();
+        file.string_array("tokenizer.ggml.merges", &merges);
+    }
+    let mut entries = Vec::new();
+    for (i, t) in package.tensors.iter().enumerate() {
+        let Some(role) = naming.role(&t.name) else {
+            continue;
+        };
+        let Some(name) = gguf_name(role) else {
+            continue;
+        };
+        entries.push((i, role, name));
+    }
+    // llama.cpp's order: layer by layer, then the model-wide tensors.
+    entries.sort_by_key(|(_, role, name)| (role.layer().is_none(), role.layer(), name.clone()));
+    for (i, role, name) in entries {
+        let t = &mut package.tensors[i];
+        let bf16_values = |data: &[u8]| -> Vec<f32> {
+            data.chunks_exact(2)
+                .map(|b| bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+                .collect()
+        };
+        match role {
+            Role::Projection { projection, .. } => {
+                let (n, k) = g.dims(projection);
+                let values = source_matrix(n, k, matrix_seed(seed, i));
+                let blocks: Vec<u8> = match options.matrices {
+                    GgmlType::Q8_0 => values.chunks_exact(32).flat_map(q8_0_block).collect(),
+                    _ => values.chunks_exact(32).flat_map(q4_1_block).collect(),
+                };
+                t.data = match options.matrices {
+                    GgmlType::Q8_0 => {
+                        let mut dequantized = vec![0f32; values.len()];
+                        gate::gguf::dequantize(GgmlType::Q8_0, &blocks, &mut dequantized)
+                            .map_err(io::Error::other)?;
+                        let rounded: Vec<f32> = dequantized
+                            .iter()
+                            .map(|&v| bf16::from_f32(v).to_f32())
+                            .collect();
+                        quantize(n, k, &rounded, Quantizer::MinMax)
+                    }
+                    _ => grid_from_blocks(n, k, &blocks),
+                };
+                file.tensor(&name, vec![k, n], options.matrices, blocks);
+            }
+            Role::Fc => {
+                let values = bf16_values(&t.data);
+                let (hidden, cols) = (g.hidden, g.taps.len() as u64 * g.hidden);
+                let values = if t.shape.len() == 3 {
+                    unblock(&values, hidden, cols)
+                } else {
+                    values
+                };
+                let data = match options.fc {
+                    GgmlType::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                    _ => values
+                        .iter()
+                        .flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes())
+                        .collect(),
+                };
+                file.tensor(&name, vec![cols, hidden], options.fc, data);
+            }
+            _ => {
+                let values = bf16_values(&t.data);
+                let data: Vec<u8> = match options.gains {
+                    GgmlType::F16 => values
+                        .iter()
+                        .flat_map(|&v| f16::from_f32(v).to_bits().to_le_bytes())
+                        .collect(),
+                    _ => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                };
+                if options.gains == GgmlType::F16
+                    && values.iter().any(|&v| f16::from_f32(v).to_f32() != v)
+                {
+                    return Err(io::Error::other(format!(
+                        "{name}: a gain is not exact in f16"
+                    )));
+                }
+                file.tensor(&name, vec![values.len() as u64], options.gains, data);
+            }
+        }
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{Encoding, Geometry};
+
+    #[test]
+    fn ggmls_reference_q4_1_blocks_become_the_packages_groups() {
+        let values: Vec<f32> = (0..32).map(|i| (i as f32 - 10.0) * 0.01).collect();
+        let block = q4_1_block(&values);
+        assert_eq!(block[4] & 0x0f, 0, "the minimum is code 0");
+        assert_eq!(block[4 + 15] >> 4, 15, "the maximum is code 15");
+        let grid = grid_from_blocks(1, 32, &block);
+        let d = f16::from_bits(u16::from_le_bytes([block[0], block[1]])).to_f32();
+        assert_eq!(
+            u16::from_le_bytes([grid[0], grid[1]]),
+            bf16::from_f32(d).to_bits()
+        );
+    }
+
+    #[test]
+    fn the_gguf_is_read_by_the_gate_with_the_packages_names_and_shapes() {
+        let mut package = Package::generate(&Geometry::micro(), Encoding::default(), 3);
+        let file = gguf_for(&mut package, GgufOptions::default(), 3).expect("gguf");
+        let header = gate::gguf::parse(&file.bytes()).expect("parses");
+        assert_eq!(header.architecture(), Some("dflash"));
+        let q = header.tensor("blk.0.attn_q.weight").expect("q");
+        assert_eq!((q.ty, q.dims.clone()), (GgmlType::Q4_1, vec![32, 32]));
+        assert_eq!(header.tensors.len(), 7 + 4 + 3);
+    }
+}

@@ -1,0 +1,227 @@
+//! The GGUF reader on the generator's GGUFs (spec section 12): each variant read back with the
+//! package's tensors, exactly; and each rule of section 12.1 broken once in a real file, refused for
+//! that rule.
+
+use gate::gguf::{dequantize, GgmlType, Gguf, Rule, Value};
+use gate::Outcome;
+use gate_tests::synth::gguf::{gguf_for, gguf_name, grid_from_blocks, write_gguf, GgufOptions};
+use gate_tests::synth::{Encoding, Geometry, Package};
+use half::bf16;
+use libtest_mimic::{Failed, Trial};
+
+const SEED: u64 = 0x6767;
+
+fn variants() -> Vec<(&'static str, GgufOptions)> {
+    let default = GgufOptions::default();
+    vec![
+        ("q4_1", default),
+        (
+            "f16_gains_f32_fc_aligned_64",
+            GgufOptions {
+                gains: GgmlType::F16,
+                fc: GgmlType::F32,
+                alignment: 64,
+                ..default
+            },
+        ),
+        (
+            "q8_0",
+            GgufOptions {
+                matrices: GgmlType::Q8_0,
+                tokenizer: false,
+                ..default
+            },
+        ),
+    ]
+}
+
+pub fn trials() -> Vec<Trial> {
+    let mut out: Vec<Trial> = variants()
+        .into_iter()
+        .map(|(name, options)| {
+            Trial::test(format!("gguf::round_trip_{name}"), move || {
+                round_trip(options).map_err(Failed::from)
+            })
+        })
+        .collect();
+    out.push(Trial::test("gguf::rules_on_a_real_file", || {
+        rules().map_err(Failed::from)
+    }));
+    out
+}
+
+/// A small package and its GGUF, written; the GGUF read back by the gate's reader: every package
+/// tensor with a GGUF name is there, its values the package's (a Q4_1 matrix's blocks re-laid are the
+/// package's grid byte for byte), the compared metadata the config's, and the package still passes.
+fn round_trip(options: GgufOptions) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let geometry = Geometry::small();
+    let mut package = Package::generate(&geometry, Encoding::default(), SEED);
+    let path = dir.path().join("draft.gguf");
+    write_gguf(&mut package, &path, options, SEED).map_err(|e| e.to_string())?;
+    let pkg = dir.path().join("package");
+    std::fs::create_dir(&pkg).map_err(|e| e.to_string())?;
+    package.write(&pkg).map_err(|e| e.to_string())?;
+    let report = gate::gate(&pkg, &gate::Options::default()).map_err(|e| e.to_string())?;
+    if report.verdict() != Outcome::Pass {
+        return Err("the package made from the GGUF does not pass".into());
+    }
+    let gguf = Gguf::open(&path).map_err(|e| e.to_string())?;
+    let h = &gguf.header;
+    if h.alignment != u64::from(options.alignment) || h.data_start % h.alignment != 0 {
+        return Err(format!(
+            "alignment {} data start {}",
+            h.alignment, h.data_start
+        ));
+    }
+    let int = |key: &str| match h.get(&format!("dflash.{key}")).map(|k| &k.value) {
+        Some(Value::Integer(v)) => u64::try_from(*v).ok(),
+        _ => None,
+    };
+    for (key, want) in [
+        ("block_count", geometry.layers),
+        ("embedding_length", geometry.hidden),
+        ("feed_forward_length", geometry.intermediate),
+        ("attention.head_count", geometry.heads),
+        ("attention.head_count_kv", geometry.kv_heads),
+        ("attention.key_length", geometry.head_dim),
+        ("block_size", geometry.block_size),
+        ("mask_token_id", geometry.mask_token_id),
+        ("vocab_size", geometry.vocab_size),
+    ] {
+        if int(key) != Some(want) {
+            return Err(format!("dflash.{key} is {:?}, not {want}", int(key)));
+        }
+    }
+    let taps: Vec<i128> = geometry.taps.iter().map(|&t| i128::from(t)).collect();
+    match h.get("dflash.target_layers").map(|k| &k.value) {
+        Some(Value::Array {
+            integers: Some(v), ..
+        }) if *v == taps => {}
+        other => return Err(format!("dflash.target_layers is {other:?}")),
+    }
+    if h.get("tokenizer.ggml.tokens").is_some() {
+        return Err("the tokenizer was kept".into());
+    }
+    let naming = geometry.naming(package.encoding);
+    let mut seen = 0;
+    for t in &package.tensors {
+        let Some(name) = naming.role(&t.name).and_then(gguf_name) else {
+            continue;
+        };
+        seen += 1;
+        let (info, data) = gguf
+            .tensor(&name)
+            .ok_or(format!("{name} is not in the GGUF"))?;
+        if t.dtype == gate::dtype::Dtype::I8 {
+            let (k, n) = (info.dims[0], info.dims[1]);
+            if info.ty != options.matrices {
+                return Err(format!("{name} is {}", info.ty));
+            }
+            if info.ty == GgmlType::Q4_1 && grid_from_blocks(n, k, data) != t.data {
+                return Err(format!(
+                    "{name}: its blocks re-laid are not {}'s grid",
+                    t.name
+                ));
+            }
+            continue;
+        }
+        let mut values = vec![0f32; info.elements() as usize];
+        dequantize(info.ty, data, &mut values).map_err(|e| e.to_string())?;
+        let mut bytes: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes())
+            .collect();
+        if t.shape.len() == 3 {
+            // fc: the package holds it row-blocked, [hidden/32, cols, 32].
+            let (cols, hidden) = (info.dims[0] as usize, info.dims[1] as usize);
+            let mut blocked = vec![0u8; bytes.len()];
+            for row in 0..hidden {
+                for col in 0..cols {
+                    let to = ((row / 32) * cols + col) * 32 + row % 32;
+                    let from = row * cols + col;
+                    blocked[2 * to..2 * to + 2].copy_from_slice(&bytes[2 * from..2 * from + 2]);
+                }
+            }
+            bytes = blocked;
+        }
+        if bytes != t.data {
+            return Err(format!("{name} dequantized is not {}'s values", t.name));
+        }
+    }
+    if seen != h.tensors.len() || seen != 2 * 11 + 3 {
+        return Err(format!(
+            "{seen} package tensors, {} in the GGUF",
+            h.tensors.len()
+        ));
+    }
+    gguf.unchanged().map_err(|e| e.to_string())
+}
+
+/// Whether a refusal is for the rule a case breaks.
+type Refused = fn(&Rule) -> bool;
+
+/// The generator's GGUF, broken one rule at a time.
+fn rules() -> Result<(), String> {
+    let mut package = Package::generate(&Geometry::micro(), Encoding::default(), SEED);
+    let file = gguf_for(&mut package, GgufOptions::default(), SEED).map_err(|e| e.to_string())?;
+    let good = file.bytes();
+    let h = gate::gguf::parse(&good).map_err(|e| e.to_string())?;
+    let find = |needle: &[u8]| {
+        good.windows(needle.len())
+            .position(|w| w == needle)
+            .ok_or("not in the file")
+    };
+    // The offset field of the second tensor: after its name, dimensions and type.
+    let second = &h.tensors[1];
+    let mut name = (second.name.len() as u64).to_le_bytes().to_vec();
+    name.extend_from_slice(second.name.as_bytes());
+    let second_at = find(&name)?;
+    let type_at = second_at + name.len() + 4 + 8 * second.dims.len();
+    let offset_at = type_at + 4;
+    let key = find(b"dflash.block_size")?;
+    let cases: Vec<(&str, Vec<u8>, Refused)> = vec![
+        ("version 1", edit(&good, 4, &1u32.to_le_bytes()), |r| {
+            *r == Rule::Version1
+        }),
+        (
+            "a duplicate key",
+            edit(&good, key, b"dflash.vocab_size"),
+            |r| *r == Rule::DuplicateKey("dflash.vocab_size".into()),
+        ),
+        (
+            "a gap",
+            edit(&good, offset_at, &(second.offset + 32).to_le_bytes()),
+            |r| matches!(r, Rule::Gap { .. }),
+        ),
+        (
+            "an overlap",
+            edit(&good, offset_at, &(second.offset - 32).to_le_bytes()),
+            |r| matches!(r, Rule::Overlap { .. }),
+        ),
+        (
+            "an unknown type",
+            edit(&good, type_at, &4u32.to_le_bytes()),
+            |r| matches!(r, Rule::UnknownType { id: 4, .. }),
+        ),
+        (
+            "trailing bytes",
+            [good.as_slice(), &[0; 32]].concat(),
+            |r| matches!(r, Rule::Trailing { .. }),
+        ),
+    ];
+    for (what, bytes, rule) in cases {
+        match gate::gguf::parse(&bytes) {
+            Ok(_) => return Err(format!("{what}: read")),
+            Err(e) if rule(&e.rule) => {}
+            Err(e) => return Err(format!("{what}: refused for another rule: {e}")),
+        }
+    }
+    Ok(())
+}
+
+fn edit(bytes: &[u8], at: usize, with: &[u8]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    out[at..at + with.len()].copy_from_slice(with);
+    out
+}
