@@ -5,8 +5,8 @@
 
 mod bench;
 mod cmake;
-mod docs;
 mod dist;
+mod docs;
 mod fuzz;
 mod gate;
 mod mutants;
