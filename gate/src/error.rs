@@ -1,6 +1,7 @@
 //! Why the gate could not run at all (exit 2): the error every reader of a package directory returns.
 //!
-//! It lives below `package` and `beyond` so that both can return it without importing each other.
+//! It lives below `package` and the optional steps (`source`, `target`, `manifest`) so that all of
+//! them can return it without importing each other.
 
 use crate::files::FileError;
 use std::fmt;

@@ -19,7 +19,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod beyond;
 pub mod checkpoint;
 pub mod checks;
 pub mod config;
@@ -30,11 +29,13 @@ pub mod escape;
 pub mod family;
 pub mod files;
 pub mod limits;
+pub mod manifest;
 pub mod package;
 pub mod parallel;
 pub mod report;
-pub mod roles;
+pub mod source;
 pub mod strict_json;
+pub mod target;
 pub mod tile;
 
 pub use package::{evaluate, gate, Options, PackageError};

@@ -57,8 +57,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         .check(IS_DFLASH)
         .is_none_or(|c| c.outcome != crate::Outcome::Pass);
     if let Some(target_dir) = &options.target {
-        let target =
-            crate::beyond::target::read(target_dir).map_err(|e| e.from_option("--target"))?;
+        let target = crate::target::read(target_dir).map_err(|e| e.from_option("--target"))?;
         report
             .not_checked
             .retain(|l| !l.starts_with(NOT_CHECKED_TARGET));
@@ -66,9 +65,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
             refused,
             config_bytes.as_ref().map(|b| DraftConfig::from_json(b)),
         ) {
-            report
-                .checks
-                .extend(crate::beyond::target::checks(&draft, &target));
+            report.checks.extend(crate::target::checks(&draft, &target));
         }
     }
     if let Some(source_dir) = &options.source {
@@ -76,7 +73,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
             .map_err(|e| e.from_option("--source"))?;
         let weights = held.as_ref().ok().map(|(_, b)| b.as_slice());
         if let (false, Ok(config)) = (refused, &config_bytes) {
-            crate::beyond::source::run(
+            crate::source::run(
                 &mut report,
                 config,
                 weights,
@@ -98,7 +95,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         }
     }
     if options.manifest && !refused {
-        let check = crate::beyond::manifest::check(dir, &judged(&config_file, &held))?;
+        let check = crate::manifest::check(dir, &judged(&config_file, &held))?;
         // An absent manifest (UNDECIDED) verified nothing: the line stays.
         if check.outcome != crate::Outcome::Undecided {
             report
@@ -309,7 +306,7 @@ fn list_files(dir: &Path) -> Result<(Vec<OsString>, Vec<FileCensus>), PackageErr
         .map(|(raw, bytes)| {
             let use_ = if raw == CONFIG_FILE {
                 "config"
-            } else if raw == crate::beyond::manifest::MANIFEST_FILE {
+            } else if raw == crate::manifest::MANIFEST_FILE {
                 "manifest"
             } else if is_weight_file(raw) {
                 "weights"

@@ -5,7 +5,7 @@ pub mod dflash2;
 pub use dflash2::Features;
 
 use gate::dtype::Dtype;
-use gate::roles::{LayerGain, Naming, Projection, Role, Scalar};
+use gate::family::{LayerGain, Naming, Projection, Role, Scalar};
 use gate::tile::{GridGeometry, GROUPS_PER_TILE, TILE_BYTES, TILE_COLS, TILE_ROWS};
 use half::bf16;
 use rand::rngs::StdRng;
@@ -764,8 +764,8 @@ pub fn write_manifest(dir: &Path) -> io::Result<()> {
     let mut buffer = vec![0u8; 1 << 16];
     let mut text = String::new();
     for name in names {
-        let (hex, _) = gate::beyond::manifest::hash_file(&dir.join(&name), &mut buffer)
-            .map_err(io::Error::other)?;
+        let (hex, _) =
+            gate::manifest::hash_file(&dir.join(&name), &mut buffer).map_err(io::Error::other)?;
         text.push_str(&format!("{hex}  {name}\n"));
     }
     std::fs::write(dir.join("MANIFEST.sha256"), text)

@@ -85,7 +85,7 @@ fn many_paired_tensors() -> Result<(), Failed> {
     gate::gate(&dir, &gate::Options::default())?;
     let plain = start.elapsed();
     let paired = report
-        .check(gate::beyond::source::INVENTORY)
+        .check(gate::source::INVENTORY)
         .map(|c| (c.outcome, c.evidence["paired"].as_u64()));
     // The package's own tensors less its scalars, which have no source tensor, plus the strays.
     let scalars = package
@@ -99,7 +99,7 @@ fn many_paired_tensors() -> Result<(), Failed> {
             format!("source.inventory: {paired:?}, expected PASS with {want} paired").into(),
         );
     }
-    let bf16 = report.check(gate::beyond::source::BF16).map(|c| c.outcome);
+    let bf16 = report.check(gate::source::BF16).map(|c| c.outcome);
     if bf16 != Some(gate::Outcome::Pass) {
         return Err(format!("source.bf16: {bf16:?}, expected PASS").into());
     }
@@ -120,7 +120,7 @@ fn many_paired_tensors() -> Result<(), Failed> {
 /// minimum that is not finite) is in bound, nor does asking panic on the empty or NaN range such a
 /// header makes.
 fn source_bounds() -> Result<(), Failed> {
-    use gate::beyond::source::{kernel, within_ceiling, RMS_CEILING};
+    use gate::source::{kernels, within_ceiling, RMS_CEILING};
     for rms in [f64::NAN, f64::INFINITY, RMS_CEILING * 1.0001] {
         if within_ceiling(rms) {
             return Err(format!("a relative RMS error of {rms} passed the ceiling").into());
@@ -142,7 +142,7 @@ fn source_bounds() -> Result<(), Failed> {
     for (d, m) in broken {
         for q in [0u8, 1, 8, 15] {
             for s in [0.0f32, 0.5, -0.5, 1e30] {
-                if kernel::element_ok(q, s, d, m) {
+                if kernels::element_ok(q, s, d, m) {
                     return Err(format!(
                         "code {q} against {s} is in bound under the broken header d = {d}, m = {m}"
                     )
@@ -163,17 +163,17 @@ fn worker_panics() -> Vec<Trial> {
         ("bf16_finite", gate::checks::finite::ID, Extra::None),
         (
             "source_bf16",
-            gate::beyond::source::BF16,
+            gate::source::BF16,
             Extra::Source(gate_tests::arms::source::FAITHFUL),
         ),
         (
             "source_q4_1",
-            gate::beyond::source::Q4_1,
+            gate::source::Q4_1,
             Extra::Source(gate_tests::arms::source::FAITHFUL),
         ),
         (
             "manifest_hashing",
-            gate::beyond::manifest::MANIFEST,
+            gate::manifest::MANIFEST,
             Extra::Manifest(|_| {}),
         ),
     ];
@@ -491,7 +491,7 @@ fn renamed_before_hashing() -> Result<(), Failed> {
         let staged = dir.join("staged");
         std::fs::write(&staged, &swapped)?;
         let target = dir.join(name);
-        gate::beyond::manifest::before_hashing(move || {
+        gate::manifest::before_hashing(move || {
             std::fs::rename(&staged, &target).expect("rename into place")
         });
         let options = gate::Options {

@@ -23,7 +23,7 @@ use crate::tile::{GridGeometry, TileGrid};
 use std::collections::HashMap;
 
 /// The ids of the checks the package front end runs before these (kept here, with the others, so
-/// that a check beyond the package can name them without importing the front end).
+/// that `source`, `target` and `manifest` can name them without importing the front end).
 pub const IS_DFLASH: &str = "config.is_dflash";
 pub const PARSES: &str = "container.parses";
 pub const GEOMETRY: &str = "config.geometry";

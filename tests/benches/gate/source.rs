@@ -27,7 +27,7 @@
 
 use super::yardstick::Reading;
 use super::{median, LIVE, PEAK};
-use gate::beyond::source::wide;
+use gate::source::kernels::wide;
 use gate_tests::arms::SEED;
 use gate_tests::synth::source::{quantize, source_matrix, write_source, Quantizer, SourceOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
@@ -365,7 +365,7 @@ fn pairing(cache: &Path, runs: usize) {
         let report = black_box(gate::gate(&draft, options).expect("gate runs"));
         let took = start.elapsed();
         if options.source.is_some() {
-            let inventory = report.check(gate::beyond::source::INVENTORY);
+            let inventory = report.check(gate::source::INVENTORY);
             assert_eq!(
                 inventory.map(|c| c.outcome),
                 Some(gate::Outcome::Pass),

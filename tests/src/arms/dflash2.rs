@@ -304,7 +304,7 @@ fn assistant_census(r: &Report) -> Result<(), String> {
 
 /// Every check of --source passed.
 fn source_passes(r: &Report) -> Result<(), String> {
-    for id in gate::beyond::source::CHECKS {
+    for id in gate::source::CHECKS {
         expect_eq(id, outcome(r, id), Some(Outcome::Pass))?;
     }
     Ok(())

@@ -13,8 +13,8 @@ use crate::defects::{
     Scenario,
 };
 use crate::synth::{write_manifest, Encoding, Geometry, Package, TargetPackage};
+use gate::family::{LayerGain, Projection, Role};
 use gate::report::{Outcome, Report};
-use gate::roles::{LayerGain, Projection, Role};
 use gate::tile::TILE_BYTES;
 use half::bf16;
 use serde_json::json;

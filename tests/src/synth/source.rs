@@ -186,8 +186,8 @@ fn to_bytes(values: &[f32], dtype: Dtype) -> Vec<u8> {
 
 /// A gridded matrix's N x K from its name and the geometry: a projection, or a DFlash2 matrix.
 fn grid_dims(name: &str, g: &super::Geometry) -> Option<(u64, u64)> {
-    match gate::roles::Naming::BARE.role(name)? {
-        gate::roles::Role::Projection { projection, .. } => Some(g.dims(projection)),
+    match gate::family::Naming::BARE.role(name)? {
+        gate::family::Role::Projection { projection, .. } => Some(g.dims(projection)),
         role => super::dflash2::grid_dims(g, role),
     }
 }

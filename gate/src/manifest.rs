@@ -1,4 +1,4 @@
-//! `manifest.sha256`: every file listed in `MANIFEST.sha256` matches, none is missing, none unlisted.
+//! `manifest.sha256` (`--manifest`): every file listed in `MANIFEST.sha256` matches, none is missing, none unlisted.
 
 use crate::error::PackageError;
 use crate::escape;

@@ -1,7 +1,7 @@
 //! Reading a source matrix's elements as f32, whatever float type its checkpoint stores (BF16, F16 or
 //! F32), and as the bf16 bits a BF16 package tensor must hold.
 
-use super::kernel::bf16_bits_of;
+use super::kernels::bf16_bits_of;
 use crate::dtype::Dtype;
 
 /// A row-major source matrix (a 1-D tensor is one row).

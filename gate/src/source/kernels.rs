@@ -1,12 +1,16 @@
 //! The element comparison of `source.q4_1`, one 32-weight group at a time: a vectorizing loop over
 //! fixed-size arrays, and the plain scalar loop it must agree with (the test oracle, and the bench's
-//! baseline).
+//! baseline). The whole-tile AVX2 path is the submodule `wide`.
 //!
 //! A real element passes when `|code * d + m - clamp(source, m, m + 15 d)| <= d` and its source value
 //! is finite (spec section 11). The statistics measure the error itself, `w - source`, unclamped: the
 //! largest in steps of `d` and the squared sums of the relative RMS. Clamping is the bound's allowance
 //! for a quantizer that gives up on outliers, not a smaller error; and the unclamped error is what
 //! the whole-tile path (`wide`) measures at its speed.
+
+/// Public only so the bench can time the kernel alone; not part of the gate's API.
+#[doc(hidden)]
+pub mod wide;
 
 /// Lanes of the running sums: independent accumulators let the compiler keep them in vector registers
 /// (one running float sum would force the elements into order).

@@ -1,4 +1,4 @@
-//! `target.*`: the draft against the target package it drafts for. Only the target's config.json and
+//! `target.*` (`--target DIR`): the draft against the target package it drafts for. Only the target's config.json and
 //! the header of its weight file are read: never its data section, so a 20 GB target costs
 //! milliseconds.
 

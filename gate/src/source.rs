@@ -8,12 +8,9 @@
 
 mod bf16;
 mod config;
-pub mod kernel;
+pub mod kernels;
 mod q4_1;
 mod values;
-/// Public only so the bench can time the kernel alone; not part of the gate's API.
-#[doc(hidden)]
-pub mod wide;
 
 use crate::checkpoint::Checkpoint;
 use crate::container::{Container, TensorInfo};
