@@ -4,18 +4,16 @@ use crate::checks;
 use crate::config::DraftConfig;
 use crate::container::Container;
 use crate::escape;
-use crate::files::{self, FileError};
+use crate::files::{self, FileError, WeightFile};
 use crate::limits::MAX_CONFIG_BYTES;
 use crate::report::{Census, Check, FileCensus, Report, TensorCensus};
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use crate::checks::{IS_DFLASH, PARSES};
 pub use crate::error::PackageError;
-pub use crate::files::CONFIG_FILE;
-pub const WEIGHT_FILE: &str = "model.q4nx";
-pub const WEIGHT_EXTENSION: &str = "q4nx";
+pub use crate::files::{CONFIG_FILE, WEIGHT_EXTENSION, WEIGHT_FILE};
 
 /// What the caller asked for beyond the draft itself.
 #[derive(Clone, Debug, Default)]
@@ -156,7 +154,7 @@ pub fn evaluate(
             config.declared_as
         ),
     ));
-    report.census.family = Some(config.family.token);
+    report.census.family = Some(config.family().token);
     report.checks.push(checks::check_geometry(&config));
     let (name, bytes) = match weights {
         Ok(w) => w,
@@ -206,7 +204,7 @@ pub fn evaluate(
         .map_err(|p| PackageError::internal(Path::new(package), p))?;
     report.checks.extend(container_checks);
     let naming = config
-        .family
+        .family()
         .naming(table.entries.iter().map(|e| e.name.as_str()));
     report.census.header_bytes = Some(table.header_bytes);
     report.census.naming = Some(
@@ -308,7 +306,7 @@ fn list_files(dir: &Path) -> Result<(Vec<OsString>, Vec<FileCensus>), PackageErr
                 "config"
             } else if raw == crate::manifest::MANIFEST_FILE {
                 "manifest"
-            } else if is_weight_file(raw) {
+            } else if files::is_weight_file(raw) {
                 "weights"
             } else {
                 "not checked"
@@ -323,23 +321,15 @@ fn list_files(dir: &Path) -> Result<(Vec<OsString>, Vec<FileCensus>), PackageErr
     Ok((names.into_iter().map(|(n, _)| n).collect(), files))
 }
 
-fn is_weight_file(name: &OsStr) -> bool {
-    Path::new(name)
-        .extension()
-        .is_some_and(|e| e == WEIGHT_EXTENSION)
-}
-
 /// `model.q4nx`, else the single `*.q4nx` (its name as the file system spells it, so a name that is
 /// not UTF-8 still opens). `Err` inside is a package failure (none, or ambiguous).
 fn locate_weights(names: &[OsString]) -> Result<OsString, String> {
-    if names.iter().any(|n| n == WEIGHT_FILE) {
-        return Ok(WEIGHT_FILE.into());
-    }
-    let candidates: Vec<&OsString> = names.iter().filter(|n| is_weight_file(n)).collect();
-    match candidates.as_slice() {
-        [] => Err("no weight file: neither model.q4nx nor any *.q4nx in the package".to_owned()),
-        [one] => Ok((*one).clone()),
-        many => Err(format!(
+    match files::weight_file(names) {
+        WeightFile::None => {
+            Err("no weight file: neither model.q4nx nor any *.q4nx in the package".to_owned())
+        }
+        WeightFile::One(name) => Ok(name),
+        WeightFile::Many(many) => Err(format!(
             "{} *.q4nx files and no model.q4nx ({}): the gate does not guess which is the draft's",
             many.len(),
             many.iter()

@@ -88,7 +88,7 @@ fn judge(
     role: Option<Role>,
     layers: u64,
 ) -> Verdict {
-    let family = inputs.config.family;
+    let family = inputs.config.family();
     let Some(role) = role else {
         return Verdict::Unexplained(
             looks_second_family(&e.name)

@@ -47,7 +47,7 @@ pub fn run<'a>(
                 .collect());
         }
     };
-    let family = inputs.config.family;
+    let family = inputs.config.family();
     let mut slots = Vec::new();
     for (role, spec) in family.roles(layers, |s| matches!(s.kind, Kind::Projection(_))) {
         let name = inputs.naming.name(role);

@@ -111,11 +111,7 @@ fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
             return Some(Item::NotGated { dir, error });
         }
     };
-    let weights = names.iter().any(|n| {
-        Path::new(n)
-            .extension()
-            .is_some_and(|e| e == WEIGHT_EXTENSION)
-    });
+    let weights = names.iter().any(|n| gate::files::is_weight_file(n));
     let checkpoint = names.iter().any(|n| n == SINGLE_FILE || n == INDEX_FILE);
     match (config, weights) {
         (false, false) => None,

@@ -616,7 +616,7 @@ mod tests {
                     bytes[r][at] ^= bit;
                     let c = at / 2;
                     let pair = [bytes[r][2 * c], bytes[r][2 * c + 1]];
-                    values[r][c] = bf16::from_bits(u16::from_le_bytes(pair)).to_f32();
+                    values[r][c] = crate::dtype::bf16_to_f32(u16::from_le_bytes(pair));
                 }
             }
             if agree(&tile, &bytes, &values) {
