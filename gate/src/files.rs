@@ -31,8 +31,8 @@
 //!   print the secret into a log.
 //!
 //! ```no_run
-//! use gate::files;
-//! # fn main() -> Result<(), gate::files::FileError> {
+//! use dflash_gate::files;
+//! # fn main() -> Result<(), dflash_gate::files::FileError> {
 //! let file = files::open(std::path::Path::new("pkg/model.q4nx"))?;
 //! let mut prefix = [0u8; 8];
 //! file.read_exact_at(0, &mut prefix)?; // a header prefix, by position

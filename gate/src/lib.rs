@@ -7,7 +7,7 @@
 //! decide" is its own outcome.
 //!
 //! ```no_run
-//! use gate::{gate, Options, Outcome};
+//! use dflash_gate::{gate, Options, Outcome};
 //!
 //! let report = gate(std::path::Path::new("models/bolt-dflash"), &Options::default())?;
 //! if report.verdict() != Outcome::Pass {

@@ -13,7 +13,7 @@
 //!   `tiles.headers_sane`, naming the tensor and the tile.
 
 use crate::synth::{Encoding, Geometry, Package};
-use gate::report::{Outcome, Report};
+use dflash_gate::report::{Outcome, Report};
 use half::bf16;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -87,7 +87,7 @@ pub fn run_measured(
         heap.mark();
         let start = Instant::now();
         let outcome = std::panic::catch_unwind(|| {
-            gate::evaluate("mutant", Ok(config), Ok(("model.q4nx", &bytes)), Vec::new())
+            dflash_gate::evaluate("mutant", Ok(config), Ok(("model.q4nx", &bytes)), Vec::new())
         });
         let took = start.elapsed();
         let peak = heap.peak_since_mark();
@@ -190,12 +190,12 @@ fn mutation(kind: &'static str, describe: String) -> Mutation {
 
 /// Where the grids' tiles are: (tensor name, first tile's file offset, tile count).
 fn grid_tiles(bytes: &[u8]) -> Vec<(String, usize, usize)> {
-    let c = gate::container::Container::parse(bytes).expect("fixture parses");
+    let c = dflash_gate::container::Container::parse(bytes).expect("fixture parses");
     let start = c.table.header_bytes as usize;
     c.table
         .entries
         .iter()
-        .filter(|e| e.dtype == gate::dtype::Dtype::I8)
+        .filter(|e| e.dtype == dflash_gate::dtype::Dtype::I8)
         .map(|e| {
             (
                 e.name.clone(),

@@ -81,7 +81,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "--all counts the unreadable", file: "gate/src/bin/dflash-gate/tree.rs", from: "let config = dir.join(CONFIG_FILE).symlink_metadata().is_ok();", to: "let config = dir.join(CONFIG_FILE).is_file();", filter: "cli::all_gates_or_counts_every_directory" },
     Mutant { check: "--all not-gated count", file: "gate/src/bin/dflash-gate.rs", from: "gated.count(2);", to: "();", filter: "cli::all_gates_or_counts_every_directory" },
     Mutant { check: "--all checkpoint skipped", file: "gate/src/bin/dflash-gate/tree.rs", from: "(true, false) if checkpoint => Some(Item::Skip {", to: "(true, false) if false => Some(Item::Skip {", filter: "cli::all_gates_or_counts_every_directory" },
-    Mutant { check: "usage error escaping", file: "gate/src/bin/dflash-gate.rs", from: "let why = gate::escape::line(&why);", to: "let why = why;", filter: "cli::usage_errors_escape" },
+    Mutant { check: "usage error escaping", file: "gate/src/bin/dflash-gate.rs", from: "let why = dflash_gate::escape::line(&why);", to: "let why = why;", filter: "cli::usage_errors_escape" },
     Mutant { check: "files read are still named", file: "gate/src/files.rs", from: "if (named.dev(), named.ino()) != (self.identity.dev, self.identity.ino) {", to: "if false {", filter: "hostile::a_file_renamed_into_place" },
     Mutant { check: "files read are still named", file: "gate/src/files.rs", from: "        self.seen().unchanged()?;", to: "        // the name is not consulted", filter: "hostile::a_file_renamed_into_place" },
     Mutant { check: "manifest link rule (hub)", file: "gate/src/files.rs", from: "roots.push(blobs);", to: "drop(blobs);", filter: "hostile::a_hub_cache_snapshot" },

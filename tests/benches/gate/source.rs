@@ -27,7 +27,7 @@
 
 use super::yardstick::Reading;
 use super::{median, LIVE, PEAK};
-use gate::source::kernels::wide;
+use dflash_gate::source::kernels::wide;
 use gate_tests::arms::SEED;
 use gate_tests::synth::source::{quantize, source_matrix, write_source, Quantizer, SourceOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
@@ -96,7 +96,7 @@ fn floor(files: &[PathBuf]) -> u64 {
         .collect();
     const CHUNK: usize = 1 << 20;
     let chunks: Vec<&[u8]> = maps.iter().flat_map(|m| m.chunks(CHUNK)).collect();
-    let sums = gate::parallel::map(
+    let sums = dflash_gate::parallel::map(
         "the floor",
         &chunks,
         || (),
@@ -113,16 +113,16 @@ fn floor(files: &[PathBuf]) -> u64 {
 
 /// One timed gate run: its time, the peak heap above what was live before it, and the elements
 /// it compared.
-fn time_gate(draft: &Path, options: &gate::Options) -> (Duration, usize, u64) {
+fn time_gate(draft: &Path, options: &dflash_gate::Options) -> (Duration, usize, u64) {
     PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
     let base = LIVE.load(Ordering::Relaxed);
     let start = Instant::now();
-    let report = black_box(gate::gate(draft, options).expect("gate runs"));
+    let report = black_box(dflash_gate::gate(draft, options).expect("gate runs"));
     let time = start.elapsed();
     let peak_heap = PEAK.load(Ordering::Relaxed) - base;
     assert_eq!(
         report.verdict(),
-        gate::Outcome::Pass,
+        dflash_gate::Outcome::Pass,
         "{}",
         report.to_text(false)
     );
@@ -146,9 +146,10 @@ fn time_arithmetic(elements: u64) -> Option<Duration> {
     }
     const ROW_BYTES: usize = wide::ROW_BYTES;
     let values = source_matrix(32, 256, SEED);
-    let tile: [u8; gate::tile::TILE_BYTES as usize] = quantize(32, 256, &values, Quantizer::MinMax)
-        .try_into()
-        .expect("one tile");
+    let tile: [u8; dflash_gate::tile::TILE_BYTES as usize] =
+        quantize(32, 256, &values, Quantizer::MinMax)
+            .try_into()
+            .expect("one tile");
     let bytes: Vec<u8> = values
         .iter()
         .flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes())
@@ -162,7 +163,7 @@ fn time_arithmetic(elements: u64) -> Option<Duration> {
         .map(|i| TILES_PER_ITEM.min(tiles - i * TILES_PER_ITEM))
         .collect();
     let start = Instant::now();
-    let vouched = gate::parallel::map(
+    let vouched = dflash_gate::parallel::map(
         "the kernel in cache",
         &items,
         Box::<wide::Scratch>::default,
@@ -211,11 +212,11 @@ pub fn run(cache: &Path, runs: usize) {
         .iter()
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
         .sum();
-    let vectorized = gate::Options {
+    let vectorized = dflash_gate::Options {
         source: Some(source.clone()),
-        ..gate::Options::default()
+        ..dflash_gate::Options::default()
     };
-    let scalar = gate::Options {
+    let scalar = dflash_gate::Options {
         scalar_source_loop: true,
         ..vectorized.clone()
     };
@@ -227,7 +228,7 @@ pub fn run(cache: &Path, runs: usize) {
         let floor = time_floor(&files);
         let (gate, h, e) = time_gate(&draft, &vectorized);
         (heap, elements) = (heap.max(h), e);
-        let form = time_gate(&draft, &gate::Options::default()).0;
+        let form = time_gate(&draft, &dflash_gate::Options::default()).0;
         let yardstick = |reading| super::yardstick::time(&files[0], &files[1], elements, reading);
         let (arithmetic, yardstick, yardstick_in_cache) = (
             time_arithmetic(elements),
@@ -356,19 +357,19 @@ fn ensure_many(dir: &Path) -> (PathBuf, PathBuf) {
 /// linear search per pair this took 22 s against 0.2 s without `--source`.
 fn pairing(cache: &Path, runs: usize) {
     let (draft, source) = ensure_many(&cache.join("many-paired"));
-    let with = gate::Options {
+    let with = dflash_gate::Options {
         source: Some(source),
-        ..gate::Options::default()
+        ..dflash_gate::Options::default()
     };
-    let time = |options: &gate::Options| {
+    let time = |options: &dflash_gate::Options| {
         let start = Instant::now();
-        let report = black_box(gate::gate(&draft, options).expect("gate runs"));
+        let report = black_box(dflash_gate::gate(&draft, options).expect("gate runs"));
         let took = start.elapsed();
         if options.source.is_some() {
-            let inventory = report.check(gate::source::INVENTORY);
+            let inventory = report.check(dflash_gate::source::INVENTORY);
             assert_eq!(
                 inventory.map(|c| c.outcome),
-                Some(gate::Outcome::Pass),
+                Some(dflash_gate::Outcome::Pass),
                 "every tensor paired"
             );
         }
@@ -376,7 +377,7 @@ fn pairing(cache: &Path, runs: usize) {
     };
     let (mut sourced, mut plain, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs.max(1) {
-        let (s, p) = (time(&with), time(&gate::Options::default()));
+        let (s, p) = (time(&with), time(&dflash_gate::Options::default()));
         ratios.push(s.as_secs_f64() / p.as_secs_f64());
         sourced.push(s);
         plain.push(p);
