@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// The gate could not run at all: exit 2, not a verdict on the package.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum PackageError {
     /// Nothing exists at the path.
     NoSuchDirectory { path: PathBuf },

@@ -31,8 +31,8 @@
 //!   print the secret into a log.
 //!
 //! ```no_run
-//! use dflash_gate::files;
-//! # fn main() -> Result<(), dflash_gate::files::FileError> {
+//! use dflash_gate::__private::files;
+//! # fn main() -> Result<(), dflash_gate::FileError> {
 //! let file = files::open(std::path::Path::new("pkg/model.q4nx"))?;
 //! let mut prefix = [0u8; 8];
 //! file.read_exact_at(0, &mut prefix)?; // a header prefix, by position
@@ -96,6 +96,7 @@ pub fn weight_file(names: &[OsString]) -> WeightFile {
 
 /// Why a file from an untrusted directory could not be used. Every variant names the path.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum FileError {
     /// Nothing at the path (a dangling symlink too).
     NotFound { path: PathBuf },

@@ -15,8 +15,11 @@ pub use crate::checks::{IS_DFLASH, PARSES};
 pub use crate::error::PackageError;
 pub use crate::files::{CONFIG_FILE, WEIGHT_EXTENSION, WEIGHT_FILE};
 
-/// What the caller asked for beyond the draft itself.
+/// What the caller asked for beyond the draft itself: `Options::default()` gates the draft alone,
+/// and each `with_` adds a question. Fields may be added, so it is built this way rather than by a
+/// struct literal.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Options {
     /// Check the draft against this target package (`target.*`).
     pub target: Option<PathBuf>,
@@ -24,10 +27,26 @@ pub struct Options {
     pub manifest: bool,
     /// Compare every weight with the checkpoint the package was converted from (`source.*`).
     pub source: Option<PathBuf>,
-    /// Run `source.q4_1`'s plain scalar loop instead of the vectorized one (same outcome; for the
-    /// bench's comparison).
-    #[doc(hidden)]
-    pub scalar_source_loop: bool,
+}
+
+impl Options {
+    /// Also checks the draft against the target package in `dir` (`--target`).
+    pub fn with_target(mut self, dir: impl Into<PathBuf>) -> Options {
+        self.target = Some(dir.into());
+        self
+    }
+
+    /// Also verifies `MANIFEST.sha256` (`--manifest`), or not.
+    pub fn with_manifest(mut self, manifest: bool) -> Options {
+        self.manifest = manifest;
+        self
+    }
+
+    /// Also compares every weight with the checkpoint in `dir` (`--source`).
+    pub fn with_source(mut self, dir: impl Into<PathBuf>) -> Options {
+        self.source = Some(dir.into());
+        self
+    }
 }
 
 /// Gates the package in `dir`.
@@ -53,7 +72,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     }
     let refused = report
         .check(IS_DFLASH)
-        .is_none_or(|c| c.outcome != crate::Outcome::Pass);
+        .is_none_or(|c| c.outcome != crate::report::Outcome::Pass);
     if let Some(target_dir) = &options.target {
         let target = crate::target::read(target_dir).map_err(|e| e.from_option("--target"))?;
         report
@@ -76,7 +95,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
                 config,
                 weights,
                 &source,
-                options.scalar_source_loop,
+                crate::source::scalar_source_loop(),
             )
             .map_err(|p| PackageError::internal(dir, p))?;
         }
@@ -95,7 +114,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     if options.manifest && !refused {
         let check = crate::manifest::check(dir, &judged(&config_file, &held))?;
         // An absent manifest (UNDECIDED) verified nothing: the line stays.
-        if check.outcome != crate::Outcome::Undecided {
+        if check.outcome != crate::report::Outcome::Undecided {
             report
                 .not_checked
                 .retain(|l| !l.starts_with(NOT_CHECKED_BYTES));

@@ -16,11 +16,11 @@ use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 
-pub const HIDDEN: &str = "target.hidden_size";
-pub const DEPTH: &str = "target.depth";
-pub const VOCAB: &str = "target.vocab";
-pub const MASK: &str = "target.mask_token";
-pub const TOKENIZER: &str = "target.tokenizer";
+pub const HIDDEN: &str = crate::check_id::CheckId::TARGET_HIDDEN_SIZE;
+pub const DEPTH: &str = crate::check_id::CheckId::TARGET_DEPTH;
+pub const VOCAB: &str = crate::check_id::CheckId::TARGET_VOCAB;
+pub const MASK: &str = crate::check_id::CheckId::TARGET_MASK_TOKEN;
+pub const TOKENIZER: &str = crate::check_id::CheckId::TARGET_TOKENIZER;
 
 /// What the gate reads of a target package.
 ///

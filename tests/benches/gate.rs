@@ -16,8 +16,8 @@ mod source;
 #[path = "gate/yardstick.rs"]
 mod yardstick;
 
-use dflash_gate::container::Container;
-use dflash_gate::tile::TILE_BYTES;
+use dflash_gate::__private::container::Container;
+use dflash_gate::__private::tile::TILE_BYTES;
 use gate_tests::arms::SEED;
 use gate_tests::synth::{Encoding, Geometry, Package};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -235,7 +235,7 @@ fn tile_header_ranges(path: &Path) -> Vec<(usize, usize)> {
     let data_start = container.table.header_bytes as usize;
     let mut out = Vec::new();
     for e in &container.table.entries {
-        if e.dtype == dflash_gate::dtype::Dtype::I8 {
+        if e.dtype == dflash_gate::__private::dtype::Dtype::I8 {
             let mut at = data_start + e.begin as usize;
             while at < data_start + e.end as usize {
                 out.push((at, at + 1024));
@@ -284,7 +284,7 @@ fn read_paths(dir: &Path, runs: usize) {
         ("map under the SIGBUS guard", {
             let (p, h) = (path.clone(), headers.clone());
             Box::new(move || {
-                let bytes = dflash_gate::files::bytes(&p).expect("weight file");
+                let bytes = dflash_gate::__private::files::bytes(&p).expect("weight file");
                 let sum = sum_headers(bytes.as_slice(), &h);
                 bytes.unchanged().expect("unchanged");
                 sum
@@ -293,7 +293,7 @@ fn read_paths(dir: &Path, runs: usize) {
         ("pread into a reused buffer", {
             let (p, h) = (path.clone(), headers.clone());
             Box::new(move || {
-                let file = dflash_gate::files::open(&p).expect("weight file");
+                let file = dflash_gate::__private::files::open(&p).expect("weight file");
                 let mut buffer = [0u8; 1024];
                 h.iter().fold(0u64, |s, &(a, b)| {
                     file.read_exact_at(a as u64, &mut buffer[..b - a])

@@ -6,7 +6,7 @@
 //! Needs a Python with the `safetensors` package: `DFLASH_GATE_PYTHON=/path/to/python`. Without it the
 //! trial is listed as ignored, with the reason in its name.
 
-use dflash_gate::container::{Container, ContainerError};
+use dflash_gate::__private::container::{Container, ContainerError};
 use libtest_mimic::{Failed, Trial};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;

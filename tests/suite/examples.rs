@@ -1,7 +1,7 @@
 //! The example configs under `fixtures/configs/`: each must be recognised (or refused) at the first
 //! check exactly as its name says, and its geometry read as the second column says.
 
-use dflash_gate::report::Outcome;
+use dflash_gate::Outcome;
 use libtest_mimic::{Failed, Trial};
 use std::path::PathBuf;
 

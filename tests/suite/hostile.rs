@@ -1,7 +1,7 @@
 //! Hostile conditions around the bytes rather than in them: a weight file truncated while the gate
 //! reads it. The gate runs in this process, so a `SIGBUS` would end the whole suite.
 
-use dflash_gate::files::FileError;
+use dflash_gate::FileError;
 use dflash_gate::PackageError;
 use gate_tests::arms::{prepare_arm, Base, Extra, SEED};
 use gate_tests::synth::{Encoding, Geometry, Package};
@@ -74,10 +74,7 @@ fn many_paired_tensors() -> Result<(), Failed> {
     let dir = root.path().join("draft");
     std::fs::create_dir(&dir)?;
     package.write(&dir)?;
-    let options = dflash_gate::Options {
-        source: Some(source),
-        ..dflash_gate::Options::default()
-    };
+    let options = dflash_gate::Options::default().with_source(source);
     let start = Instant::now();
     let report = dflash_gate::gate(&dir, &options)?;
     let took = start.elapsed();
@@ -85,7 +82,7 @@ fn many_paired_tensors() -> Result<(), Failed> {
     dflash_gate::gate(&dir, &dflash_gate::Options::default())?;
     let plain = start.elapsed();
     let paired = report
-        .check(dflash_gate::source::INVENTORY)
+        .check(dflash_gate::__private::source::INVENTORY)
         .map(|c| (c.outcome, c.evidence["paired"].as_u64()));
     // The package's own tensors less its scalars, which have no source tensor, plus the strays.
     let scalars = package
@@ -99,7 +96,9 @@ fn many_paired_tensors() -> Result<(), Failed> {
             format!("source.inventory: {paired:?}, expected PASS with {want} paired").into(),
         );
     }
-    let bf16 = report.check(dflash_gate::source::BF16).map(|c| c.outcome);
+    let bf16 = report
+        .check(dflash_gate::__private::source::BF16)
+        .map(|c| c.outcome);
     if bf16 != Some(dflash_gate::Outcome::Pass) {
         return Err(format!("source.bf16: {bf16:?}, expected PASS").into());
     }
@@ -120,7 +119,7 @@ fn many_paired_tensors() -> Result<(), Failed> {
 /// minimum that is not finite) is in bound, nor does asking panic on the empty or NaN range such a
 /// header makes.
 fn source_bounds() -> Result<(), Failed> {
-    use dflash_gate::source::{kernels, within_ceiling, RMS_CEILING};
+    use dflash_gate::__private::source::{kernels, within_ceiling, RMS_CEILING};
     for rms in [f64::NAN, f64::INFINITY, RMS_CEILING * 1.0001] {
         if within_ceiling(rms) {
             return Err(format!("a relative RMS error of {rms} passed the ceiling").into());
@@ -161,23 +160,27 @@ fn worker_panics() -> Vec<Trial> {
     let steps: [(&str, &'static str, Extra); 5] = [
         (
             "tile_header_scan",
-            dflash_gate::checks::SCAN_STEP,
+            dflash_gate::__private::checks::SCAN_STEP,
             Extra::None,
         ),
-        ("bf16_finite", dflash_gate::checks::finite::ID, Extra::None),
+        (
+            "bf16_finite",
+            dflash_gate::__private::checks::finite::ID,
+            Extra::None,
+        ),
         (
             "source_bf16",
-            dflash_gate::source::BF16,
+            dflash_gate::__private::source::BF16,
             Extra::Source(gate_tests::arms::source::FAITHFUL),
         ),
         (
             "source_q4_1",
-            dflash_gate::source::Q4_1,
+            dflash_gate::__private::source::Q4_1,
             Extra::Source(gate_tests::arms::source::FAITHFUL),
         ),
         (
             "manifest_hashing",
-            dflash_gate::manifest::MANIFEST,
+            dflash_gate::__private::manifest::MANIFEST,
             Extra::Manifest(|_| {}),
         ),
     ];
@@ -200,7 +203,7 @@ fn worker_panic(step: &'static str, extra: Extra) -> Result<(), Failed> {
         return Err(format!("without the panic: {}, expected PASS", report.verdict()).into());
     }
     let outcome = {
-        let _armed = dflash_gate::parallel::fault::panic_in(step);
+        let _armed = dflash_gate::__private::parallel::fault::panic_in(step);
         dflash_gate::gate(&dir, &options)
     };
     let err = match outcome {
@@ -221,7 +224,7 @@ fn worker_panic(step: &'static str, extra: Extra) -> Result<(), Failed> {
         )
         .into());
     }
-    gate_tests::schema::validate(&dflash_gate::report::error_json("draft", &err))?;
+    gate_tests::schema::validate(&dflash_gate::error_json("draft", &err))?;
     Ok(())
 }
 
@@ -415,10 +418,7 @@ fn truncated_while_read() -> Result<(), Failed> {
 fn hub_snapshot() -> Result<(), Failed> {
     let root = tempfile::tempdir()?;
     let dir = gate_tests::fixture::hub_snapshot(root.path(), &[("README.md", b"# a draft\n")]);
-    let options = dflash_gate::Options {
-        manifest: true,
-        ..Default::default()
-    };
+    let options = dflash_gate::Options::default().with_manifest(true);
     let report = dflash_gate::gate(&dir, &options)?;
     let manifest = report.check("manifest.sha256").ok_or("no manifest check")?;
     if report.verdict() != dflash_gate::Outcome::Pass || !manifest.message.contains("3 files") {
@@ -438,10 +438,7 @@ fn manifest_never_quoted() -> Result<(), Failed> {
     std::os::unix::fs::symlink(&credentials, linked.join("MANIFEST.sha256"))?;
     let inside = gate_tests::fixture::copy(root.path(), "inside");
     std::fs::copy(&credentials, inside.join("MANIFEST.sha256"))?;
-    let options = dflash_gate::Options {
-        manifest: true,
-        ..Default::default()
-    };
+    let options = dflash_gate::Options::default().with_manifest(true);
     for (dir, said) in [
         (&linked, "MANIFEST.sha256 is a symbolic link to "),
         (
@@ -495,13 +492,10 @@ fn renamed_before_hashing() -> Result<(), Failed> {
         let staged = dir.join("staged");
         std::fs::write(&staged, &swapped)?;
         let target = dir.join(name);
-        dflash_gate::manifest::before_hashing(move || {
+        dflash_gate::__private::manifest::before_hashing(move || {
             std::fs::rename(&staged, &target).expect("rename into place")
         });
-        let options = dflash_gate::Options {
-            manifest: true,
-            ..Default::default()
-        };
+        let options = dflash_gate::Options::default().with_manifest(true);
         match dflash_gate::gate(dir, &options) {
             Err(PackageError::File(e @ FileError::Changed { .. })) => {
                 let text = e.to_string();

@@ -1,6 +1,6 @@
 //! Real packages: one trial per check per package, named `<package>::<check id>`.
 
-use dflash_gate::report::Outcome;
+use dflash_gate::Outcome;
 use libtest_mimic::{Failed, Trial};
 use std::path::{Path, PathBuf};
 

@@ -60,12 +60,13 @@ fn request(raw: Vec<OsString>) -> Result<Request, String> {
     if parsed.has("--version") {
         return Ok(Request::Version);
     }
-    let options = Options {
-        target: parsed.value("--target").map(PathBuf::from),
-        manifest: parsed.has("--manifest"),
-        source: parsed.value("--source").map(PathBuf::from),
-        ..Options::default()
-    };
+    let mut options = Options::default().with_manifest(parsed.has("--manifest"));
+    if let Some(dir) = parsed.value("--target") {
+        options = options.with_target(dir);
+    }
+    if let Some(dir) = parsed.value("--source") {
+        options = options.with_source(dir);
+    }
     let colour = match parsed.value("--color") {
         Some(v) => print::When::parse(&v.to_string_lossy())?,
         None => print::When::Auto,
@@ -282,7 +283,7 @@ fn not_gated(
     let why = format!("{e}{}", hint(dir, e));
     say(&format!("dflash-gate: {}", dflash_gate::escape::line(&why)));
     if args.json {
-        documents.push(dflash_gate::report::error_json(&dir.to_string_lossy(), e));
+        documents.push(dflash_gate::error_json(&dir.to_string_lossy(), e));
     }
     if args.many {
         let line = format!("ERROR      {}  {why}", dir.display());
@@ -298,7 +299,7 @@ fn hint(dir: &Path, e: &dflash_gate::PackageError) -> &'static str {
     if !matches!(e, dflash_gate::PackageError::NoConfig { .. }) {
         return "";
     }
-    let config = dir.join(dflash_gate::files::CONFIG_FILE);
+    let config = dir.join(dflash_gate::__private::files::CONFIG_FILE);
     if config.symlink_metadata().is_ok_and(|m| m.is_symlink()) {
         "; it is a symbolic link to nothing"
     } else if tree::holds_packages(dir) {

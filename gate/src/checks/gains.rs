@@ -10,9 +10,9 @@ use crate::tile::median;
 use half::f16;
 use serde_json::json;
 
-pub const FC: &str = "fc.shape";
-pub const SIZES: &str = "norms.sizes";
-pub const BF16: &str = "norms.bf16";
+pub const FC: &str = crate::check_id::CheckId::FC_SHAPE;
+pub const SIZES: &str = crate::check_id::CheckId::NORMS_SIZES;
+pub const BF16: &str = crate::check_id::CheckId::NORMS_BF16;
 
 /// Median |gain| of genuine bf16 gains lies in [2^-6, 2^6] (spec section 4.2).
 pub const GAIN_LO: f32 = 1.0 / 64.0;

@@ -9,7 +9,7 @@ use crate::tile::GridGeometry;
 use serde_json::json;
 use std::collections::HashMap;
 
-pub const EXPLAINED: &str = "inventory.explained";
+pub const EXPLAINED: &str = crate::check_id::CheckId::INVENTORY_EXPLAINED;
 
 pub fn run(inputs: &Inputs<'_, '_>) -> Check {
     let layers = match inputs.geometry.layers() {

@@ -24,9 +24,9 @@ use std::collections::HashMap;
 
 /// The ids of the checks the package front end runs before these (kept here, with the others, so
 /// that `source`, `target` and `manifest` can name them without importing the front end).
-pub const IS_DFLASH: &str = "config.is_dflash";
-pub const PARSES: &str = "container.parses";
-pub const GEOMETRY: &str = "config.geometry";
+pub const IS_DFLASH: &str = crate::check_id::CheckId::CONFIG_IS_DFLASH;
+pub const PARSES: &str = crate::check_id::CheckId::CONTAINER_PARSES;
+pub const GEOMETRY: &str = crate::check_id::CheckId::CONFIG_GEOMETRY;
 
 /// What the checks learned about each tensor's form, for the census.
 #[derive(Default)]

@@ -44,8 +44,8 @@ impl Feature {
     /// The check that proves the feature's tensors.
     pub fn check_id(self) -> &'static str {
         match self {
-            Feature::Conv => "dflash2.conv",
-            Feature::Selector => "dflash2.selector",
+            Feature::Conv => crate::check_id::CheckId::DFLASH2_CONV,
+            Feature::Selector => crate::check_id::CheckId::DFLASH2_SELECTOR,
         }
     }
 

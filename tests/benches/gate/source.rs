@@ -27,7 +27,7 @@
 
 use super::yardstick::Reading;
 use super::{median, LIVE, PEAK};
-use dflash_gate::source::kernels::wide;
+use dflash_gate::__private::source::kernels::wide;
 use gate_tests::arms::SEED;
 use gate_tests::synth::source::{quantize, source_matrix, write_source, Quantizer, SourceOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
@@ -96,7 +96,7 @@ fn floor(files: &[PathBuf]) -> u64 {
         .collect();
     const CHUNK: usize = 1 << 20;
     let chunks: Vec<&[u8]> = maps.iter().flat_map(|m| m.chunks(CHUNK)).collect();
-    let sums = dflash_gate::parallel::map(
+    let sums = dflash_gate::__private::parallel::map(
         "the floor",
         &chunks,
         || (),
@@ -146,7 +146,7 @@ fn time_arithmetic(elements: u64) -> Option<Duration> {
     }
     const ROW_BYTES: usize = wide::ROW_BYTES;
     let values = source_matrix(32, 256, SEED);
-    let tile: [u8; dflash_gate::tile::TILE_BYTES as usize] =
+    let tile: [u8; dflash_gate::__private::tile::TILE_BYTES as usize] =
         quantize(32, 256, &values, Quantizer::MinMax)
             .try_into()
             .expect("one tile");
@@ -163,7 +163,7 @@ fn time_arithmetic(elements: u64) -> Option<Duration> {
         .map(|i| TILES_PER_ITEM.min(tiles - i * TILES_PER_ITEM))
         .collect();
     let start = Instant::now();
-    let vouched = dflash_gate::parallel::map(
+    let vouched = dflash_gate::__private::parallel::map(
         "the kernel in cache",
         &items,
         Box::<wide::Scratch>::default,
@@ -212,14 +212,7 @@ pub fn run(cache: &Path, runs: usize) {
         .iter()
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
         .sum();
-    let vectorized = dflash_gate::Options {
-        source: Some(source.clone()),
-        ..dflash_gate::Options::default()
-    };
-    let scalar = dflash_gate::Options {
-        scalar_source_loop: true,
-        ..vectorized.clone()
-    };
+    let vectorized = dflash_gate::Options::default().with_source(source.clone());
     settle(&files);
     black_box(floor(&files));
     let (mut heap, mut scalar_heap, mut elements) = (0, 0, 0);
@@ -237,7 +230,8 @@ pub fn run(cache: &Path, runs: usize) {
         );
         // The scalar loop only needs to show its order of magnitude: the first three rounds.
         let scalar = (round < 3).then(|| {
-            let (time, h, _) = time_gate(&draft, &scalar);
+            let (time, h, _) =
+                dflash_gate::__private::with_scalar_source_loop(|| time_gate(&draft, &vectorized));
             scalar_heap = scalar_heap.max(h);
             time
         });
@@ -357,16 +351,13 @@ fn ensure_many(dir: &Path) -> (PathBuf, PathBuf) {
 /// linear search per pair this took 22 s against 0.2 s without `--source`.
 fn pairing(cache: &Path, runs: usize) {
     let (draft, source) = ensure_many(&cache.join("many-paired"));
-    let with = dflash_gate::Options {
-        source: Some(source),
-        ..dflash_gate::Options::default()
-    };
+    let with = dflash_gate::Options::default().with_source(source);
     let time = |options: &dflash_gate::Options| {
         let start = Instant::now();
         let report = black_box(dflash_gate::gate(&draft, options).expect("gate runs"));
         let took = start.elapsed();
         if options.source.is_some() {
-            let inventory = report.check(dflash_gate::source::INVENTORY);
+            let inventory = report.check(dflash_gate::__private::source::INVENTORY);
             assert_eq!(
                 inventory.map(|c| c.outcome),
                 Some(dflash_gate::Outcome::Pass),

@@ -6,7 +6,7 @@
 use super::{Base, SEED};
 use crate::defects::Scenario;
 use crate::synth::{header_bytes, Encoding, Package, TargetPackage};
-use dflash_gate::report::{Outcome, Report};
+use dflash_gate::{Outcome, Report};
 use std::path::Path;
 
 /// Gates the small package against a matching target that `bend` then edits on disk.
@@ -25,10 +25,7 @@ fn against(bend: fn(&Path)) -> Result<Result<Report, dflash_gate::PackageError>,
         .write(&target)
         .map_err(|e| e.to_string())?;
     bend(&target);
-    let options = dflash_gate::Options {
-        target: Some(target),
-        ..dflash_gate::Options::default()
-    };
+    let options = dflash_gate::Options::default().with_target(target);
     Ok(dflash_gate::gate(&draft, &options))
 }
 

@@ -5,7 +5,7 @@
 //! `dflash-gate --source`.
 #![allow(clippy::print_stderr, clippy::print_stdout)]
 
-use dflash_gate::checkpoint::MAX_SHARDS;
+use dflash_gate::__private::checkpoint::MAX_SHARDS;
 use gate_tests::synth::source::{write_source, SourceOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
 use std::path::Path;
