@@ -82,7 +82,7 @@ fn many_paired_tensors() -> Result<(), Failed> {
     dflash_gate::gate(&dir, &dflash_gate::Options::default())?;
     let plain = start.elapsed();
     let paired = report
-        .check(dflash_gate::__private::source::INVENTORY)
+        .check(dflash_gate::CheckId::SOURCE_INVENTORY)
         .map(|c| (c.outcome, c.evidence["paired"].as_u64()));
     // The package's own tensors less its scalars, which have no source tensor, plus the strays.
     let scalars = package
@@ -97,7 +97,7 @@ fn many_paired_tensors() -> Result<(), Failed> {
         );
     }
     let bf16 = report
-        .check(dflash_gate::__private::source::BF16)
+        .check(dflash_gate::CheckId::SOURCE_BF16)
         .map(|c| c.outcome);
     if bf16 != Some(dflash_gate::Outcome::Pass) {
         return Err(format!("source.bf16: {bf16:?}, expected PASS").into());
@@ -165,22 +165,22 @@ fn worker_panics() -> Vec<Trial> {
         ),
         (
             "bf16_finite",
-            dflash_gate::__private::checks::finite::ID,
+            dflash_gate::CheckId::BF16_FINITE,
             Extra::None,
         ),
         (
             "source_bf16",
-            dflash_gate::__private::source::BF16,
+            dflash_gate::CheckId::SOURCE_BF16,
             Extra::Source(gate_tests::arms::source::FAITHFUL),
         ),
         (
             "source_q4_1",
-            dflash_gate::__private::source::Q4_1,
+            dflash_gate::CheckId::SOURCE_Q4_1,
             Extra::Source(gate_tests::arms::source::FAITHFUL),
         ),
         (
             "manifest_hashing",
-            dflash_gate::__private::manifest::MANIFEST,
+            dflash_gate::CheckId::MANIFEST_SHA256,
             Extra::Manifest(|_| {}),
         ),
     ];

@@ -357,7 +357,7 @@ fn pairing(cache: &Path, runs: usize) {
         let report = black_box(dflash_gate::gate(&draft, options).expect("gate runs"));
         let took = start.elapsed();
         if options.source.is_some() {
-            let inventory = report.check(dflash_gate::__private::source::INVENTORY);
+            let inventory = report.check(dflash_gate::CheckId::SOURCE_INVENTORY);
             assert_eq!(
                 inventory.map(|c| c.outcome),
                 Some(dflash_gate::Outcome::Pass),
