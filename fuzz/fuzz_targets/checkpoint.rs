@@ -44,10 +44,10 @@ fuzz_target!(|data: &[u8]| {
         let bytes = piece(&mut data);
         let _ = std::fs::write(dir.join(name), bytes);
     }
-    if let Ok(headers) = gate::checkpoint::Headers::read(&dir) {
+    if let Ok(headers) = dflash_gate::__private::checkpoint::Headers::read(&dir) {
         let _ = headers.entries().count();
     }
-    if let Ok(checkpoint) = gate::checkpoint::Checkpoint::open(&dir) {
+    if let Ok(checkpoint) = dflash_gate::__private::checkpoint::Checkpoint::open(&dir) {
         let names: Vec<String> = checkpoint.headers.entries().map(|e| e.name.clone()).collect();
         for name in &names {
             let _ = checkpoint.tensor(name);

@@ -11,19 +11,19 @@ fn scratch() -> PathBuf {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let parsed = gate::gguf::parse(data);
+    let parsed = dflash_gate::__private::gguf::parse(data);
     let path = scratch();
     if std::fs::write(&path, data).is_ok() {
-        let opened = gate::gguf::Gguf::open(&path);
+        let opened = dflash_gate::__private::gguf::Gguf::open(&path);
         assert_eq!(parsed.is_ok(), opened.is_ok(), "parse and open disagree");
         if let Ok(gguf) = opened {
             for info in &gguf.header.tensors {
-                if !gate::gguf::supported(info.ty) {
+                if !dflash_gate::__private::gguf::supported(info.ty) {
                     continue;
                 }
                 let bytes = gguf.data(info).expect("an accepted tensor's bytes are in the file");
                 let mut out = vec![0f32; info.elements() as usize];
-                let _ = gate::gguf::dequantize(info.ty, bytes, &mut out);
+                let _ = dflash_gate::__private::gguf::dequantize(info.ty, bytes, &mut out);
             }
         }
     }

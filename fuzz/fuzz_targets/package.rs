@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     let len = (u16::from_le_bytes(*len) as usize).min(rest.len());
     let (config, weights) = rest.split_at(len);
     // `Err` is a worker's panic, caught and said: as much a finding as a panic on this thread.
-    let report = gate::evaluate("fuzz", Ok(config.to_vec()), Ok(("model.q4nx", weights)), Vec::new())
+    let report = dflash_gate::evaluate("fuzz", Ok(config.to_vec()), Ok(("model.q4nx", weights)), Vec::new())
         .expect("no step of the gate panics");
     let _ = report.to_json();
     for census in [false, true] {
@@ -21,6 +21,6 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(verdicts, [format!("VERDICT      {}", report.verdict())], "{text}");
         assert!(text
             .lines()
-            .all(|l| l.chars().count() <= gate::escape::MAX_LINE_CHARS + 64));
+            .all(|l| l.chars().count() <= dflash_gate::escape::MAX_LINE_CHARS + 64));
     }
 });

@@ -1,10 +1,10 @@
-//! config.json: recognising a DFlash draft, its family, and reading its geometry (spec sections 5
-//! and 10).
+//! config.json: what it declares (a DFlash draft of which architecture) and its geometry (spec
+//! sections 5 and 10). Which table of roles an architecture means is `family`'s to say: this module
+//! reads the JSON and knows no tables, so the families can read fields without a circle.
 //!
 //! Every field is kept as a `Result` naming the field, so a check that needs a missing or mistyped
 //! field says so (UNDECIDED) instead of running on a default.
 
-use crate::family::{Family, ASSISTANT_HEAD, DFLASH, DFLASH2};
 use crate::limits::{MAX_DIMENSION, MAX_LAYERS, MAX_VOCAB};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -15,6 +15,17 @@ pub const DRAFT_ARCHITECTURE: &str = "DFlashDraftModel";
 pub const SECOND_FAMILY_ARCHITECTURE: &str = "DFlash2DraftModel";
 /// A published head read as a first-family draft whose fc and hidden norm carry other names.
 pub const ASSISTANT_HEAD_ARCHITECTURE: &str = "MuseGlimmerAssistantModel";
+
+/// The draft architecture a config declares, by `architectures` or `model_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Architecture {
+    /// `DFlashDraftModel`, or `model_type: dflash`.
+    Dflash,
+    /// `DFlash2DraftModel`: per-layer convolutions and a candidate selector.
+    Dflash2,
+    /// `MuseGlimmerAssistantModel`: the first family under other names for fc and the hidden norm.
+    AssistantHead,
+}
 
 /// One entry of `layer_types`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,8 +99,8 @@ pub enum HeadDimSource {
 pub struct DraftConfig {
     /// How the config declared itself a draft, for the first check's message.
     pub declared_as: String,
-    /// The table of roles this config's tensors are read against.
-    pub family: &'static Family,
+    /// What it declared; `family` says which table of roles that means.
+    pub architecture: Architecture,
     pub hidden_size: Field<u64>,
     pub num_hidden_layers: Field<u64>,
     pub num_attention_heads: Field<u64>,
@@ -123,7 +134,7 @@ impl DraftConfig {
         let Value::Object(top) = value else {
             return Err("config.json is not a JSON object".to_owned());
         };
-        let (declared_as, family) = recognise(&top)?;
+        let (declared_as, architecture) = recognise(&top)?;
         let nested = match top.get("dflash_config") {
             Some(Value::Object(m)) => Some(m),
             _ => None,
@@ -138,8 +149,8 @@ impl DraftConfig {
         let num_target_layers = optional(at.either("num_target_layers", Order::TopFirst), |l| {
             bounded(l, 1, MAX_LAYERS)
         });
-        // The feature pairs mean something only to the family that has the features.
-        let (conv, selector) = if family.is_second() {
+        // The feature pairs mean something only to the architecture that has the features.
+        let (conv, selector) = if architecture == Architecture::Dflash2 {
             (
                 pair(&at, "conv_kernel_size", "conv_group_size"),
                 pair(&at, "selector_rank", "selector_top_k"),
@@ -150,7 +161,7 @@ impl DraftConfig {
         let nested = |key| at.either(key, Order::NestedFirst);
         Ok(DraftConfig {
             declared_as,
-            family,
+            architecture,
             conv,
             selector,
             output_multiplier: optional(nested("output_multiplier"), finite_f32),
@@ -254,8 +265,8 @@ fn product(name: &str, a: u64, b: u64) -> Field<u64> {
     })
 }
 
-/// Returns how the config declares itself a draft and its family, or the refusal.
-fn recognise(top: &Map<String, Value>) -> Result<(String, &'static Family), String> {
+/// Returns how the config declares itself a draft and as which architecture, or the refusal.
+fn recognise(top: &Map<String, Value>) -> Result<(String, Architecture), String> {
     let model_type = top.get("model_type").and_then(Value::as_str);
     let architectures: Vec<&str> = match top.get("architectures") {
         Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
@@ -281,7 +292,7 @@ fn recognise(top: &Map<String, Value>) -> Result<(String, &'static Family), Stri
                 "architectures: {SECOND_FAMILY_ARCHITECTURE}, the second family: per-layer \
                  convolutions and a candidate selector"
             ),
-            &DFLASH2,
+            Architecture::Dflash2,
         ));
     }
     if architectures.contains(&ASSISTANT_HEAD_ARCHITECTURE) {
@@ -291,14 +302,17 @@ fn recognise(top: &Map<String, Value>) -> Result<(String, &'static Family), Stri
                  first-family draft: encoder.fc.weight is fc, encoder.output_norm_enc.weight is \
                  hidden_norm"
             ),
-            &ASSISTANT_HEAD,
+            Architecture::AssistantHead,
         ));
     }
     if architectures.contains(&DRAFT_ARCHITECTURE) {
-        return Ok((format!("architectures: {DRAFT_ARCHITECTURE}"), &DFLASH));
+        return Ok((
+            format!("architectures: {DRAFT_ARCHITECTURE}"),
+            Architecture::Dflash,
+        ));
     }
     if model_type == Some("dflash") {
-        return Ok(("model_type: dflash".to_owned(), &DFLASH));
+        return Ok(("model_type: dflash".to_owned(), Architecture::Dflash));
     }
     let found = match (model_type, architectures.as_slice()) {
         (None, []) => "neither model_type nor architectures".to_owned(),
@@ -366,7 +380,10 @@ impl<'a> Placement<'a> {
 /// 2^63: serde_json reads integers of this magnitude or more (beyond `i64` and `u64`) as floats.
 const TOO_LONG_FOR_64_BITS: f64 = 9_223_372_036_854_775_808.0;
 
-fn integer(field: &str, v: &Value) -> Field<i128> {
+/// The one reader of a JSON integer, for the draft's config and the target's: exact at any size
+/// serde_json keeps, saturating past 64 bits, and of the wrong type for anything else, `256.0`
+/// included. `shown` words a value that is not a number for the message.
+pub fn integer(field: &str, v: &Value, shown: impl Fn(&Value) -> String) -> Field<i128> {
     match v {
         Value::Number(n) => {
             if let Some(u) = n.as_u64() {
@@ -390,7 +407,7 @@ fn integer(field: &str, v: &Value) -> Field<i128> {
         }
         other => Err(FieldProblem::new(
             field,
-            ProblemKind::WrongType(format!("{}, not an integer", kind(other))),
+            ProblemKind::WrongType(format!("{}, not an integer", shown(other))),
         )),
     }
 }
@@ -405,7 +422,7 @@ fn required(lookup: Lookup<'_>) -> Field<(String, &Value)> {
 
 fn bounded(lookup: Lookup<'_>, min: i128, max: u64) -> Field<u64> {
     let (name, v) = required(lookup)?;
-    let i = integer(&name, v)?;
+    let i = integer(&name, v, |v| kind(v).to_owned())?;
     within(&name, v, i, min, max)
 }
 
@@ -586,7 +603,7 @@ fn taps(lookup: Lookup<'_>) -> Field<Vec<u64>> {
     let mut out: Vec<u64> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let element = format!("{name}[{i}]");
-        let tap = integer(&element, item)?;
+        let tap = integer(&element, item, |v| kind(v).to_owned())?;
         let tap = within(&element, item, tap, 0, MAX_LAYERS - 1)?;
         if let Some(&prev) = out.last() {
             if tap <= prev {

@@ -1,6 +1,19 @@
-//! The safetensors element types and their sizes.
+//! The safetensors element types and their sizes, and the one bf16 <-> f32 conversion every reader
+//! uses (through `half`, so there is one rounding rule and one NaN rule in the gate).
 
 use std::fmt;
+
+/// A bf16's value: bf16 is the top half of an f32 (a NaN stays a NaN).
+#[inline(always)]
+pub fn bf16_to_f32(bits: u16) -> f32 {
+    half::bf16::from_bits(bits).to_f32()
+}
+
+/// The bf16 nearest `x`, ties to even (a NaN stays a NaN, an f32 past bf16's range is infinite).
+#[inline(always)]
+pub fn f32_to_bf16(x: f32) -> u16 {
+    half::bf16::from_f32(x).to_bits()
+}
 
 /// A declared element type. The names are safetensors' own spelling, which is also how they print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,6 +1,7 @@
 //! Why the gate could not run at all (exit 2): the error every reader of a package directory returns.
 //!
-//! It lives below `package` and `beyond` so that both can return it without importing each other.
+//! It lives below `package` and the optional steps (`source`, `target`, `manifest`) so that all of
+//! them can return it without importing each other.
 
 use crate::files::FileError;
 use std::fmt;
@@ -9,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// The gate could not run at all: exit 2, not a verdict on the package.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum PackageError {
     /// Nothing exists at the path.
     NoSuchDirectory { path: PathBuf },

@@ -31,8 +31,8 @@
 //!   print the secret into a log.
 //!
 //! ```no_run
-//! use gate::files;
-//! # fn main() -> Result<(), gate::files::FileError> {
+//! use dflash_gate::__private::files;
+//! # fn main() -> Result<(), dflash_gate::FileError> {
 //! let file = files::open(std::path::Path::new("pkg/model.q4nx"))?;
 //! let mut prefix = [0u8; 8];
 //! file.read_exact_at(0, &mut prefix)?; // a header prefix, by position
@@ -42,6 +42,7 @@
 //! # Ok(()) }
 //! ```
 
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
@@ -53,9 +54,49 @@ mod sigbus;
 
 /// The config file every package (draft or target) has, next to its weights.
 pub const CONFIG_FILE: &str = "config.json";
+/// The weight file a package names when it has several candidates.
+pub const WEIGHT_FILE: &str = "model.q4nx";
+/// What any other Q4NX weight file's name ends in.
+pub const WEIGHT_EXTENSION: &str = "q4nx";
+
+/// A name with the Q4NX extension.
+pub fn is_weight_file(name: &OsStr) -> bool {
+    Path::new(name)
+        .extension()
+        .is_some_and(|e| e == WEIGHT_EXTENSION)
+}
+
+/// Which of a directory's entries is its Q4NX weight file: `model.q4nx`, else the single `*.q4nx`.
+/// The one rule for a draft package and a target alike; each words none and several its own way.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WeightFile {
+    /// Its name as the file system spells it, so a name that is not UTF-8 still opens.
+    One(OsString),
+    None,
+    /// Several `*.q4nx` and no `model.q4nx`, in the order given: the gate does not guess.
+    Many(Vec<OsString>),
+}
+
+/// Finds the weight file among `names` (a directory's entries).
+pub fn weight_file(names: &[OsString]) -> WeightFile {
+    if names.iter().any(|n| n == WEIGHT_FILE) {
+        return WeightFile::One(WEIGHT_FILE.into());
+    }
+    let mut candidates: Vec<OsString> = names
+        .iter()
+        .filter(|n| is_weight_file(n))
+        .cloned()
+        .collect();
+    match candidates.len() {
+        0 => WeightFile::None,
+        1 => WeightFile::One(candidates.remove(0)),
+        _ => WeightFile::Many(candidates),
+    }
+}
 
 /// Why a file from an untrusted directory could not be used. Every variant names the path.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum FileError {
     /// Nothing at the path (a dangling symlink too).
     NotFound { path: PathBuf },
@@ -188,21 +229,7 @@ pub fn open(path: &Path) -> Result<RegularFile, FileError> {
             },
         })?;
     let meta = file.metadata().map_err(FileError::unreadable(path))?;
-    let kind = meta.file_type();
-    if !kind.is_file() {
-        let what = if kind.is_dir() {
-            "a directory"
-        } else if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_socket() {
-            "a socket"
-        } else if kind.is_char_device() {
-            "a character device"
-        } else if kind.is_block_device() {
-            "a block device"
-        } else {
-            "not a file"
-        };
+    if let Some(what) = not_regular(meta.file_type()) {
         return Err(FileError::NotRegular {
             path: path.to_owned(),
             what,
@@ -214,6 +241,27 @@ pub fn open(path: &Path) -> Result<RegularFile, FileError> {
         len: meta.len(),
         modified: meta.modified().ok(),
         identity: Identity::of(&meta),
+    })
+}
+
+/// What a file that is not a regular file is, for a message ("a directory", "a FIFO", ...): `None`
+/// for a regular file. Every reader that refuses one by kind names it through here.
+pub fn not_regular(kind: std::fs::FileType) -> Option<&'static str> {
+    if kind.is_file() {
+        return None;
+    }
+    Some(if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "not a file"
     })
 }
 
@@ -574,6 +622,21 @@ fn map(file: &File) -> io::Result<memmap2::Mmap> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_weight_file_is_model_q4nx_else_the_only_q4nx() {
+        let names = |n: &[&str]| n.iter().map(OsString::from).collect::<Vec<_>>();
+        let one = |n: &str| WeightFile::One(n.into());
+        let both = names(&["a.q4nx", "config.json", "model.q4nx"]);
+        assert_eq!(weight_file(&both), one("model.q4nx"));
+        assert_eq!(weight_file(&names(&["b.q4nx", "x.json"])), one("b.q4nx"));
+        assert_eq!(
+            weight_file(&names(&["q4nx", "a.q4nx.bak"])),
+            WeightFile::None
+        );
+        let many = names(&["a.q4nx", "b.q4nx"]);
+        assert_eq!(weight_file(&many), WeightFile::Many(many.clone()));
+    }
 
     fn temp() -> tempfile::TempDir {
         tempfile::tempdir().unwrap()

@@ -4,21 +4,22 @@ use crate::checks;
 use crate::config::DraftConfig;
 use crate::container::Container;
 use crate::escape;
-use crate::files::{self, FileError};
+use crate::files::{self, FileError, WeightFile};
 use crate::limits::MAX_CONFIG_BYTES;
 use crate::report::{Census, Check, FileCensus, Report, TensorCensus};
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use crate::checks::{IS_DFLASH, PARSES};
 pub use crate::error::PackageError;
-pub use crate::files::CONFIG_FILE;
-pub const WEIGHT_FILE: &str = "model.q4nx";
-pub const WEIGHT_EXTENSION: &str = "q4nx";
+pub use crate::files::{CONFIG_FILE, WEIGHT_EXTENSION, WEIGHT_FILE};
 
-/// What the caller asked for beyond the draft itself.
+/// What the caller asked for beyond the draft itself: `Options::default()` gates the draft alone,
+/// and each `with_` adds a question. Fields may be added, so it is built this way rather than by a
+/// struct literal.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Options {
     /// Check the draft against this target package (`target.*`).
     pub target: Option<PathBuf>,
@@ -26,10 +27,26 @@ pub struct Options {
     pub manifest: bool,
     /// Compare every weight with the checkpoint the package was converted from (`source.*`).
     pub source: Option<PathBuf>,
-    /// Run `source.q4_1`'s plain scalar loop instead of the vectorized one (same outcome; for the
-    /// bench's comparison).
-    #[doc(hidden)]
-    pub scalar_source_loop: bool,
+}
+
+impl Options {
+    /// Also checks the draft against the target package in `dir` (`--target`).
+    pub fn with_target(mut self, dir: impl Into<PathBuf>) -> Options {
+        self.target = Some(dir.into());
+        self
+    }
+
+    /// Also verifies `MANIFEST.sha256` (`--manifest`), or not.
+    pub fn with_manifest(mut self, manifest: bool) -> Options {
+        self.manifest = manifest;
+        self
+    }
+
+    /// Also compares every weight with the checkpoint in `dir` (`--source`).
+    pub fn with_source(mut self, dir: impl Into<PathBuf>) -> Options {
+        self.source = Some(dir.into());
+        self
+    }
 }
 
 /// Gates the package in `dir`.
@@ -55,10 +72,9 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     }
     let refused = report
         .check(IS_DFLASH)
-        .is_none_or(|c| c.outcome != crate::Outcome::Pass);
+        .is_none_or(|c| c.outcome != crate::report::Outcome::Pass);
     if let Some(target_dir) = &options.target {
-        let target =
-            crate::beyond::target::read(target_dir).map_err(|e| e.from_option("--target"))?;
+        let target = crate::target::read(target_dir).map_err(|e| e.from_option("--target"))?;
         report
             .not_checked
             .retain(|l| !l.starts_with(NOT_CHECKED_TARGET));
@@ -66,9 +82,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
             refused,
             config_bytes.as_ref().map(|b| DraftConfig::from_json(b)),
         ) {
-            report
-                .checks
-                .extend(crate::beyond::target::checks(&draft, &target));
+            report.checks.extend(crate::target::checks(&draft, &target));
         }
     }
     if let Some(source_dir) = &options.source {
@@ -76,12 +90,12 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
             .map_err(|e| e.from_option("--source"))?;
         let weights = held.as_ref().ok().map(|(_, b)| b.as_slice());
         if let (false, Ok(config)) = (refused, &config_bytes) {
-            crate::beyond::source::run(
+            crate::source::run(
                 &mut report,
                 config,
                 weights,
                 &source,
-                options.scalar_source_loop,
+                crate::source::scalar_source_loop(),
             )
             .map_err(|p| PackageError::internal(dir, p))?;
         }
@@ -98,9 +112,9 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         }
     }
     if options.manifest && !refused {
-        let check = crate::beyond::manifest::check(dir, &judged(&config_file, &held))?;
+        let check = crate::manifest::check(dir, &judged(&config_file, &held))?;
         // An absent manifest (UNDECIDED) verified nothing: the line stays.
-        if check.outcome != crate::Outcome::Undecided {
+        if check.outcome != crate::report::Outcome::Undecided {
             report
                 .not_checked
                 .retain(|l| !l.starts_with(NOT_CHECKED_BYTES));
@@ -159,7 +173,7 @@ pub fn evaluate(
             config.declared_as
         ),
     ));
-    report.census.family = Some(config.family.token);
+    report.census.family = Some(config.family().token);
     report.checks.push(checks::check_geometry(&config));
     let (name, bytes) = match weights {
         Ok(w) => w,
@@ -209,7 +223,7 @@ pub fn evaluate(
         .map_err(|p| PackageError::internal(Path::new(package), p))?;
     report.checks.extend(container_checks);
     let naming = config
-        .family
+        .family()
         .naming(table.entries.iter().map(|e| e.name.as_str()));
     report.census.header_bytes = Some(table.header_bytes);
     report.census.naming = Some(
@@ -309,9 +323,9 @@ fn list_files(dir: &Path) -> Result<(Vec<OsString>, Vec<FileCensus>), PackageErr
         .map(|(raw, bytes)| {
             let use_ = if raw == CONFIG_FILE {
                 "config"
-            } else if raw == crate::beyond::manifest::MANIFEST_FILE {
+            } else if raw == crate::manifest::MANIFEST_FILE {
                 "manifest"
-            } else if is_weight_file(raw) {
+            } else if files::is_weight_file(raw) {
                 "weights"
             } else {
                 "not checked"
@@ -326,23 +340,15 @@ fn list_files(dir: &Path) -> Result<(Vec<OsString>, Vec<FileCensus>), PackageErr
     Ok((names.into_iter().map(|(n, _)| n).collect(), files))
 }
 
-fn is_weight_file(name: &OsStr) -> bool {
-    Path::new(name)
-        .extension()
-        .is_some_and(|e| e == WEIGHT_EXTENSION)
-}
-
 /// `model.q4nx`, else the single `*.q4nx` (its name as the file system spells it, so a name that is
 /// not UTF-8 still opens). `Err` inside is a package failure (none, or ambiguous).
 fn locate_weights(names: &[OsString]) -> Result<OsString, String> {
-    if names.iter().any(|n| n == WEIGHT_FILE) {
-        return Ok(WEIGHT_FILE.into());
-    }
-    let candidates: Vec<&OsString> = names.iter().filter(|n| is_weight_file(n)).collect();
-    match candidates.as_slice() {
-        [] => Err("no weight file: neither model.q4nx nor any *.q4nx in the package".to_owned()),
-        [one] => Ok((*one).clone()),
-        many => Err(format!(
+    match files::weight_file(names) {
+        WeightFile::None => {
+            Err("no weight file: neither model.q4nx nor any *.q4nx in the package".to_owned())
+        }
+        WeightFile::One(name) => Ok(name),
+        WeightFile::Many(many) => Err(format!(
             "{} *.q4nx files and no model.q4nx ({}): the gate does not guess which is the draft's",
             many.len(),
             many.iter()

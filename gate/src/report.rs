@@ -11,6 +11,7 @@ use std::time::Duration;
 pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Outcome {
     Pass,
     /// Could not decide (a field missing, a prerequisite failed): never a pass.
@@ -288,7 +289,7 @@ impl Census {
 
 /// The JSON document for a package the gate could not run on (exit 2): what it was named, why, and the
 /// path at fault. `reason` is a token a program can branch on; `message` is the human line.
-pub fn error_json(package: &str, error: &crate::PackageError) -> Value {
+pub fn error_json(package: &str, error: &crate::error::PackageError) -> Value {
     json!({
         "kind": "error",
         "schema_version": SCHEMA_VERSION,

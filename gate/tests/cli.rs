@@ -336,7 +336,7 @@ fn a_folder_of_packages_named_as_one_suggests_all() {
 #[test]
 fn the_plain_report_of_a_passing_package_is_the_librarys_text() {
     let o = gate_dir(&fixture(), &["--census"]);
-    let report = gate::gate(&fixture(), &gate::Options::default()).unwrap();
+    let report = dflash_gate::gate(&fixture(), &dflash_gate::Options::default()).unwrap();
     let want = report.to_text(true);
     let text = stdout(&o);
     let (got, want) = (
@@ -480,10 +480,10 @@ fn a_check_with_nothing_to_look_at_says_so() {
     edit_config(&d, |c| {
         c.remove("hidden_size");
     });
-    let report = gate::gate(&d, &gate::Options::default()).unwrap();
+    let report = dflash_gate::gate(&d, &dflash_gate::Options::default()).unwrap();
     for id in ["tiles.headers_sane", "tiles.q4_1_signature"] {
         let c = report.check(id).unwrap();
-        assert_eq!(c.outcome, gate::Outcome::Undecided, "{id}");
+        assert_eq!(c.outcome, dflash_gate::Outcome::Undecided, "{id}");
         assert_eq!(
             c.blocked_by.as_deref(),
             Some("projections.tile_grid"),

@@ -90,7 +90,7 @@ fn write_manifest(dir: &Path, names: &[&str], extra: &[String]) {
     let mut text = String::new();
     for name in names {
         let (hex, _) =
-            gate::beyond::manifest::hash_file(&dir.join(name), &mut [0u8; 4096]).unwrap();
+            dflash_gate::__private::manifest::hash_file(&dir.join(name), &mut [0u8; 4096]).unwrap();
         text.push_str(&format!("{hex}  {name}\n"));
     }
     for line in extra {

@@ -16,8 +16,8 @@ mod source;
 #[path = "gate/yardstick.rs"]
 mod yardstick;
 
-use gate::container::Container;
-use gate::tile::TILE_BYTES;
+use dflash_gate::__private::container::Container;
+use dflash_gate::__private::tile::TILE_BYTES;
 use gate_tests::arms::SEED;
 use gate_tests::synth::{Encoding, Geometry, Package};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -33,6 +33,7 @@ struct Counting;
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 
+// SAFETY: every call is forwarded unchanged to the system allocator; the counters only observe.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded unchanged to the system allocator.
@@ -181,12 +182,12 @@ fn ensure_package(dir: &Path, geometry: &Geometry, encoding: Encoding) {
 }
 
 fn measure(name: &'static str, dir: &Path, runs: usize) -> Figures {
-    let options = gate::Options::default();
+    let options = dflash_gate::Options::default();
     // Warm the page cache and check the package before timing anything.
-    let report = gate::gate(dir, &options).expect("gate runs");
+    let report = dflash_gate::gate(dir, &options).expect("gate runs");
     assert_eq!(
         report.verdict(),
-        gate::Outcome::Pass,
+        dflash_gate::Outcome::Pass,
         "{}",
         report.to_text(false)
     );
@@ -209,7 +210,7 @@ fn measure(name: &'static str, dir: &Path, runs: usize) -> Figures {
         PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
         let base = LIVE.load(Ordering::Relaxed);
         let start = Instant::now();
-        let report = black_box(gate::gate(dir, &options).expect("gate runs"));
+        let report = black_box(dflash_gate::gate(dir, &options).expect("gate runs"));
         gate_times.push(start.elapsed());
         peak_heap = peak_heap.max(PEAK.load(Ordering::Relaxed) - base);
         drop(report);
@@ -234,7 +235,7 @@ fn tile_header_ranges(path: &Path) -> Vec<(usize, usize)> {
     let data_start = container.table.header_bytes as usize;
     let mut out = Vec::new();
     for e in &container.table.entries {
-        if e.dtype == gate::dtype::Dtype::I8 {
+        if e.dtype == dflash_gate::__private::dtype::Dtype::I8 {
             let mut at = data_start + e.begin as usize;
             while at < data_start + e.end as usize {
                 out.push((at, at + 1024));
@@ -283,7 +284,7 @@ fn read_paths(dir: &Path, runs: usize) {
         ("map under the SIGBUS guard", {
             let (p, h) = (path.clone(), headers.clone());
             Box::new(move || {
-                let bytes = gate::files::bytes(&p).expect("weight file");
+                let bytes = dflash_gate::__private::files::bytes(&p).expect("weight file");
                 let sum = sum_headers(bytes.as_slice(), &h);
                 bytes.unchanged().expect("unchanged");
                 sum
@@ -292,7 +293,7 @@ fn read_paths(dir: &Path, runs: usize) {
         ("pread into a reused buffer", {
             let (p, h) = (path.clone(), headers.clone());
             Box::new(move || {
-                let file = gate::files::open(&p).expect("weight file");
+                let file = dflash_gate::__private::files::open(&p).expect("weight file");
                 let mut buffer = [0u8; 1024];
                 h.iter().fold(0u64, |s, &(a, b)| {
                     file.read_exact_at(a as u64, &mut buffer[..b - a])

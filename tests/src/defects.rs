@@ -5,9 +5,9 @@
 //! plain functions over it, so each negative control names exactly one thing it broke.
 
 use crate::synth::{Entry, Package, Tensor};
-use gate::dtype::Dtype;
-use gate::roles::{LayerGain, Projection, Role};
-use gate::tile::TILE_BYTES;
+use dflash_gate::__private::dtype::Dtype;
+use dflash_gate::__private::family::{LayerGain, Projection, Role};
+use dflash_gate::__private::tile::TILE_BYTES;
 use half::{bf16, f16};
 use serde_json::Value;
 use std::io;
@@ -87,11 +87,11 @@ impl Scenario {
 
 /// Names of the small geometry's tensors under the default (prefixed) spelling.
 pub fn proj(layer: u64, projection: Projection) -> String {
-    gate::roles::Naming::PREFIXED.name(Role::Projection { layer, projection })
+    dflash_gate::__private::family::Naming::PREFIXED.name(Role::Projection { layer, projection })
 }
 
 pub fn gain(layer: u64, gain: LayerGain) -> String {
-    gate::roles::Naming::PREFIXED.name(Role::LayerGain { layer, gain })
+    dflash_gate::__private::family::Naming::PREFIXED.name(Role::LayerGain { layer, gain })
 }
 
 /// Writes bf16 `value` as the scale (plane 0) or minimum (plane 1) of group `i` in tile `t`.

@@ -66,7 +66,7 @@ pub fn hub_snapshot(root: &Path, extra: &[(&str, &[u8])]) -> PathBuf {
     let link = |name: &str, bytes: &[u8]| {
         let incoming = blobs.join("incoming");
         std::fs::write(&incoming, bytes).expect("writes the hub cache");
-        let (hex, _) = gate::beyond::manifest::hash_file(&incoming, &mut [0u8; 4096])
+        let (hex, _) = dflash_gate::__private::manifest::hash_file(&incoming, &mut [0u8; 4096])
             .expect("hashes the blob");
         std::fs::rename(&incoming, blobs.join(&hex)).expect("writes the hub cache");
         std::os::unix::fs::symlink(format!("../../blobs/{hex}"), snapshot.join(name))

@@ -4,9 +4,11 @@ pub mod dflash2;
 
 pub use dflash2::Features;
 
-use gate::dtype::Dtype;
-use gate::roles::{LayerGain, Naming, Projection, Role, Scalar};
-use gate::tile::{GridGeometry, GROUPS_PER_TILE, TILE_BYTES, TILE_COLS, TILE_ROWS};
+use dflash_gate::__private::dtype::Dtype;
+use dflash_gate::__private::family::{LayerGain, Naming, Projection, Role, Scalar};
+use dflash_gate::__private::tile::{
+    GridGeometry, GROUPS_PER_TILE, TILE_BYTES, TILE_COLS, TILE_ROWS,
+};
 use half::bf16;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -199,7 +201,9 @@ impl Geometry {
             Naming::BARE
         };
         match self.draft {
-            Draft::AssistantHead => naming.with_aliases(gate::family::ASSISTANT_HEAD.aliases),
+            Draft::AssistantHead => {
+                naming.with_aliases(dflash_gate::__private::family::ASSISTANT_HEAD.aliases)
+            }
             _ => naming,
         }
     }
@@ -311,7 +315,7 @@ impl Package {
             .enumerate()
             .map(|(i, (_, (n, k)))| (*n, *k, seed ^ (0x9e37_79b9 * (i as u64 + 1))))
             .collect();
-        let grids = gate::parallel::map(
+        let grids = dflash_gate::__private::parallel::map(
             "the generator's grids",
             &seeded,
             || (),
@@ -765,7 +769,7 @@ pub fn write_manifest(dir: &Path) -> io::Result<()> {
     let mut buffer = vec![0u8; 1 << 16];
     let mut text = String::new();
     for name in names {
-        let (hex, _) = gate::beyond::manifest::hash_file(&dir.join(&name), &mut buffer)
+        let (hex, _) = dflash_gate::__private::manifest::hash_file(&dir.join(&name), &mut buffer)
             .map_err(io::Error::other)?;
         text.push_str(&format!("{hex}  {name}\n"));
     }

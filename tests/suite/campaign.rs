@@ -32,6 +32,7 @@ fn grew(by: usize) {
     PEAK.fetch_max(live, Ordering::Relaxed);
 }
 
+// SAFETY: every call is forwarded unchanged to the system allocator; the counters only observe.
 unsafe impl std::alloc::GlobalAlloc for LargestAllocation {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
         LARGEST.fetch_max(layout.size(), Ordering::Relaxed);

@@ -7,7 +7,7 @@
 //! trial is listed as ignored, with the reason in its name. The GGUF reader and dequantization are held
 //! to gguf-py's the same way (`differential/gguf.rs`), when that Python has the `gguf` package.
 
-use gate::container::{Container, ContainerError};
+use dflash_gate::__private::container::{Container, ContainerError};
 use libtest_mimic::{Failed, Trial};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;

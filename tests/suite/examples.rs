@@ -1,7 +1,7 @@
 //! The example configs under `fixtures/configs/`: each must be recognised (or refused) at the first
 //! check exactly as its name says, and its geometry read as the second column says.
 
-use gate::report::Outcome;
+use dflash_gate::Outcome;
 use libtest_mimic::{Failed, Trial};
 use std::path::PathBuf;
 
@@ -44,8 +44,9 @@ pub fn trials() -> Vec<Trial> {
             Trial::test(format!("examples::configs::{stem}"), move || {
                 let path = configs_dir().join(file);
                 let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                let report = gate::evaluate(file, Ok(bytes), Err("config only".into()), Vec::new())
-                    .map_err(|e| format!("the gate could not run: {e}"))?;
+                let report =
+                    dflash_gate::evaluate(file, Ok(bytes), Err("config only".into()), Vec::new())
+                        .map_err(|e| format!("the gate could not run: {e}"))?;
                 let first = &report.checks[0];
                 if first.id != "config.is_dflash"
                     || first.outcome != want

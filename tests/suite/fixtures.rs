@@ -64,8 +64,8 @@ fn fixture_bytes() -> Result<(), Failed> {
 
 fn golden_json() -> Result<(), Failed> {
     let dir = fixtures_dir();
-    let mut report =
-        gate::gate(&dir.join("tiny"), &gate::Options::default()).map_err(|e| e.to_string())?;
+    let mut report = dflash_gate::gate(&dir.join("tiny"), &dflash_gate::Options::default())
+        .map_err(|e| e.to_string())?;
     report.package = "fixtures/tiny".to_owned();
     let text = serde_json::to_string_pretty(&report.to_json()).map_err(|e| e.to_string())? + "\n";
     let golden = dir.join(GOLDEN);

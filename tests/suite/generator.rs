@@ -1,6 +1,6 @@
 //! The tile arithmetic of spec section 9, and the generator's own promises.
 
-use gate::tile::tile_count;
+use dflash_gate::__private::tile::tile_count;
 use gate_tests::synth::{Encoding, Geometry, Package};
 use libtest_mimic::{Failed, Trial};
 

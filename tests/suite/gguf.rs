@@ -2,8 +2,8 @@
 //! package's tensors, exactly; and each rule of section 12.1 broken once in a real file, refused for
 //! that rule.
 
-use gate::gguf::{dequantize, GgmlType, Gguf, Rule, Value};
-use gate::Outcome;
+use dflash_gate::__private::gguf::{dequantize, GgmlType, Gguf, Rule, Value};
+use dflash_gate::Outcome;
 use gate_tests::synth::gguf::{gguf_for, gguf_name, grid_from_blocks, write_gguf, GgufOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
 use half::bf16;
@@ -62,7 +62,8 @@ fn round_trip(options: GgufOptions) -> Result<(), String> {
     let pkg = dir.path().join("package");
     std::fs::create_dir(&pkg).map_err(|e| e.to_string())?;
     package.write(&pkg).map_err(|e| e.to_string())?;
-    let report = gate::gate(&pkg, &gate::Options::default()).map_err(|e| e.to_string())?;
+    let report =
+        dflash_gate::gate(&pkg, &dflash_gate::Options::default()).map_err(|e| e.to_string())?;
     if report.verdict() != Outcome::Pass {
         return Err("the package made from the GGUF does not pass".into());
     }
@@ -113,7 +114,7 @@ fn round_trip(options: GgufOptions) -> Result<(), String> {
         let (info, data) = gguf
             .tensor(&name)
             .ok_or(format!("{name} is not in the GGUF"))?;
-        if t.dtype == gate::dtype::Dtype::I8 {
+        if t.dtype == dflash_gate::__private::dtype::Dtype::I8 {
             let (k, n) = (info.dims[0], info.dims[1]);
             if info.ty != options.matrices {
                 return Err(format!("{name} is {}", info.ty));
@@ -166,7 +167,7 @@ fn rules() -> Result<(), String> {
     let mut package = Package::generate(&Geometry::micro(), Encoding::default(), SEED);
     let file = gguf_for(&mut package, GgufOptions::default(), SEED).map_err(|e| e.to_string())?;
     let good = file.bytes();
-    let h = gate::gguf::parse(&good).map_err(|e| e.to_string())?;
+    let h = dflash_gate::__private::gguf::parse(&good).map_err(|e| e.to_string())?;
     let find = |needle: &[u8]| {
         good.windows(needle.len())
             .position(|w| w == needle)
@@ -211,7 +212,7 @@ fn rules() -> Result<(), String> {
         ),
     ];
     for (what, bytes, rule) in cases {
-        match gate::gguf::parse(&bytes) {
+        match dflash_gate::__private::gguf::parse(&bytes) {
             Ok(_) => return Err(format!("{what}: read")),
             Err(e) if rule(&e.rule) => {}
             Err(e) => return Err(format!("{what}: refused for another rule: {e}")),

@@ -1,8 +1,8 @@
 //! Hostile conditions around the bytes rather than in them: a weight file truncated while the gate
 //! reads it. The gate runs in this process, so a `SIGBUS` would end the whole suite.
 
-use gate::files::FileError;
-use gate::PackageError;
+use dflash_gate::FileError;
+use dflash_gate::PackageError;
 use gate_tests::arms::{prepare_arm, Base, Extra, SEED};
 use gate_tests::synth::{Encoding, Geometry, Package};
 use libtest_mimic::{Failed, Trial};
@@ -74,18 +74,15 @@ fn many_paired_tensors() -> Result<(), Failed> {
     let dir = root.path().join("draft");
     std::fs::create_dir(&dir)?;
     package.write(&dir)?;
-    let options = gate::Options {
-        source: Some(source),
-        ..gate::Options::default()
-    };
+    let options = dflash_gate::Options::default().with_source(source);
     let start = Instant::now();
-    let report = gate::gate(&dir, &options)?;
+    let report = dflash_gate::gate(&dir, &options)?;
     let took = start.elapsed();
     let start = Instant::now();
-    gate::gate(&dir, &gate::Options::default())?;
+    dflash_gate::gate(&dir, &dflash_gate::Options::default())?;
     let plain = start.elapsed();
     let paired = report
-        .check(gate::beyond::source::INVENTORY)
+        .check(dflash_gate::CheckId::SOURCE_INVENTORY)
         .map(|c| (c.outcome, c.evidence["paired"].as_u64()));
     // The package's own tensors less its scalars, which have no source tensor, plus the strays.
     let scalars = package
@@ -94,13 +91,15 @@ fn many_paired_tensors() -> Result<(), Failed> {
         .filter(|t| t.name.starts_with("dflash."))
         .count();
     let want = (own - scalars + COUNT) as u64;
-    if paired != Some((gate::Outcome::Pass, Some(want))) {
+    if paired != Some((dflash_gate::Outcome::Pass, Some(want))) {
         return Err(
             format!("source.inventory: {paired:?}, expected PASS with {want} paired").into(),
         );
     }
-    let bf16 = report.check(gate::beyond::source::BF16).map(|c| c.outcome);
-    if bf16 != Some(gate::Outcome::Pass) {
+    let bf16 = report
+        .check(dflash_gate::CheckId::SOURCE_BF16)
+        .map(|c| c.outcome);
+    if bf16 != Some(dflash_gate::Outcome::Pass) {
         return Err(format!("source.bf16: {bf16:?}, expected PASS").into());
     }
     // Measured about 3 times the run without --source; the quadratic pairing took 22 s against its
@@ -120,7 +119,7 @@ fn many_paired_tensors() -> Result<(), Failed> {
 /// minimum that is not finite) is in bound, nor does asking panic on the empty or NaN range such a
 /// header makes.
 fn source_bounds() -> Result<(), Failed> {
-    use gate::beyond::source::{kernel, within_ceiling, RMS_CEILING};
+    use dflash_gate::__private::source::{kernels, within_ceiling, RMS_CEILING};
     for rms in [f64::NAN, f64::INFINITY, RMS_CEILING * 1.0001] {
         if within_ceiling(rms) {
             return Err(format!("a relative RMS error of {rms} passed the ceiling").into());
@@ -142,7 +141,7 @@ fn source_bounds() -> Result<(), Failed> {
     for (d, m) in broken {
         for q in [0u8, 1, 8, 15] {
             for s in [0.0f32, 0.5, -0.5, 1e30] {
-                if kernel::element_ok(q, s, d, m) {
+                if kernels::element_ok(q, s, d, m) {
                     return Err(format!(
                         "code {q} against {s} is in bound under the broken header d = {d}, m = {m}"
                     )
@@ -159,21 +158,29 @@ fn source_bounds() -> Result<(), Failed> {
 /// same package without the panic passes, so the error is the panic's alone.
 fn worker_panics() -> Vec<Trial> {
     let steps: [(&str, &'static str, Extra); 5] = [
-        ("tile_header_scan", gate::checks::SCAN_STEP, Extra::None),
-        ("bf16_finite", gate::checks::finite::ID, Extra::None),
+        (
+            "tile_header_scan",
+            dflash_gate::__private::checks::SCAN_STEP,
+            Extra::None,
+        ),
+        (
+            "bf16_finite",
+            dflash_gate::CheckId::BF16_FINITE,
+            Extra::None,
+        ),
         (
             "source_bf16",
-            gate::beyond::source::BF16,
+            dflash_gate::CheckId::SOURCE_BF16,
             Extra::Source(gate_tests::arms::source::FAITHFUL),
         ),
         (
             "source_q4_1",
-            gate::beyond::source::Q4_1,
+            dflash_gate::CheckId::SOURCE_Q4_1,
             Extra::Source(gate_tests::arms::source::FAITHFUL),
         ),
         (
             "manifest_hashing",
-            gate::beyond::manifest::MANIFEST,
+            dflash_gate::CheckId::MANIFEST_SHA256,
             Extra::Manifest(|_| {}),
         ),
     ];
@@ -191,13 +198,13 @@ fn worker_panics() -> Vec<Trial> {
 fn worker_panic(step: &'static str, extra: Extra) -> Result<(), Failed> {
     let root = tempfile::tempdir()?;
     let (dir, options) = prepare_arm(root.path(), Base::Small, Encoding::default(), |_| {}, extra)?;
-    let report = gate::gate(&dir, &options)?;
-    if report.verdict() != gate::Outcome::Pass {
+    let report = dflash_gate::gate(&dir, &options)?;
+    if report.verdict() != dflash_gate::Outcome::Pass {
         return Err(format!("without the panic: {}, expected PASS", report.verdict()).into());
     }
     let outcome = {
-        let _armed = gate::parallel::fault::panic_in(step);
-        gate::gate(&dir, &options)
+        let _armed = dflash_gate::__private::parallel::fault::panic_in(step);
+        dflash_gate::gate(&dir, &options)
     };
     let err = match outcome {
         Ok(report) => {
@@ -217,7 +224,7 @@ fn worker_panic(step: &'static str, extra: Extra) -> Result<(), Failed> {
         )
         .into());
     }
-    gate_tests::schema::validate(&gate::report::error_json("draft", &err))?;
+    gate_tests::schema::validate(&dflash_gate::error_json("draft", &err))?;
     Ok(())
 }
 
@@ -235,19 +242,19 @@ fn forged_lines() -> Result<(), Failed> {
             .tensors
             .push(gate_tests::defects::stray(name, vec![2]));
     }
-    let long = "n".repeat(3 * gate::escape::MAX_LINE_CHARS);
+    let long = "n".repeat(3 * dflash_gate::escape::MAX_LINE_CHARS);
     package
         .tensors
         .push(gate_tests::defects::stray(&long, vec![2]));
     let config = serde_json::to_vec(&package.config)?;
     let weights = package.weight_bytes();
-    let report = gate::evaluate(
+    let report = dflash_gate::evaluate(
         "forged",
         Ok(config),
         Ok(("model.q4nx", &weights)),
         Vec::new(),
     )?;
-    if report.verdict() != gate::Outcome::Fail {
+    if report.verdict() != dflash_gate::Outcome::Fail {
         return Err(format!("verdict {}, expected FAIL", report.verdict()).into());
     }
     for census in [false, true] {
@@ -274,7 +281,7 @@ fn forged_lines() -> Result<(), Failed> {
         }
         if let Some(l) = text
             .lines()
-            .find(|l| l.chars().count() > gate::escape::MAX_LINE_CHARS + 64)
+            .find(|l| l.chars().count() > dflash_gate::escape::MAX_LINE_CHARS + 64)
         {
             return Err(format!("a line of {} characters", l.chars().count()).into());
         }
@@ -318,7 +325,7 @@ fn million_empty_tensors() -> Result<(), Failed> {
     let config = serde_json::to_vec(&package.config)?;
     let (done, report) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let r = gate::evaluate(
+        let r = dflash_gate::evaluate(
             "hostile",
             Ok(config),
             Ok(("model.q4nx", &weights)),
@@ -333,7 +340,7 @@ fn million_empty_tensors() -> Result<(), Failed> {
         .check("container.parses")
         .map(|c| (c.outcome, c.message.clone()));
     match parses {
-        Some((gate::Outcome::Fail, m))
+        Some((dflash_gate::Outcome::Fail, m))
             if m.contains("at least 1025 zero-byte tensors, more than the 1024 accepted") =>
         {
             Ok(())
@@ -351,11 +358,11 @@ fn truncated_while_read() -> Result<(), Failed> {
     Package::generate(&Geometry::bolt(), Encoding::default(), SEED).write(dir)?;
     let path = dir.join("model.q4nx");
     let whole = std::fs::read(&path)?;
-    let options = gate::Options::default();
+    let options = dflash_gate::Options::default();
     let start = Instant::now();
-    let report = gate::gate(dir, &options)?;
+    let report = dflash_gate::gate(dir, &options)?;
     let full = start.elapsed();
-    if report.verdict() != gate::Outcome::Pass {
+    if report.verdict() != dflash_gate::Outcome::Pass {
         return Err("the untouched package does not pass".into());
     }
     const TRIES: u32 = 6;
@@ -365,7 +372,7 @@ fn truncated_while_read() -> Result<(), Failed> {
         let run = {
             let dir = dir.to_owned();
             let options = options.clone();
-            std::thread::spawn(move || gate::gate(&dir, &options))
+            std::thread::spawn(move || dflash_gate::gate(&dir, &options))
         };
         std::thread::sleep(full * (i + 1) / (TRIES + 2) + Duration::from_micros(50));
         std::fs::OpenOptions::new()
@@ -380,7 +387,7 @@ fn truncated_while_read() -> Result<(), Failed> {
                 }
             }
             Err(e) => return Err(format!("try {i}: unexpected error: {e}").into()),
-            Ok(r) if r.verdict() == gate::Outcome::Pass => after += 1,
+            Ok(r) if r.verdict() == dflash_gate::Outcome::Pass => after += 1,
             Ok(r) => {
                 let parses = r.check("container.parses").map(|c| c.message.clone());
                 if !parses
@@ -411,13 +418,10 @@ fn truncated_while_read() -> Result<(), Failed> {
 fn hub_snapshot() -> Result<(), Failed> {
     let root = tempfile::tempdir()?;
     let dir = gate_tests::fixture::hub_snapshot(root.path(), &[("README.md", b"# a draft\n")]);
-    let options = gate::Options {
-        manifest: true,
-        ..Default::default()
-    };
-    let report = gate::gate(&dir, &options)?;
+    let options = dflash_gate::Options::default().with_manifest(true);
+    let report = dflash_gate::gate(&dir, &options)?;
     let manifest = report.check("manifest.sha256").ok_or("no manifest check")?;
-    if report.verdict() != gate::Outcome::Pass || !manifest.message.contains("3 files") {
+    if report.verdict() != dflash_gate::Outcome::Pass || !manifest.message.contains("3 files") {
         return Err(format!("the hub snapshot does not pass:\n{}", report.to_text(false)).into());
     }
     Ok(())
@@ -434,10 +438,7 @@ fn manifest_never_quoted() -> Result<(), Failed> {
     std::os::unix::fs::symlink(&credentials, linked.join("MANIFEST.sha256"))?;
     let inside = gate_tests::fixture::copy(root.path(), "inside");
     std::fs::copy(&credentials, inside.join("MANIFEST.sha256"))?;
-    let options = gate::Options {
-        manifest: true,
-        ..Default::default()
-    };
+    let options = dflash_gate::Options::default().with_manifest(true);
     for (dir, said) in [
         (&linked, "MANIFEST.sha256 is a symbolic link to "),
         (
@@ -445,10 +446,10 @@ fn manifest_never_quoted() -> Result<(), Failed> {
             "MANIFEST.sha256: line 1, byte 1 (byte 1 of the file): the digest is not",
         ),
     ] {
-        let report = gate::gate(dir, &options)?;
+        let report = dflash_gate::gate(dir, &options)?;
         let text = report.to_text(false);
         let check = report.check("manifest.sha256").ok_or("no manifest check")?;
-        if check.outcome != gate::Outcome::Fail || !check.message.contains(said) {
+        if check.outcome != dflash_gate::Outcome::Fail || !check.message.contains(said) {
             return Err(format!("not refused as {said:?}:\n{text}").into());
         }
         if text.contains("wJalrXUtnFEMI") || report.to_json().to_string().contains("wJalrXUtnFEMI")
@@ -491,14 +492,11 @@ fn renamed_before_hashing() -> Result<(), Failed> {
         let staged = dir.join("staged");
         std::fs::write(&staged, &swapped)?;
         let target = dir.join(name);
-        gate::beyond::manifest::before_hashing(move || {
+        dflash_gate::__private::manifest::before_hashing(move || {
             std::fs::rename(&staged, &target).expect("rename into place")
         });
-        let options = gate::Options {
-            manifest: true,
-            ..Default::default()
-        };
-        match gate::gate(dir, &options) {
+        let options = dflash_gate::Options::default().with_manifest(true);
+        match dflash_gate::gate(dir, &options) {
             Err(PackageError::File(e @ FileError::Changed { .. })) => {
                 let text = e.to_string();
                 if e.path() != dir.join(name)

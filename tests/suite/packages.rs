@@ -1,6 +1,6 @@
 //! Real packages: one trial per check per package, named `<package>::<check id>`.
 
-use gate::report::Outcome;
+use dflash_gate::Outcome;
 use libtest_mimic::{Failed, Trial};
 use std::path::{Path, PathBuf};
 
@@ -32,7 +32,7 @@ pub fn package_trials(group: &str, dir: &Path) -> Vec<Trial> {
                 .with_ignored_flag(true),
         ];
     }
-    let report = match gate::gate(dir, &gate::Options::default()) {
+    let report = match dflash_gate::gate(dir, &dflash_gate::Options::default()) {
         Ok(r) => r,
         Err(e) => {
             let why = e.to_string();

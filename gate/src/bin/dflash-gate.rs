@@ -12,7 +12,7 @@ mod print;
 #[path = "dflash-gate/tree.rs"]
 mod tree;
 
-use gate::{Options, Outcome, Report};
+use dflash_gate::{Options, Outcome, Report};
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -60,12 +60,13 @@ fn request(raw: Vec<OsString>) -> Result<Request, String> {
     if parsed.has("--version") {
         return Ok(Request::Version);
     }
-    let options = Options {
-        target: parsed.value("--target").map(PathBuf::from),
-        manifest: parsed.has("--manifest"),
-        source: parsed.value("--source").map(PathBuf::from),
-        ..Options::default()
-    };
+    let mut options = Options::default().with_manifest(parsed.has("--manifest"));
+    if let Some(dir) = parsed.value("--target") {
+        options = options.with_target(dir);
+    }
+    if let Some(dir) = parsed.value("--source") {
+        options = options.with_source(dir);
+    }
     let colour = match parsed.value("--color") {
         Some(v) => print::When::parse(&v.to_string_lossy())?,
         None => print::When::Auto,
@@ -120,7 +121,7 @@ fn main() -> ExitCode {
         }
         Err(why) => {
             // `why` quotes the command line: an argument may hold a newline or a terminal escape.
-            let why = gate::escape::line(&why);
+            let why = dflash_gate::escape::line(&why);
             say(&format!("dflash-gate: {why}\nusage: dflash-gate [options] <package-dir>...\nfor more, run 'dflash-gate --help'"));
             return ExitCode::from(2);
         }
@@ -204,7 +205,7 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
             return;
         }
         let text = match item {
-            Item::Gate(dir) => match gate::gate(dir, &args.options) {
+            Item::Gate(dir) => match dflash_gate::gate(dir, &args.options) {
                 Ok(report) => {
                     gated.count(report.verdict().exit_code());
                     if args.json {
@@ -226,10 +227,13 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
                 if args.json {
                     // The JSON array holds reports and errors only; the skip is said on stderr.
                     let line = format!("skipped {}: {why}", dir.display());
-                    say(&format!("dflash-gate: {}", gate::escape::line(&line)));
+                    say(&format!(
+                        "dflash-gate: {}",
+                        dflash_gate::escape::line(&line)
+                    ));
                 }
                 let line = format!("{:<10} {}  {why}", "SKIPPED", dir.display());
-                format!("{}\n", gate::escape::line(&line))
+                format!("{}\n", dflash_gate::escape::line(&line))
             }
         };
         if !args.json
@@ -271,19 +275,19 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
 fn not_gated(
     args: &Args,
     dir: &Path,
-    e: &gate::PackageError,
+    e: &dflash_gate::PackageError,
     gated: &mut Gated,
     documents: &mut Vec<serde_json::Value>,
 ) -> String {
     gated.count(2);
     let why = format!("{e}{}", hint(dir, e));
-    say(&format!("dflash-gate: {}", gate::escape::line(&why)));
+    say(&format!("dflash-gate: {}", dflash_gate::escape::line(&why)));
     if args.json {
-        documents.push(gate::report::error_json(&dir.to_string_lossy(), e));
+        documents.push(dflash_gate::error_json(&dir.to_string_lossy(), e));
     }
     if args.many {
         let line = format!("ERROR      {}  {why}", dir.display());
-        format!("{}\n", gate::escape::line(&line))
+        format!("{}\n", dflash_gate::escape::line(&line))
     } else {
         String::new()
     }
@@ -291,11 +295,11 @@ fn not_gated(
 
 /// What the error alone does not say: a config.json that is a link to nothing, or a folder of
 /// packages named where one package was meant.
-fn hint(dir: &Path, e: &gate::PackageError) -> &'static str {
-    if !matches!(e, gate::PackageError::NoConfig { .. }) {
+fn hint(dir: &Path, e: &dflash_gate::PackageError) -> &'static str {
+    if !matches!(e, dflash_gate::PackageError::NoConfig { .. }) {
         return "";
     }
-    let config = dir.join(gate::files::CONFIG_FILE);
+    let config = dir.join(dflash_gate::__private::files::CONFIG_FILE);
     if config.symlink_metadata().is_ok_and(|m| m.is_symlink()) {
         "; it is a symbolic link to nothing"
     } else if tree::holds_packages(dir) {
@@ -321,7 +325,7 @@ fn verdict_line(report: &Report) -> String {
         ),
     };
     let line = format!("{:<10} {}  {detail}", verdict.label(), report.package);
-    format!("{}\n", gate::escape::line(&line))
+    format!("{}\n", dflash_gate::escape::line(&line))
 }
 
 /// Orders exit statuses by badness: 2 (could not run) over 1 (fail) over 3 (undecided) over 0.

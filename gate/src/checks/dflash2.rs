@@ -25,7 +25,7 @@ pub fn run<'a>(inputs: &Inputs<'_, 'a>, forms: &mut Forms) -> Features<'a> {
         checks: Vec::new(),
         grids: Vec::new(),
     };
-    for feature in inputs.config.family.features() {
+    for feature in inputs.config.family().features() {
         let id = feature.check_id();
         match feature.is_on(inputs.config) {
             Ok(false) => {}
@@ -58,7 +58,7 @@ fn check_feature<'a>(
     };
     let roles = inputs
         .config
-        .family
+        .family()
         .roles(layers, |s| s.switch == Switch::Feature(feature));
     let mut absent = Vec::new();
     let mut refused = Vec::new();

@@ -12,7 +12,7 @@ use crate::parallel::WorkerPanic;
 use crate::report::Check;
 use serde_json::json;
 
-pub const ID: &str = "bf16.finite";
+pub const ID: &str = crate::check_id::CheckId::BF16_FINITE;
 
 /// Bytes handed to a worker at a time: large enough that handing them out costs nothing, small enough
 /// that one large tensor keeps every core busy. Even, so no element straddles two chunks.

@@ -7,12 +7,12 @@ use crate::dtype::Dtype;
 use crate::family::{Form, Role};
 use crate::report::Check;
 use crate::tile::median;
-use half::{bf16, f16};
+use half::f16;
 use serde_json::json;
 
-pub const FC: &str = "fc.shape";
-pub const SIZES: &str = "norms.sizes";
-pub const BF16: &str = "norms.bf16";
+pub const FC: &str = crate::check_id::CheckId::FC_SHAPE;
+pub const SIZES: &str = crate::check_id::CheckId::NORMS_SIZES;
+pub const BF16: &str = crate::check_id::CheckId::NORMS_BF16;
 
 /// Median |gain| of genuine bf16 gains lies in [2^-6, 2^6] (spec section 4.2).
 pub const GAIN_LO: f32 = 1.0 / 64.0;
@@ -79,7 +79,7 @@ fn expected_gains(inputs: &Inputs<'_, '_>) -> Result<Vec<(String, u64)>, Check> 
     let mut out = Vec::new();
     for (role, spec) in inputs
         .config
-        .family
+        .family()
         .roles(layers, |s| s.forms == [Form::Gain])
     {
         // A gain's shape has one dimension.
@@ -162,7 +162,7 @@ fn read_gain(bytes: &[u8]) -> Reading {
     let mut non_finite = 0;
     for pair in bytes.chunks_exact(2) {
         let bits = u16::from_le_bytes([pair[0], pair[1]]);
-        let b = bf16::from_bits(bits).to_f32();
+        let b = crate::dtype::bf16_to_f32(bits);
         non_finite += usize::from(!b.is_finite());
         as_bf16.push(b.abs());
         as_f16.push(f16::from_bits(bits).to_f32().abs());

@@ -111,7 +111,7 @@ pub fn check_geometry(c: &DraftConfig) -> Check {
 /// geometry, the softcap is not negative; and `layer_types`, for any family, has one entry per layer.
 fn second_family(c: &DraftConfig) -> Vec<FieldProblem> {
     let mut out = Vec::new();
-    if c.family.is_second() && matches!((&c.conv, &c.selector), (Ok(None), Ok(None))) {
+    if c.family().is_second() && matches!((&c.conv, &c.selector), (Ok(None), Ok(None))) {
         out.push(invalid(
             "architectures",
             "declares DFlash2DraftModel but switches on neither feature: conv_kernel_size and \

@@ -9,7 +9,7 @@ use crate::tile::GridGeometry;
 use serde_json::json;
 use std::collections::HashMap;
 
-pub const EXPLAINED: &str = "inventory.explained";
+pub const EXPLAINED: &str = crate::check_id::CheckId::INVENTORY_EXPLAINED;
 
 pub fn run(inputs: &Inputs<'_, '_>) -> Check {
     let layers = match inputs.geometry.layers() {
@@ -88,7 +88,7 @@ fn judge(
     role: Option<Role>,
     layers: u64,
 ) -> Verdict {
-    let family = inputs.config.family;
+    let family = inputs.config.family();
     let Some(role) = role else {
         return Verdict::Unexplained(
             looks_second_family(&e.name)

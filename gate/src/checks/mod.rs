@@ -23,10 +23,10 @@ use crate::tile::{GridGeometry, TileGrid};
 use std::collections::HashMap;
 
 /// The ids of the checks the package front end runs before these (kept here, with the others, so
-/// that a check beyond the package can name them without importing the front end).
-pub const IS_DFLASH: &str = "config.is_dflash";
-pub const PARSES: &str = "container.parses";
-pub const GEOMETRY: &str = "config.geometry";
+/// that `source`, `target` and `manifest` can name them without importing the front end).
+pub const IS_DFLASH: &str = crate::check_id::CheckId::CONFIG_IS_DFLASH;
+pub const PARSES: &str = crate::check_id::CheckId::CONTAINER_PARSES;
+pub const GEOMETRY: &str = crate::check_id::CheckId::CONFIG_GEOMETRY;
 
 /// What the checks learned about each tensor's form, for the census.
 #[derive(Default)]
@@ -54,7 +54,7 @@ pub fn run(
     container: &Container<'_>,
 ) -> Result<(Vec<Check>, Forms), crate::parallel::WorkerPanic> {
     let naming = config
-        .family
+        .family()
         .naming(container.table.entries.iter().map(|e| e.name.as_str()));
     let inputs = Inputs {
         config,
@@ -82,7 +82,7 @@ pub fn run(
 /// A draft's own embedding table when it is a whole q4_1 grid of its row's shape: a grid like any other,
 /// so its headers are proven by the tile checks (inventory.explained says what else it may be).
 fn embedding_grid<'a>(inputs: &Inputs<'_, 'a>) -> Option<(String, TileGrid<'a>)> {
-    let spec = inputs.config.family.spec(Kind::EmbedTokens)?;
+    let spec = inputs.config.family().spec(Kind::EmbedTokens)?;
     let name = inputs.naming.name(Role::EmbedTokens);
     let info = inputs.container.get(&name)?;
     let [n, k] = (spec.shape)(&inputs.geometry).ok()?[..] else {
@@ -98,7 +98,7 @@ pub fn container_checks(config: &DraftConfig) -> Vec<&'static str> {
     let mut ids = CONTAINER_CHECKS.to_vec();
     ids.extend(
         config
-            .family
+            .family()
             .features()
             .into_iter()
             .filter(|f| f.is_on(config) != Ok(false))

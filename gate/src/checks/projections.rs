@@ -10,11 +10,11 @@ use crate::report::{Check, GridCensus};
 use crate::tile::{GridGeometry, GridScan, TileGrid};
 use serde_json::json;
 
-pub const PRESENT: &str = "projections.present";
-pub const TILE_GRID: &str = "projections.tile_grid";
-pub const HEADERS: &str = "tiles.headers_sane";
-pub const PADDING: &str = "tiles.padding_zero";
-pub const SIGNATURE: &str = "tiles.q4_1_signature";
+pub const PRESENT: &str = crate::check_id::CheckId::PROJECTIONS_PRESENT;
+pub const TILE_GRID: &str = crate::check_id::CheckId::PROJECTIONS_TILE_GRID;
+pub const HEADERS: &str = crate::check_id::CheckId::TILES_HEADERS_SANE;
+pub const PADDING: &str = crate::check_id::CheckId::TILES_PADDING_ZERO;
+pub const SIGNATURE: &str = crate::check_id::CheckId::TILES_Q4_1_SIGNATURE;
 /// The step that reads every grid's tile headers, for `tiles.*`.
 pub const SCAN_STEP: &str = "the tile-header scan (tiles.*)";
 
@@ -47,7 +47,7 @@ pub fn run<'a>(
                 .collect());
         }
     };
-    let family = inputs.config.family;
+    let family = inputs.config.family();
     let mut slots = Vec::new();
     for (role, spec) in family.roles(layers, |s| matches!(s.kind, Kind::Projection(_))) {
         let name = inputs.naming.name(role);

@@ -14,7 +14,7 @@ pub const EMBEDDING_SCALE_REL_TOL: f64 = 1e-6;
 pub fn run(inputs: &Inputs<'_, '_>, forms: &mut Forms) -> Vec<Check> {
     let mut checks = Vec::new();
     // Only the family's scalars: another family's is left to inventory.explained.
-    for scalar in inputs.config.family.scalars() {
+    for scalar in inputs.config.family().scalars() {
         let name = scalar.tensor_name();
         let Some(info) = inputs.container.get(&name) else {
             continue;

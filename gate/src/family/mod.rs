@@ -14,7 +14,7 @@ pub use names::{
     Projection, Role, Scalar, SelectorPart, SourceName, SCALAR_PREFIX,
 };
 
-use crate::config::{DraftConfig, Field, Geometry};
+use crate::config::{Architecture, DraftConfig, Field, Geometry};
 
 /// A form a tensor may take (spec section 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,8 +44,8 @@ impl Feature {
     /// The check that proves the feature's tensors.
     pub fn check_id(self) -> &'static str {
         match self {
-            Feature::Conv => "dflash2.conv",
-            Feature::Selector => "dflash2.selector",
+            Feature::Conv => crate::check_id::CheckId::DFLASH2_CONV,
+            Feature::Selector => crate::check_id::CheckId::DFLASH2_SELECTOR,
         }
     }
 
@@ -149,6 +149,22 @@ pub static DFLASH2: Family = Family {
     scalar_groups: &[&Scalar::ALL, &Scalar::SECOND_FAMILY],
     aliases: &[],
 };
+
+/// The family an architecture names: `config` reads what the JSON declares, the family recognises it.
+pub fn of(architecture: Architecture) -> &'static Family {
+    match architecture {
+        Architecture::Dflash => &DFLASH,
+        Architecture::Dflash2 => &DFLASH2,
+        Architecture::AssistantHead => &ASSISTANT_HEAD,
+    }
+}
+
+impl DraftConfig {
+    /// The table of roles this config's tensors are read against.
+    pub fn family(&self) -> &'static Family {
+        of(self.architecture)
+    }
+}
 
 /// Every alias any family uses, for mapping checkpoint names.
 pub fn all_aliases() -> &'static [Alias] {

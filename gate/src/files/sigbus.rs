@@ -105,9 +105,10 @@ impl Drop for Registration {
 /// place).
 fn install() -> bool {
     let _installing = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: a zeroed sigaction is a valid value for the kernel to fill in; a null new action only
-    // queries.
+    // SAFETY: a zeroed sigaction (integers, a handler address and a signal set) is a valid value
+    // for the kernel to fill in.
     let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a query only (the new action is null) into `current`, a valid sigaction we own.
     if unsafe { libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut current) } != 0 {
         return false;
     }

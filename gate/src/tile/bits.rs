@@ -18,12 +18,6 @@ pub fn is_finite(bits: u16) -> bool {
     bits & 0x7f80 != 0x7f80
 }
 
-/// bf16 to f32 is a shift: bf16 is the top half of an f32.
-#[inline(always)]
-pub fn bf16_bits(bits: u16) -> f32 {
-    f32::from_bits(u32::from(bits) << 16)
-}
-
 /// Maps an f32 to a u32 whose integer order is `f32::total_cmp`'s order.
 #[inline(always)]
 pub fn order_key(x: f32) -> u32 {

@@ -5,8 +5,9 @@
 //! `c*32 + r`; decoding once into row-major arrays lets a caller walk a row of 256 weights
 //! contiguously, beside the matching row of a row-major source matrix.
 
-use super::bits::{bf16_bits, u16_at};
+use super::bits::u16_at;
 use super::{CODES, CODES_PER_HALF, MINIMUMS, SCALES, TILE_BYTES, TILE_COLS, TILE_ROWS};
+use crate::dtype::bf16_to_f32;
 
 const ROWS: usize = TILE_ROWS as usize;
 const COLS: usize = TILE_COLS as usize;
@@ -40,8 +41,8 @@ impl DecodedTile {
         }
         for r in 0..ROWS {
             for c in 0..COLUMN_GROUPS {
-                self.scales[r][c] = bf16_bits(u16_at(&tile[SCALES..MINIMUMS], c * 32 + r));
-                self.minimums[r][c] = bf16_bits(u16_at(&tile[MINIMUMS..CODES], c * 32 + r));
+                self.scales[r][c] = bf16_to_f32(u16_at(&tile[SCALES..MINIMUMS], c * 32 + r));
+                self.minimums[r][c] = bf16_to_f32(u16_at(&tile[MINIMUMS..CODES], c * 32 + r));
             }
         }
         // Eight columns at a time: their 8 x 8 bytes (column, row pair) transposed in registers to

@@ -1,11 +1,12 @@
 //! The header scan: every group's scale and minimum read once, the sanity of each, and the exact
 //! median of minimum/scale that is the q4_1 signature.
 
-use super::bits::{bf16_bits, from_order_key, is_finite, is_positive_finite, order_key, u16_at};
+use super::bits::{from_order_key, is_finite, is_positive_finite, order_key, u16_at};
 use super::{
     TileGrid, CODES, CODES_PER_HALF, GROUP, GROUPS_PER_TILE, MINIMUMS, SCALES, TILE_BYTES,
     TILE_COLS, TILE_ROWS,
 };
+use crate::dtype::bf16_to_f32;
 
 impl TileGrid<'_> {
     /// Reads every tile header once: sanity of every group, padding, the scale range, and the exact
@@ -103,7 +104,7 @@ impl TileGrid<'_> {
                     u16_at(&tile[MINIMUMS..CODES], i),
                 );
                 if is_positive_finite(d) && is_finite(m) {
-                    sample.push(order_key(bf16_bits(m) / bf16_bits(d)));
+                    sample.push(order_key(bf16_to_f32(m) / bf16_to_f32(d)));
                 }
             }
         }
@@ -184,7 +185,7 @@ impl TileGrid<'_> {
             {
                 let d = u16::from_le_bytes(s);
                 let m = u16::from_le_bytes(m);
-                *key = order_key(bf16_bits(m) / bf16_bits(d));
+                *key = order_key(bf16_to_f32(m) / bf16_to_f32(d));
                 extraordinary |= u16::from(!(is_positive_finite(d) & is_finite(m)));
                 lo = lo.min(d);
                 hi = hi.max(d);
@@ -222,7 +223,7 @@ impl TileGrid<'_> {
             scan.zero_planes = Some((g.tiles(), g.tiles()));
         }
         if scale_bits.0 <= scale_bits.1 {
-            scan.scale_range = Some((bf16_bits(scale_bits.0), bf16_bits(scale_bits.1)));
+            scan.scale_range = Some((bf16_to_f32(scale_bits.0), bf16_to_f32(scale_bits.1)));
         }
         Pass {
             scan,
@@ -352,7 +353,7 @@ impl Accumulator<'_> {
         m_bits: u16,
         real: bool,
     ) {
-        let (d, m) = (bf16_bits(d_bits), bf16_bits(m_bits));
+        let (d, m) = (bf16_to_f32(d_bits), bf16_to_f32(m_bits));
         let scan = &mut self.scan;
         if !real {
             scan.padding_groups += 1;

@@ -2,6 +2,7 @@ use super::bits::*;
 use super::scan::*;
 use super::*;
 use crate::container::TensorInfo;
+use crate::dtype::bf16_to_f32;
 use crate::dtype::Dtype;
 use half::bf16;
 
@@ -145,7 +146,9 @@ fn brute_median(bytes: &[u8]) -> Option<f32> {
     let mut all = Vec::new();
     for tile in bytes.chunks_exact(TILE_BYTES as usize) {
         for i in 0..GROUPS_PER_TILE {
-            all.push(bf16_bits(u16_at(&tile[512..1024], i)) / bf16_bits(u16_at(&tile[..512], i)));
+            all.push(
+                bf16_to_f32(u16_at(&tile[512..1024], i)) / bf16_to_f32(u16_at(&tile[..512], i)),
+            );
         }
     }
     median(&mut all)
@@ -182,7 +185,7 @@ fn sampled_scan_median_is_exact_even_when_the_sample_misleads() {
 #[test]
 fn bit_classification_matches_floats() {
     for bits in 0..=u16::MAX {
-        let x = bf16_bits(bits);
+        let x = bf16_to_f32(bits);
         assert_eq!(
             is_positive_finite(bits),
             x.is_finite() && x > 0.0,
@@ -214,7 +217,7 @@ fn naive_scan(bytes: &[u8], g: GridGeometry) -> GridScan {
         for i in 0..GROUPS_PER_TILE {
             let (c, r) = (i / 32, i % 32);
             let (db, mb) = (u16_at(&tile[..512], i), u16_at(&tile[512..1024], i));
-            let (d, m) = (bf16_bits(db), bf16_bits(mb));
+            let (d, m) = (bf16_to_f32(db), bf16_to_f32(mb));
             if row0 + r as u64 >= g.n || col0 + c as u64 * 32 >= g.k {
                 scan.padding_groups += 1;
                 if scan.first_bad_padding.is_none()
@@ -253,7 +256,7 @@ fn naive_scan(bytes: &[u8], g: GridGeometry) -> GridScan {
     }
     scan.zero_minimum_plane = scan.real_groups > 0 && min_bits == 0;
     scan.scale_range = match (scales.iter().min(), scales.iter().max()) {
-        (Some(&lo), Some(&hi)) => Some((bf16_bits(lo), bf16_bits(hi))),
+        (Some(&lo), Some(&hi)) => Some((bf16_to_f32(lo), bf16_to_f32(hi))),
         _ => None,
     };
     scan.ratio_median = median(&mut ratios);

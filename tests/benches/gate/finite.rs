@@ -7,8 +7,8 @@
 //! bandwidth, which a shared machine's other tenants take in bursts).
 
 use super::{median, ms};
-use gate::container::Container;
-use gate::dtype::Dtype;
+use dflash_gate::__private::container::Container;
+use dflash_gate::__private::dtype::Dtype;
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 const CHUNK_BYTES: usize = 1 << 20;
 
 pub fn run(name: &str, dir: &Path, runs: usize) {
-    let weights = gate::files::bytes(&dir.join("model.q4nx")).expect("weight file");
+    let weights =
+        dflash_gate::__private::files::bytes(&dir.join("model.q4nx")).expect("weight file");
     let container = Container::parse(weights.as_slice()).expect("container");
     let chunks: Vec<&[u8]> = container
         .table
@@ -27,10 +28,11 @@ pub fn run(name: &str, dir: &Path, runs: usize) {
         .flat_map(|e| container.data(e).chunks(CHUNK_BYTES))
         .collect();
     let bf16_bytes: usize = chunks.iter().map(|c| c.len()).sum();
-    let scan = gate::checks::finite::scan(&container).expect("every worker finished");
+    let scan =
+        dflash_gate::__private::checks::finite::scan(&container).expect("every worker finished");
     assert!(scan.found.is_empty(), "the bench package holds no NaN");
     let floor = || {
-        gate::parallel::map(
+        dflash_gate::__private::parallel::map(
             "bench floor",
             &chunks,
             || (),
@@ -44,17 +46,20 @@ pub fn run(name: &str, dir: &Path, runs: usize) {
     };
     // Warm: both the floor and the pass have every page mapped before timing.
     black_box(floor());
-    let options = gate::Options::default();
+    let options = dflash_gate::Options::default();
     let (mut floors, mut passes, mut gates, mut ratios) = (vec![], vec![], vec![], vec![]);
     for _ in 0..runs {
         let start = Instant::now();
         black_box(floor());
         let f = start.elapsed();
         let start = Instant::now();
-        black_box(gate::checks::finite::scan(&container).expect("every worker finished"));
+        black_box(
+            dflash_gate::__private::checks::finite::scan(&container)
+                .expect("every worker finished"),
+        );
         let p = start.elapsed();
         let start = Instant::now();
-        black_box(gate::gate(dir, &options).expect("gate runs"));
+        black_box(dflash_gate::gate(dir, &options).expect("gate runs"));
         let g = start.elapsed();
         ratios.push(p.as_secs_f64() / f.as_secs_f64());
         floors.push(f);

@@ -27,7 +27,7 @@
 
 use super::yardstick::Reading;
 use super::{median, LIVE, PEAK};
-use gate::beyond::source::wide;
+use dflash_gate::__private::source::kernels::wide;
 use gate_tests::arms::SEED;
 use gate_tests::synth::source::{quantize, source_matrix, write_source, Quantizer, SourceOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
@@ -96,7 +96,7 @@ fn floor(files: &[PathBuf]) -> u64 {
         .collect();
     const CHUNK: usize = 1 << 20;
     let chunks: Vec<&[u8]> = maps.iter().flat_map(|m| m.chunks(CHUNK)).collect();
-    let sums = gate::parallel::map(
+    let sums = dflash_gate::__private::parallel::map(
         "the floor",
         &chunks,
         || (),
@@ -113,16 +113,16 @@ fn floor(files: &[PathBuf]) -> u64 {
 
 /// One timed gate run: its time, the peak heap above what was live before it, and the elements
 /// it compared.
-fn time_gate(draft: &Path, options: &gate::Options) -> (Duration, usize, u64) {
+fn time_gate(draft: &Path, options: &dflash_gate::Options) -> (Duration, usize, u64) {
     PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
     let base = LIVE.load(Ordering::Relaxed);
     let start = Instant::now();
-    let report = black_box(gate::gate(draft, options).expect("gate runs"));
+    let report = black_box(dflash_gate::gate(draft, options).expect("gate runs"));
     let time = start.elapsed();
     let peak_heap = PEAK.load(Ordering::Relaxed) - base;
     assert_eq!(
         report.verdict(),
-        gate::Outcome::Pass,
+        dflash_gate::Outcome::Pass,
         "{}",
         report.to_text(false)
     );
@@ -146,9 +146,10 @@ fn time_arithmetic(elements: u64) -> Option<Duration> {
     }
     const ROW_BYTES: usize = wide::ROW_BYTES;
     let values = source_matrix(32, 256, SEED);
-    let tile: [u8; gate::tile::TILE_BYTES as usize] = quantize(32, 256, &values, Quantizer::MinMax)
-        .try_into()
-        .expect("one tile");
+    let tile: [u8; dflash_gate::__private::tile::TILE_BYTES as usize] =
+        quantize(32, 256, &values, Quantizer::MinMax)
+            .try_into()
+            .expect("one tile");
     let bytes: Vec<u8> = values
         .iter()
         .flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes())
@@ -162,7 +163,7 @@ fn time_arithmetic(elements: u64) -> Option<Duration> {
         .map(|i| TILES_PER_ITEM.min(tiles - i * TILES_PER_ITEM))
         .collect();
     let start = Instant::now();
-    let vouched = gate::parallel::map(
+    let vouched = dflash_gate::__private::parallel::map(
         "the kernel in cache",
         &items,
         Box::<wide::Scratch>::default,
@@ -211,14 +212,7 @@ pub fn run(cache: &Path, runs: usize) {
         .iter()
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
         .sum();
-    let vectorized = gate::Options {
-        source: Some(source.clone()),
-        ..gate::Options::default()
-    };
-    let scalar = gate::Options {
-        scalar_source_loop: true,
-        ..vectorized.clone()
-    };
+    let vectorized = dflash_gate::Options::default().with_source(source.clone());
     settle(&files);
     black_box(floor(&files));
     let (mut heap, mut scalar_heap, mut elements) = (0, 0, 0);
@@ -227,7 +221,7 @@ pub fn run(cache: &Path, runs: usize) {
         let floor = time_floor(&files);
         let (gate, h, e) = time_gate(&draft, &vectorized);
         (heap, elements) = (heap.max(h), e);
-        let form = time_gate(&draft, &gate::Options::default()).0;
+        let form = time_gate(&draft, &dflash_gate::Options::default()).0;
         let yardstick = |reading| super::yardstick::time(&files[0], &files[1], elements, reading);
         let (arithmetic, yardstick, yardstick_in_cache) = (
             time_arithmetic(elements),
@@ -236,7 +230,8 @@ pub fn run(cache: &Path, runs: usize) {
         );
         // The scalar loop only needs to show its order of magnitude: the first three rounds.
         let scalar = (round < 3).then(|| {
-            let (time, h, _) = time_gate(&draft, &scalar);
+            let (time, h, _) =
+                dflash_gate::__private::with_scalar_source_loop(|| time_gate(&draft, &vectorized));
             scalar_heap = scalar_heap.max(h);
             time
         });
@@ -356,19 +351,16 @@ fn ensure_many(dir: &Path) -> (PathBuf, PathBuf) {
 /// linear search per pair this took 22 s against 0.2 s without `--source`.
 fn pairing(cache: &Path, runs: usize) {
     let (draft, source) = ensure_many(&cache.join("many-paired"));
-    let with = gate::Options {
-        source: Some(source),
-        ..gate::Options::default()
-    };
-    let time = |options: &gate::Options| {
+    let with = dflash_gate::Options::default().with_source(source);
+    let time = |options: &dflash_gate::Options| {
         let start = Instant::now();
-        let report = black_box(gate::gate(&draft, options).expect("gate runs"));
+        let report = black_box(dflash_gate::gate(&draft, options).expect("gate runs"));
         let took = start.elapsed();
         if options.source.is_some() {
-            let inventory = report.check(gate::beyond::source::INVENTORY);
+            let inventory = report.check(dflash_gate::CheckId::SOURCE_INVENTORY);
             assert_eq!(
                 inventory.map(|c| c.outcome),
-                Some(gate::Outcome::Pass),
+                Some(dflash_gate::Outcome::Pass),
                 "every tensor paired"
             );
         }
@@ -376,7 +368,7 @@ fn pairing(cache: &Path, runs: usize) {
     };
     let (mut sourced, mut plain, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs.max(1) {
-        let (s, p) = (time(&with), time(&gate::Options::default()));
+        let (s, p) = (time(&with), time(&dflash_gate::Options::default()));
         ratios.push(s.as_secs_f64() / p.as_secs_f64());
         sourced.push(s);
         plain.push(p);

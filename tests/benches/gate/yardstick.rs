@@ -19,7 +19,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const TILE_BYTES: usize = gate::tile::TILE_BYTES as usize;
+const TILE_BYTES: usize = dflash_gate::__private::tile::TILE_BYTES as usize;
 /// Elements of one tile (32 rows x 256 columns).
 const TILE_ELEMENTS: usize = 8192;
 const TILES_PER_ITEM: usize = 32;
@@ -96,7 +96,7 @@ fn run(package: &PathBuf, source: &PathBuf, elements: u64, reading: Reading) -> 
         }
     }
     let in_cache = reading == Reading::InCache;
-    let sums = gate::parallel::map(
+    let sums = dflash_gate::__private::parallel::map(
         "the yardstick",
         &items,
         || (),

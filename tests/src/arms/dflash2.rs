@@ -6,9 +6,9 @@ use super::{arm, expect_eq, fail, grids, none, Arm, Base, Expect, Extra};
 use crate::defects::{set_element, set_header, stray, Scenario};
 use crate::synth::source::SourceOptions;
 use crate::synth::{Draft, Encoding, Features, Geometry, Package, Tensor};
-use gate::dtype::Dtype;
-use gate::family::{ConvPart, ConvSite, Role, Scalar, SelectorPart};
-use gate::report::{Outcome, Report};
+use dflash_gate::__private::dtype::Dtype;
+use dflash_gate::__private::family::{ConvPart, ConvSite, Role, Scalar, SelectorPart};
+use dflash_gate::{Outcome, Report};
 use half::bf16;
 use serde_json::{json, Map, Value};
 
@@ -304,7 +304,7 @@ fn assistant_census(r: &Report) -> Result<(), String> {
 
 /// Every check of --source passed.
 fn source_passes(r: &Report) -> Result<(), String> {
-    for id in gate::beyond::source::CHECKS {
+    for id in dflash_gate::__private::source::CHECKS {
         expect_eq(id, outcome(r, id), Some(Outcome::Pass))?;
     }
     Ok(())

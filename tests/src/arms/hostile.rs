@@ -3,9 +3,9 @@
 
 use super::{arm, fail, with_manifest, Arm, Base, Expect};
 use crate::defects::Scenario;
-use gate::dtype::Dtype;
-use gate::report::Outcome;
-use gate::roles::{Projection, Scalar};
+use dflash_gate::__private::dtype::Dtype;
+use dflash_gate::__private::family::{Projection, Scalar};
+use dflash_gate::Outcome;
 use serde_json::json;
 use std::path::Path;
 
@@ -168,8 +168,8 @@ fn look_alike_names(dir: &Path) {
     use std::os::unix::ffi::OsStrExt;
     let listed = "notes\u{fffd}.txt";
     std::fs::write(dir.join(listed), b"listed").expect("write");
-    let (hex, _) =
-        gate::beyond::manifest::hash_file(&dir.join(listed), &mut [0u8; 64]).expect("hash");
+    let (hex, _) = dflash_gate::__private::manifest::hash_file(&dir.join(listed), &mut [0u8; 64])
+        .expect("hash");
     append_line(dir, &format!("{hex}  {listed}"));
     std::fs::write(
         dir.join(std::ffi::OsStr::from_bytes(b"notes\xff.txt")),
@@ -183,7 +183,8 @@ fn symlink_out(dir: &Path) {
     let outside = dir.with_extension("outside");
     std::fs::write(&outside, b"not in the package").expect("write");
     std::os::unix::fs::symlink(&outside, dir.join("outside.txt")).expect("symlink");
-    let (hex, _) = gate::beyond::manifest::hash_file(&outside, &mut [0u8; 64]).expect("hash");
+    let (hex, _) =
+        dflash_gate::__private::manifest::hash_file(&outside, &mut [0u8; 64]).expect("hash");
     append_line(dir, &format!("{hex}  outside.txt"));
 }
 

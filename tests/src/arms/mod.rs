@@ -13,9 +13,9 @@ use crate::defects::{
     Scenario,
 };
 use crate::synth::{write_manifest, Encoding, Geometry, Package, TargetPackage};
-use gate::report::{Outcome, Report};
-use gate::roles::{LayerGain, Projection, Role};
-use gate::tile::TILE_BYTES;
+use dflash_gate::__private::family::{LayerGain, Projection, Role};
+use dflash_gate::__private::tile::TILE_BYTES;
+use dflash_gate::{Outcome, Report};
 use half::bf16;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -324,7 +324,7 @@ pub fn all() -> Vec<Arm> {
 
 // ---- census facts of the positive arms ----
 
-fn grids(r: &Report) -> Vec<&gate::report::GridCensus> {
+fn grids(r: &Report) -> Vec<&dflash_gate::GridCensus> {
     r.census
         .tensors
         .iter()
@@ -521,12 +521,13 @@ fn embedding_wrong_shape(s: &mut Scenario) {
 }
 
 fn gain_labelled_f16(s: &mut Scenario) {
-    s.package.tensor_mut(&gain(1, LayerGain::Input)).dtype = gate::dtype::Dtype::F16;
+    s.package.tensor_mut(&gain(1, LayerGain::Input)).dtype =
+        dflash_gate::__private::dtype::Dtype::F16;
 }
 
 fn fc_labelled_f16(s: &mut Scenario) {
     let name = s.package.name(Role::Fc);
-    s.package.tensor_mut(&name).dtype = gate::dtype::Dtype::F16;
+    s.package.tensor_mut(&name).dtype = dflash_gate::__private::dtype::Dtype::F16;
 }
 
 // ---- target and manifest defects ----
@@ -549,7 +550,7 @@ fn flip_fc_byte(dir: &Path) {
     // A byte of the fc matrix: no check reads its values, so only provenance can see the change.
     let path = dir.join("model.q4nx");
     let mut bytes = std::fs::read(&path).expect("weights");
-    let container = gate::container::Container::parse(&bytes).expect("container");
+    let container = dflash_gate::__private::container::Container::parse(&bytes).expect("container");
     let fc = container.get("model.fc.weight").expect("fc").begin;
     let at = data_start(&bytes) + fc as usize + 100;
     bytes[at] ^= 0x01;
@@ -628,7 +629,7 @@ fn half_float_in_grid(s: &mut Scenario) {
 fn half_float_declared(s: &mut Scenario) {
     let t = s.package.tensor_mut(&proj(0, Projection::Q));
     half_float_fill(t, 7);
-    t.dtype = gate::dtype::Dtype::F16;
+    t.dtype = dflash_gate::__private::dtype::Dtype::F16;
     t.shape = vec![t.data.len() as u64 / 2 / 256, 256];
 }
 
@@ -806,9 +807,9 @@ pub fn gate_arm_in(
     encoding: Encoding,
     defect: fn(&mut Scenario),
     extra: Extra,
-) -> Result<Result<Report, gate::PackageError>, String> {
+) -> Result<Result<Report, dflash_gate::PackageError>, String> {
     let (dir, options) = prepare_arm(root, base, encoding, defect, extra)?;
-    Ok(gate::gate(&dir, &options))
+    Ok(dflash_gate::gate(&dir, &options))
 }
 
 /// Writes an arm's package (and its source, target or manifest) under `root`: the package's
@@ -819,9 +820,9 @@ pub fn prepare_arm(
     encoding: Encoding,
     defect: fn(&mut Scenario),
     extra: Extra,
-) -> Result<(std::path::PathBuf, gate::Options), String> {
+) -> Result<(std::path::PathBuf, dflash_gate::Options), String> {
     let mut scenario = Scenario::new(Package::generate(&base.geometry(), encoding, SEED));
-    let mut options = gate::Options::default();
+    let mut options = dflash_gate::Options::default();
     if let Extra::Source(source) = extra {
         let source_dir = root.join("source");
         std::fs::create_dir(&source_dir).map_err(|e| e.to_string())?;

@@ -6,10 +6,10 @@ use super::{fail, none, Arm, Base, Expect, Extra};
 use crate::defects::{gain, proj, Scenario};
 use crate::synth::source::{grid_source, quantize, source_matrix, Quantizer, SourceOptions};
 use crate::synth::Encoding;
-use gate::dtype::Dtype;
-use gate::report::{Outcome, Report};
-use gate::roles::{LayerGain, Projection, Role};
-use gate::tile::{GridGeometry, TILE_BYTES};
+use dflash_gate::__private::dtype::Dtype;
+use dflash_gate::__private::family::{LayerGain, Projection, Role};
+use dflash_gate::__private::tile::{GridGeometry, TILE_BYTES};
+use dflash_gate::{Outcome, Report};
 use half::bf16;
 use std::path::Path;
 
@@ -78,7 +78,7 @@ fn compared(r: &Report) -> Result<(), String> {
             ));
         }
     }
-    for id in gate::beyond::source::CHECKS {
+    for id in dflash_gate::__private::source::CHECKS {
         if r.check(id).map(|c| c.outcome) != Some(Outcome::Pass) {
             return Err(format!("{id} did not run and pass"));
         }
@@ -128,8 +128,8 @@ pub fn arms() -> Vec<Arm> {
         },
         ..FAITHFUL
     };
-    let q4_1 = gate::beyond::source::Q4_1;
-    let bf16 = gate::beyond::source::BF16;
+    let q4_1 = dflash_gate::CheckId::SOURCE_Q4_1;
+    let bf16 = dflash_gate::CheckId::SOURCE_BF16;
     vec![
         sourced(
             "pass::source_min_max_quantizer",
@@ -172,7 +172,7 @@ pub fn arms() -> Vec<Arm> {
             none,
             bent(source_gain_in_both_spellings),
             fail(
-                gate::beyond::source::INVENTORY,
+                dflash_gate::CheckId::SOURCE_INVENTORY,
                 &["source tensor model.layers.0.input_layernorm.weight is a second spelling of layers.0.input_layernorm.weight"],
             ),
         ),
@@ -312,7 +312,7 @@ pub fn arms() -> Vec<Arm> {
             gain_missing,
             FAITHFUL,
             Expect::Refused {
-                check: gate::beyond::source::INVENTORY,
+                check: dflash_gate::CheckId::SOURCE_INVENTORY,
                 outcome: Outcome::Fail,
                 mentions: &[
                     "source tensor layers.1.self_attn.k_norm.weight has no package counterpart",
@@ -329,7 +329,7 @@ pub fn arms() -> Vec<Arm> {
             none,
             without_gain,
             fail(
-                gate::beyond::source::INVENTORY,
+                dflash_gate::CheckId::SOURCE_INVENTORY,
                 &["model.layers.1.post_attention_layernorm.weight has no source tensor"],
             ),
         ),
@@ -339,7 +339,7 @@ pub fn arms() -> Vec<Arm> {
             nan_in_fc,
             bent(nan_in_source_fc),
             Expect::Refused {
-                check: gate::beyond::source::BF16,
+                check: dflash_gate::CheckId::SOURCE_BF16,
                 outcome: Outcome::Fail,
                 mentions: &[
                     "model.fc.weight (read row-blocked) differs from source fc.weight at row 37, column 13: package NaN, source NaN, and a NaN equals nothing (1 of its elements differ",
@@ -361,7 +361,7 @@ pub fn arms() -> Vec<Arm> {
                 nan_in_plain_fc,
                 bent(nan_in_source_fc),
                 Expect::Refused {
-                    check: gate::beyond::source::BF16,
+                    check: dflash_gate::CheckId::SOURCE_BF16,
                     outcome: Outcome::Fail,
                     mentions: &[
                         "model.fc.weight differs from source fc.weight at row 37, column 13: package NaN, source NaN, and a NaN equals nothing (1 of its elements differ",
@@ -379,7 +379,7 @@ pub fn arms() -> Vec<Arm> {
             none,
             bent(source_config_differs),
             fail(
-                gate::beyond::source::CONFIG,
+                dflash_gate::CheckId::SOURCE_CONFIG,
                 &["intermediate_size: package 512, source 1024"],
             ),
         ),
@@ -390,7 +390,7 @@ pub fn arms() -> Vec<Arm> {
             package_rope,
             bent(source_rope_theta_halved),
             fail(
-                gate::beyond::source::CONFIG,
+                dflash_gate::CheckId::SOURCE_CONFIG,
                 &["rope_theta: package 1000000.0, source 500000.0"],
             ),
         ),
@@ -399,7 +399,7 @@ pub fn arms() -> Vec<Arm> {
             package_rope,
             bent(source_rope_factor_doubled),
             fail(
-                gate::beyond::source::CONFIG,
+                dflash_gate::CheckId::SOURCE_CONFIG,
                 &["rope_scaling.factor: package 4.0, source 8.0"],
             ),
         ),
@@ -408,7 +408,7 @@ pub fn arms() -> Vec<Arm> {
             none,
             bent(source_states_hidden_act),
             Expect::Refused {
-                check: gate::beyond::source::CONFIG,
+                check: dflash_gate::CheckId::SOURCE_CONFIG,
                 outcome: Outcome::Undecided,
                 mentions: &["hidden_act (stated by the source only)"],
                 also: &[],
@@ -433,7 +433,7 @@ pub fn arms() -> Vec<Arm> {
             none,
             bent(source_config_field_absent),
             Expect::Refused {
-                check: gate::beyond::source::CONFIG,
+                check: dflash_gate::CheckId::SOURCE_CONFIG,
                 outcome: Outcome::Undecided,
                 mentions: &["sliding_window (stated by the package only)"],
                 also: &[],
@@ -630,7 +630,7 @@ fn source_written_by_another_writer(dir: &Path) {
 fn writer_fields_named(r: &Report) -> Result<(), String> {
     compared(r)?;
     let check = r
-        .check(gate::beyond::source::CONFIG)
+        .check(dflash_gate::CheckId::SOURCE_CONFIG)
         .ok_or("no source.config")?;
     let skipped = &check.evidence["skipped"];
     if *skipped != serde_json::json!(["_name_or_path", "torch_dtype", "transformers_version"]) {
@@ -659,7 +659,7 @@ fn broken_header(
             outcome: Outcome::Fail,
             mentions,
             also: &[(
-                gate::beyond::source::Q4_1,
+                dflash_gate::CheckId::SOURCE_Q4_1,
                 Outcome::Undecided,
                 "the grid with a broken header is not compared",
             )],
@@ -924,15 +924,15 @@ pub fn paths_agree() -> Vec<(String, AgreementTrial)> {
                 let root = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
                 let (dir, options) =
                     super::prepare_arm(root.path(), arm.base, arm.encoding, arm.defect, arm.extra)?;
-                let scalar = gate::Options {
-                    scalar_source_loop: true,
-                    ..options.clone()
+                let gate = || {
+                    dflash_gate::gate(&dir, &options)
+                        .map_err(|e| format!("the gate could not run: {e}"))
                 };
-                let gate = |o: &gate::Options| {
-                    gate::gate(&dir, o).map_err(|e| format!("the gate could not run: {e}"))
-                };
-                let (wide, plain) = (gate(&options)?, gate(&scalar)?);
-                let outcome = |r: &Report| r.check(gate::beyond::source::Q4_1).map(|c| c.outcome);
+                let (wide, plain) = (
+                    gate()?,
+                    dflash_gate::__private::with_scalar_source_loop(gate)?,
+                );
+                let outcome = |r: &Report| r.check(dflash_gate::CheckId::SOURCE_Q4_1).map(|c| c.outcome);
                 if outcome(&wide) != outcome(&plain) {
                     return Err(format!(
                         "source.q4_1: {:?} through the whole-tile path, {:?} through the scalar loop",

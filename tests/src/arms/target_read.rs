@@ -6,11 +6,11 @@
 use super::{Base, SEED};
 use crate::defects::Scenario;
 use crate::synth::{header_bytes, Encoding, Package, TargetPackage};
-use gate::report::{Outcome, Report};
+use dflash_gate::{Outcome, Report};
 use std::path::Path;
 
 /// Gates the small package against a matching target that `bend` then edits on disk.
-fn against(bend: fn(&Path)) -> Result<Result<Report, gate::PackageError>, String> {
+fn against(bend: fn(&Path)) -> Result<Result<Report, dflash_gate::PackageError>, String> {
     let root = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (draft, target) = (root.path().join("draft"), root.path().join("target"));
     std::fs::create_dir(&draft).map_err(|e| e.to_string())?;
@@ -25,11 +25,8 @@ fn against(bend: fn(&Path)) -> Result<Result<Report, gate::PackageError>, String
         .write(&target)
         .map_err(|e| e.to_string())?;
     bend(&target);
-    let options = gate::Options {
-        target: Some(target),
-        ..gate::Options::default()
-    };
-    Ok(gate::gate(&draft, &options))
+    let options = dflash_gate::Options::default().with_target(target);
+    Ok(dflash_gate::gate(&draft, &options))
 }
 
 fn expect_error(bend: fn(&Path), reason: &str, names: &str) -> Result<(), String> {

@@ -5,7 +5,7 @@
 //! trying `dflash-gate --source`; with `--gguf`, also the GGUF it was converted from.
 #![allow(clippy::print_stderr, clippy::print_stdout)]
 
-use gate::checkpoint::MAX_SHARDS;
+use dflash_gate::__private::checkpoint::MAX_SHARDS;
 use gate_tests::synth::gguf::{write_gguf, GgufOptions};
 use gate_tests::synth::source::{write_source, SourceOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};

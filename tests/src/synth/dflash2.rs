@@ -2,9 +2,9 @@
 //! selector, their config fields and scalars, in either form of each matrix.
 
 use super::{normal, quantized_grid, Draft, Encoding, Geometry, Tensor};
-use gate::dtype::Dtype;
-use gate::family::{ConvPart, ConvSite, Naming, Role, Scalar, SelectorPart};
-use gate::tile::{GridGeometry, TILE_BYTES};
+use dflash_gate::__private::dtype::Dtype;
+use dflash_gate::__private::family::{ConvPart, ConvSite, Naming, Role, Scalar, SelectorPart};
+use dflash_gate::__private::tile::{GridGeometry, TILE_BYTES};
 use half::bf16;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -179,7 +179,7 @@ pub fn tensors(g: &Geometry, f: &Features, e: Encoding, naming: Naming, seed: u6
     let seeded: Vec<(usize, u64)> = (0..plan.len())
         .map(|i| (i, seed ^ (0x5bd1_e995 * (i as u64 + 101))))
         .collect();
-    let made = gate::parallel::map(
+    let made = dflash_gate::__private::parallel::map(
         "the generator's DFlash2 tensors",
         &seeded,
         || (),

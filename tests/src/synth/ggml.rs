@@ -350,7 +350,7 @@ mod tests {
     #[test]
     fn the_quantizer_writes_ggml_blocks_into_tiles() {
         use super::super::source::{quantize, source_matrix, Quantizer};
-        use gate::tile::{GridGeometry, TILE_BYTES};
+        use dflash_gate::__private::tile::{GridGeometry, TILE_BYTES};
         use half::bf16;
         let (n, k) = (40u64, 320u64);
         let values = source_matrix(n, k, 7);

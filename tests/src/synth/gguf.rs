@@ -9,9 +9,9 @@
 
 use super::source::{matrix_seed, quantize, source_matrix, unblock, Quantizer};
 use super::{set_code, Package};
-use gate::gguf::GgmlType;
-use gate::roles::{LayerGain, Projection, Role};
-use gate::tile::{GridGeometry, TILE_BYTES, TILE_COLS, TILE_ROWS};
+use dflash_gate::__private::family::{LayerGain, Projection, Role};
+use dflash_gate::__private::gguf::GgmlType;
+use dflash_gate::__private::tile::{GridGeometry, TILE_BYTES, TILE_COLS, TILE_ROWS};
 use half::{bf16, f16};
 use std::io::{self, Write};
 use std::path::Path;
@@ -317,8 +317,12 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
                 t.data = match options.matrices {
                     GgmlType::Q8_0 => {
                         let mut dequantized = vec![0f32; values.len()];
-                        gate::gguf::dequantize(GgmlType::Q8_0, &blocks, &mut dequantized)
-                            .map_err(io::Error::other)?;
+                        dflash_gate::__private::gguf::dequantize(
+                            GgmlType::Q8_0,
+                            &blocks,
+                            &mut dequantized,
+                        )
+                        .map_err(io::Error::other)?;
                         let rounded: Vec<f32> = dequantized
                             .iter()
                             .map(|&v| bf16::from_f32(v).to_f32())
@@ -392,7 +396,7 @@ mod tests {
     fn the_gguf_is_read_by_the_gate_with_the_packages_names_and_shapes() {
         let mut package = Package::generate(&Geometry::micro(), Encoding::default(), 3);
         let file = gguf_for(&mut package, GgufOptions::default(), 3).expect("gguf");
-        let header = gate::gguf::parse(&file.bytes()).expect("parses");
+        let header = dflash_gate::__private::gguf::parse(&file.bytes()).expect("parses");
         assert_eq!(header.architecture(), Some("dflash"));
         let q = header.tensor("blk.0.attn_q.weight").expect("q");
         assert_eq!((q.ty, q.dims.clone()), (GgmlType::Q4_1, vec![32, 32]));

@@ -3,8 +3,8 @@
 //! ships one (bare names, fc plain 2-D, `config.json` plus `model.safetensors` or index-named shards).
 
 use super::{ggml, header_bytes, normal, set_code, write_group, Entry, Package};
-use gate::dtype::Dtype;
-use gate::tile::{GridGeometry, TILE_BYTES, TILE_COLS, TILE_ROWS};
+use dflash_gate::__private::dtype::Dtype;
+use dflash_gate::__private::tile::{GridGeometry, TILE_BYTES, TILE_COLS, TILE_ROWS};
 use half::bf16;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -186,15 +186,18 @@ fn to_bytes(values: &[f32], dtype: Dtype) -> Vec<u8> {
 
 /// A gridded matrix's N x K from its name and the geometry: a projection, or a DFlash2 matrix.
 fn grid_dims(name: &str, g: &super::Geometry) -> Option<(u64, u64)> {
-    match gate::roles::Naming::BARE.role(name)? {
-        gate::roles::Role::Projection { projection, .. } => Some(g.dims(projection)),
+    match dflash_gate::__private::family::Naming::BARE.role(name)? {
+        dflash_gate::__private::family::Role::Projection { projection, .. } => {
+            Some(g.dims(projection))
+        }
         role => super::dflash2::grid_dims(g, role),
     }
 }
 
 /// Only the fusion matrix is row-blocked; other 3-D tensors (a DFlash2 base kernel) are as declared.
 fn is_fc(name: &str) -> bool {
-    gate::family::source_name(name).is_some_and(|s| s.role == gate::family::Role::Fc)
+    dflash_gate::__private::family::source_name(name)
+        .is_some_and(|s| s.role == dflash_gate::__private::family::Role::Fc)
 }
 
 /// Row-major N x K bf16-exact values, each row with its own spread as trained projections have.

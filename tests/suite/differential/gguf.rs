@@ -8,7 +8,7 @@
 //! without it the trial is listed as ignored, with the reason in its name.
 
 use super::PYTHON_VAR;
-use gate::gguf::{dequantize, parse, GgmlType, Header, Value as Kept};
+use dflash_gate::__private::gguf::{dequantize, parse, GgmlType, Header, Value as Kept};
 use gate_tests::synth::gguf::{gguf_for, GgufFile, GgufOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
 use libtest_mimic::{Failed, Trial};

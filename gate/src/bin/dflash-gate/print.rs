@@ -1,13 +1,13 @@
 //! The terminal side of the human report: the VERDICT line that names what failed, the `--quiet`
 //! form, colour, and a stdout that tells a reader who left from a report that was lost.
 //!
-//! The library's [`gate::Report::to_text`] is the report; this only adds to the verdict line and
-//! colours line prefixes. Every line it sees has been through `gate::escape::line`, so a line's start
+//! The library's [`dflash_gate::Report::to_text`] is the report; this only adds to the verdict line and
+//! colours line prefixes. Every line it sees has been through `dflash_gate::escape::line`, so a line's start
 //! is the gate's own label, never text from a package: colouring by prefix cannot be steered by a
 //! tensor name.
 
 use anstyle::{AnsiColor, Style};
-use gate::{Outcome, Report};
+use dflash_gate::{Outcome, Report};
 use std::io::{self, Write};
 
 /// `--color`: when to colour the human report.
@@ -68,7 +68,7 @@ pub fn verdict_text(report: &Report) -> String {
     } else {
         format!("VERDICT      {verdict} ({})", named.join("; "))
     };
-    gate::escape::line(&line)
+    dflash_gate::escape::line(&line)
 }
 
 /// The human report of one package: the library's text with the verdict line naming what failed, or

@@ -10,10 +10,10 @@
 //! or its index, and no `*.q4nx`), which is what a package is converted from, not a package. A
 //! directory with neither a config.json nor a weight file is not a package and is not counted.
 
-use gate::checkpoint::{INDEX_FILE, SINGLE_FILE};
-use gate::files::{FileError, CONFIG_FILE};
-use gate::package::WEIGHT_EXTENSION;
-use gate::PackageError;
+use dflash_gate::__private::checkpoint::{INDEX_FILE, SINGLE_FILE};
+use dflash_gate::__private::files::{FileError, CONFIG_FILE};
+use dflash_gate::__private::package::WEIGHT_EXTENSION;
+use dflash_gate::PackageError;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -43,7 +43,7 @@ impl Item {
 /// Every directory directly under `models` that looks like a package, sorted, with why each one not
 /// gated is passed over. `beside` are the directories `--source` and `--target` name.
 pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Item>, String> {
-    gate::error::require_dir(models).map_err(|e| format!("--all {e}"))?;
+    dflash_gate::__private::error::require_dir(models).map_err(|e| format!("--all {e}"))?;
     let listing = |e: std::io::Error| format!("--all {}: cannot list it: {e}", models.display());
     let mut dirs = Vec::new();
     let mut unknown = Vec::new();
@@ -111,11 +111,9 @@ fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
             return Some(Item::NotGated { dir, error });
         }
     };
-    let weights = names.iter().any(|n| {
-        Path::new(n)
-            .extension()
-            .is_some_and(|e| e == WEIGHT_EXTENSION)
-    });
+    let weights = names
+        .iter()
+        .any(|n| dflash_gate::__private::files::is_weight_file(n));
     let checkpoint = names.iter().any(|n| n == SINGLE_FILE || n == INDEX_FILE);
     match (config, weights) {
         (false, false) => None,

@@ -273,7 +273,7 @@ fn block_equal(_block: &[u8], _rows: &[&[u8]; 32], _cols: usize) -> bool {
 
 /// A bf16's value for a message.
 pub fn value(bits: u16) -> f32 {
-    f32::from_bits(u32::from(bits) << 16)
+    crate::dtype::bf16_to_f32(bits)
 }
 
 #[cfg(test)]

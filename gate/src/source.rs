@@ -8,12 +8,9 @@
 
 mod bf16;
 mod config;
-pub mod kernel;
+pub mod kernels;
 mod q4_1;
 mod values;
-/// Public only so the bench can time the kernel alone; not part of the gate's API.
-#[doc(hidden)]
-pub mod wide;
 
 use crate::checkpoint::Checkpoint;
 use crate::container::{Container, TensorInfo};
@@ -26,9 +23,32 @@ use serde_json::json;
 use values::Matrix;
 
 pub const CONFIG: &str = config::ID;
-pub const INVENTORY: &str = "source.inventory";
-pub const BF16: &str = "source.bf16";
-pub const Q4_1: &str = "source.q4_1";
+pub const INVENTORY: &str = crate::check_id::CheckId::SOURCE_INVENTORY;
+pub const BF16: &str = crate::check_id::CheckId::SOURCE_BF16;
+pub const Q4_1: &str = crate::check_id::CheckId::SOURCE_Q4_1;
+thread_local! {
+    static SCALAR_SOURCE_LOOP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with `source.q4_1` taking its plain scalar loop instead of the vectorized paths, on
+/// this thread (the outcome is the same: the bench times the difference, the suite holds them
+/// equal). Not an option, since no caller of the gate has a reason to ask for it.
+pub fn with_scalar_source_loop<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SCALAR_SOURCE_LOOP.set(self.0);
+        }
+    }
+    let _restore = Restore(SCALAR_SOURCE_LOOP.replace(true));
+    f()
+}
+
+/// Whether this thread is inside [`with_scalar_source_loop`].
+pub fn scalar_source_loop() -> bool {
+    SCALAR_SOURCE_LOOP.get()
+}
+
 /// Every check `--source` adds, in report order.
 pub const CHECKS: [&str; 4] = [CONFIG, INVENTORY, BF16, Q4_1];
 
@@ -501,4 +521,23 @@ pub fn run(
     report.checks.extend(checks);
     report.census.source_grids = grids;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{scalar_source_loop, with_scalar_source_loop};
+
+    /// The switch holds inside the call only, on its thread only, and is put back even by a panic.
+    #[test]
+    fn the_scalar_loop_is_on_inside_the_call_only() {
+        assert!(!scalar_source_loop());
+        assert!(with_scalar_source_loop(scalar_source_loop));
+        assert!(!with_scalar_source_loop(|| std::thread::spawn(
+            scalar_source_loop
+        )
+        .join()
+        .expect("thread")));
+        let _ = std::panic::catch_unwind(|| with_scalar_source_loop(|| panic!("inside")));
+        assert!(!scalar_source_loop());
+    }
 }

@@ -1,4 +1,4 @@
-//! `manifest.sha256`: every file listed in `MANIFEST.sha256` matches, none is missing, none unlisted.
+//! `manifest.sha256` (`--manifest`): every file listed in `MANIFEST.sha256` matches, none is missing, none unlisted.
 
 use crate::error::PackageError;
 use crate::escape;
@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::Path;
 
-pub const MANIFEST: &str = "manifest.sha256";
+pub const MANIFEST: &str = crate::check_id::CheckId::MANIFEST_SHA256;
 pub const MANIFEST_FILE: &str = "MANIFEST.sha256";
 
 /// Verifies `dir/MANIFEST.sha256`; hashes files on all cores, streaming. A manifest that cannot be

@@ -1,9 +1,8 @@
 //! `source.q4_1`: every real element of a q4_1 grid against its source value, tile by tile on every
 //! core. Memory follows the workers (one decoded tile and one source row each), never a tensor.
 
-use super::kernel::{self, Stats, GROUP};
+use super::kernels::{self, wide, Stats, GROUP};
 use super::values::Matrix;
-use super::wide;
 use crate::dtype::Dtype;
 use crate::parallel;
 use crate::tile::dequant::{DecodedTile, COLUMN_GROUPS};
@@ -210,7 +209,7 @@ impl Worker {
     fn tiles_baseline(&mut self, job: &Job<'_>, from: u64, to: u64, scalar: bool) -> Outcome {
         let g = job.grid.geometry;
         let mut outcome = Outcome::default();
-        let mut lanes = kernel::Lanes::default();
+        let mut lanes = kernels::Lanes::default();
         let wide = !scalar && wide::available();
         for t in from..to {
             let rows = if wide { wide_rows(job, t) } else { None };
@@ -266,7 +265,7 @@ impl Worker {
                         .unwrap_or(&[f32::NAN; GROUP]);
                     let (d, m) = (self.tile.scales[r][c], self.tile.minimums[r][c]);
                     let constant = d == 0.0 && m.is_finite();
-                    if read && !kernel::plain_header(d, m) && !constant {
+                    if read && !kernels::plain_header(d, m) && !constant {
                         // A broken header (tiles.headers_sane names it): nothing in it is compared.
                         outcome.broken_groups += 1;
                         continue;
@@ -278,11 +277,11 @@ impl Worker {
                     if !read {
                         stats.out = GROUP as u64;
                     } else if constant {
-                        stats = kernel::constant_group(source, m);
+                        stats = kernels::constant_group(source, m);
                     } else if scalar {
-                        stats = kernel::group_scalar(codes, source, d, m);
+                        stats = kernels::group_scalar(codes, source, d, m);
                     } else {
-                        kernel::group(&mut lanes, codes, source, d, m);
+                        kernels::group(&mut lanes, codes, source, d, m);
                     }
                     if looking && (stats.out > 0 || lanes.out() != before) {
                         outcome.first = Some(self.offender(t, r, c, row, col0, source, d, m));
@@ -295,7 +294,7 @@ impl Worker {
             lanes.flush(&mut sums);
             // The lanes add squares in f32 (the loop's speed): a huge source value overflows them
             // and tiny ones underflow, so such a tile's sums are taken again in f64.
-            if !scalar && !kernel::sums_trusted(sums.sq_err, sums.sq_src) {
+            if !scalar && !kernels::sums_trusted(sums.sq_err, sums.sq_src) {
                 (sums.sq_err, sums.sq_src) = self.plain_sums_f64(job, t);
             }
             outcome.stats.add(&sums);
@@ -317,11 +316,11 @@ impl Worker {
             }
             for c in 0..columns {
                 let (d, m) = (self.tile.scales[r][c], self.tile.minimums[r][c]);
-                if !kernel::plain_header(d, m) {
+                if !kernels::plain_header(d, m) {
                     continue;
                 }
                 let at = c * GROUP;
-                let (e, s) = kernel::group_sums_f64(
+                let (e, s) = kernels::group_sums_f64(
                     &self.tile.codes[r][at..at + GROUP],
                     &self.row[at..at + GROUP],
                     d,
@@ -339,7 +338,7 @@ impl Worker {
     #[inline(always)]
     fn row_is_plain(&self, r: usize, columns: usize) -> bool {
         let (scales, minimums) = (&self.tile.scales[r], &self.tile.minimums[r]);
-        (0..columns).all(|c| kernel::plain_header(scales[c], minimums[c]))
+        (0..columns).all(|c| kernels::plain_header(scales[c], minimums[c]))
     }
 
     /// Row `r` of the tile, every group vectorized into `lanes`; the lanes are counted once per row
@@ -348,7 +347,7 @@ impl Worker {
     #[inline(always)]
     fn plain_row(
         &self,
-        lanes: &mut kernel::Lanes,
+        lanes: &mut kernels::Lanes,
         outcome: &mut Outcome,
         t: u64,
         r: usize,
@@ -367,7 +366,7 @@ impl Worker {
             ) else {
                 continue;
             };
-            kernel::group(
+            kernels::group(
                 lanes,
                 q,
                 s,
@@ -381,7 +380,7 @@ impl Worker {
             let bad = (0..columns).find(|&c| {
                 (0..GROUP).any(|i| {
                     let at = c * GROUP + i;
-                    !kernel::element_ok(codes[at], source[at], scales[c], minimums[c])
+                    !kernels::element_ok(codes[at], source[at], scales[c], minimums[c])
                 })
             });
             if let Some(c) = bad {
@@ -412,9 +411,9 @@ impl Worker {
             .find(|&i| {
                 let (q, s) = (codes[i], source[i]);
                 if d == 0.0 {
-                    !(s.is_finite() && kernel::round_to_bf16(s) == m)
+                    !(s.is_finite() && kernels::round_to_bf16(s) == m)
                 } else {
-                    !kernel::element_ok(q, s, d, m)
+                    !kernels::element_ok(q, s, d, m)
                 }
             })
             .unwrap_or(0);

@@ -339,7 +339,7 @@ mod x86 {
         // and squares of tiny values underflow: the exact path sums those again in f64. Steps that
         // are NaN fail the comparison and go to the exact path too.
         let vouched =
-            crate::beyond::source::kernel::sums_trusted(sq_err, sq_src) && max_steps < NEAR_BOUND;
+            crate::source::kernels::sums_trusted(sq_err, sq_src) && max_steps < NEAR_BOUND;
         vouched.then_some(TileSums {
             max_steps,
             sq_err,
@@ -351,7 +351,7 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::beyond::source::kernel;
+    use crate::source::kernels;
     use crate::tile::dequant::DecodedTile;
     use half::bf16;
 
@@ -421,18 +421,18 @@ mod tests {
     }
 
     /// The exact path's verdict on a whole tile: elements out of bound, largest steps, sums.
-    fn exact(tile: &[u8], values: &[[f32; 256]; 32]) -> (u64, kernel::Stats) {
+    fn exact(tile: &[u8], values: &[[f32; 256]; 32]) -> (u64, kernels::Stats) {
         let mut decoded = DecodedTile::default();
         assert!(decoded.decode(tile));
-        let mut total = kernel::Stats::default();
+        let mut total = kernels::Stats::default();
         for (r, row) in values.iter().enumerate() {
             for c in 0..8 {
                 let (d, m) = (decoded.scales[r][c], decoded.minimums[r][c]);
                 let codes = &decoded.codes[r][32 * c..32 * c + 32];
                 let stats = if d > 0.0 && d.is_finite() && m.is_finite() {
-                    kernel::group_scalar(codes, &row[32 * c..32 * c + 32], d, m)
+                    kernels::group_scalar(codes, &row[32 * c..32 * c + 32], d, m)
                 } else {
-                    kernel::Stats {
+                    kernels::Stats {
                         out: 32,
                         ..Default::default()
                     }
@@ -616,7 +616,7 @@ mod tests {
                     bytes[r][at] ^= bit;
                     let c = at / 2;
                     let pair = [bytes[r][2 * c], bytes[r][2 * c + 1]];
-                    values[r][c] = bf16::from_bits(u16::from_le_bytes(pair)).to_f32();
+                    values[r][c] = crate::dtype::bf16_to_f32(u16::from_le_bytes(pair));
                 }
             }
             if agree(&tile, &bytes, &values) {

@@ -1,8 +1,8 @@
 //! Reading a source matrix's elements as f32, whatever float type its checkpoint stores (BF16, F16 or
 //! F32), and as the bf16 bits a BF16 package tensor must hold.
 
-use super::kernel::bf16_bits_of;
 use crate::dtype::Dtype;
+use crate::dtype::{bf16_to_f32, f32_to_bf16};
 
 /// A row-major source matrix (a 1-D tensor is one row).
 #[derive(Clone, Copy, Debug)]
@@ -47,7 +47,7 @@ pub fn to_f32(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
         Dtype::Bf16 => {
             let (pairs, _) = bytes.as_chunks::<2>();
             for (o, &p) in out.iter_mut().zip(pairs) {
-                *o = f32::from_bits(u32::from(u16::from_le_bytes(p)) << 16);
+                *o = bf16_to_f32(u16::from_le_bytes(p));
             }
         }
         Dtype::F16 => {
@@ -73,8 +73,8 @@ pub fn bf16_at(dtype: Dtype, bytes: &[u8], i: usize) -> Option<u16> {
     let e = bytes.get(i.checked_mul(size)?..i.checked_mul(size)? + size)?;
     Some(match dtype {
         Dtype::Bf16 => u16::from_le_bytes([e[0], e[1]]),
-        Dtype::F16 => bf16_bits_of(half::f16::from_bits(u16::from_le_bytes([e[0], e[1]])).to_f32()),
-        Dtype::F32 => bf16_bits_of(f32::from_le_bytes([e[0], e[1], e[2], e[3]])),
+        Dtype::F16 => f32_to_bf16(half::f16::from_bits(u16::from_le_bytes([e[0], e[1]])).to_f32()),
+        Dtype::F32 => f32_to_bf16(f32::from_le_bytes([e[0], e[1], e[2], e[3]])),
         _ => return None,
     })
 }

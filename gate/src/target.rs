@@ -1,4 +1,4 @@
-//! `target.*`: the draft against the target package it drafts for. Only the target's config.json and
+//! `target.*` (`--target DIR`): the draft against the target package it drafts for. Only the target's config.json and
 //! the header of its weight file are read: never its data section, so a 20 GB target costs
 //! milliseconds.
 
@@ -8,20 +8,19 @@ use crate::container::TensorInfo;
 use crate::dtype::Dtype;
 use crate::error::PackageError;
 use crate::escape;
-use crate::files::{self, FileError};
+use crate::files::{self, FileError, WeightFile};
 use crate::report::Check;
 use crate::tile::{TILE_BYTES, TILE_COLS, TILE_ROWS};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
-pub const HIDDEN: &str = "target.hidden_size";
-pub const DEPTH: &str = "target.depth";
-pub const VOCAB: &str = "target.vocab";
-pub const MASK: &str = "target.mask_token";
-pub const TOKENIZER: &str = "target.tokenizer";
+pub const HIDDEN: &str = crate::check_id::CheckId::TARGET_HIDDEN_SIZE;
+pub const DEPTH: &str = crate::check_id::CheckId::TARGET_DEPTH;
+pub const VOCAB: &str = crate::check_id::CheckId::TARGET_VOCAB;
+pub const MASK: &str = crate::check_id::CheckId::TARGET_MASK_TOKEN;
+pub const TOKENIZER: &str = crate::check_id::CheckId::TARGET_TOKENIZER;
 
 /// What the gate reads of a target package.
 ///
@@ -104,39 +103,16 @@ fn stated(config: &Value, name: &str) -> Field<u64> {
             None => return Err(FieldProblem::new(name, ProblemKind::Missing)),
         },
     };
-    let problem = |kind| Err(FieldProblem::new(&field, kind));
-    let Value::Number(n) = v else {
-        return problem(ProblemKind::WrongType(format!(
-            "{}, not an integer",
-            shown(v)
-        )));
-    };
-    if let Some(u) = n.as_u64() {
-        return match u {
-            0 => problem(ProblemKind::Invalid("is 0, not positive".to_owned())),
-            u => Ok(u),
-        };
-    }
-    if n.as_i64().is_some() {
-        return problem(ProblemKind::Invalid(format!("is {n}, not positive")));
-    }
-    // serde_json keeps an integer beyond 64 bits as a float, as config.rs's `integer` explains; a float
-    // that merely has an integral value (`256.0`) is of the wrong type.
-    match n.as_f64() {
-        Some(f) if f.fract() == 0.0 && f <= -TOO_LONG_FOR_64_BITS => {
-            problem(ProblemKind::Invalid(format!("is {n}, not positive")))
-        }
-        Some(f) if f.fract() == 0.0 && f >= TOO_LONG_FOR_64_BITS => problem(ProblemKind::Invalid(
-            format!("is {n}, an integer too long for 64 bits"),
-        )),
-        _ => problem(ProblemKind::WrongType(format!(
-            "{n}, a number that is not an integer"
-        ))),
+    let problem = |why: String| Err(FieldProblem::new(&field, ProblemKind::Invalid(why)));
+    // Saturated past 64 bits, so `i128::MAX` is an integer no u64 holds.
+    match crate::config::integer(&field, v, shown)? {
+        i if i <= 0 => problem(format!("is {v}, not positive")),
+        i => match u64::try_from(i) {
+            Ok(u) => Ok(u),
+            Err(_) => problem(format!("is {v}, an integer too long for 64 bits")),
+        },
     }
 }
-
-/// 2^63, as in config.rs: from here on serde_json holds an integer as a float.
-const TOO_LONG_FOR_64_BITS: f64 = 9_223_372_036_854_775_808.0;
 
 /// A JSON value of the wrong type as a message shows it: a short string or a scalar as written, an
 /// array or object (or a long string) by kind only, so that a config cannot put a megabyte into a line.
@@ -156,24 +132,10 @@ fn shown(v: &Value) -> String {
 /// the check asks, and opening a device or FIFO only to learn its kind is not worth the risk.
 fn tokenizer_at(path: &Path) -> Tokenizer {
     match std::fs::metadata(path) {
-        Ok(meta) => {
-            let kind = meta.file_type();
-            if kind.is_file() {
-                Tokenizer::Present
-            } else if kind.is_dir() {
-                Tokenizer::NotRegular("a directory")
-            } else if kind.is_fifo() {
-                Tokenizer::NotRegular("a FIFO")
-            } else if kind.is_socket() {
-                Tokenizer::NotRegular("a socket")
-            } else if kind.is_char_device() {
-                Tokenizer::NotRegular("a character device")
-            } else if kind.is_block_device() {
-                Tokenizer::NotRegular("a block device")
-            } else {
-                Tokenizer::NotRegular("not a file")
-            }
-        }
+        Ok(meta) => match files::not_regular(meta.file_type()) {
+            None => Tokenizer::Present,
+            Some(what) => Tokenizer::NotRegular(what),
+        },
         // A link that leads nowhere is there, and says where it points: not "no tokenizer.json".
         Err(e) if e.kind() == io::ErrorKind::NotFound => match std::fs::read_link(path) {
             Ok(to) => Tokenizer::Dangling(escape::name(to.as_os_str())),
@@ -198,23 +160,18 @@ fn read_headers(dir: &Path) -> Result<Result<Vec<TensorInfo>, String>, PackageEr
             source,
         })?
         .filter_map(|e| e.ok().map(|e| e.file_name()))
-        .filter(|n| n.as_encoded_bytes().ends_with(b".q4nx"))
         .collect();
     names.sort();
-    let q4nx = if names.iter().any(|n| n == "model.q4nx") {
-        Some(OsString::from("model.q4nx"))
-    } else {
-        match names.as_slice() {
-            [one] => Some(one.clone()),
-            [] => None,
-            many => {
-                let listed: Vec<String> = many.iter().map(|n| escape::name(n)).collect();
-                return Ok(Err(format!(
+    let q4nx = match files::weight_file(&names) {
+        WeightFile::One(name) => Some(name),
+        WeightFile::None => None,
+        WeightFile::Many(many) => {
+            let listed: Vec<String> = many.iter().map(|n| escape::name(n)).collect();
+            return Ok(Err(format!(
                     "the target has {} *.q4nx files ({}) and no model.q4nx: the gate does not guess which",
                     many.len(),
                     crate::checks::list(&listed, 4)
                 )));
-            }
         }
     };
     if let Some(name) = q4nx {

@@ -20,7 +20,7 @@ use crate::report::Check;
 use serde_json::{json, Map, Number, Value};
 use std::collections::BTreeMap;
 
-pub const ID: &str = "source.config";
+pub const ID: &str = crate::check_id::CheckId::SOURCE_CONFIG;
 
 /// Fields a checkpoint and its package may state differently, each with why; not compared, and named
 /// in the report whenever either config states them.

@@ -1,3 +1,0 @@
-//! The role names under their historical path: everything lives in [`crate::family`] now.
-
-pub use crate::family::names::*;
