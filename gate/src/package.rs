@@ -6,7 +6,7 @@ use crate::container::Container;
 use crate::escape;
 use crate::files::{self, FileError, WeightFile};
 use crate::limits::MAX_CONFIG_BYTES;
-use crate::report::{Census, Check, FileCensus, Report, TensorCensus};
+use crate::report::{Census, Check, FileCensus, NotChecked, Report, TensorCensus};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -75,9 +75,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         .is_none_or(|c| c.outcome != crate::report::Outcome::Pass);
     if let Some(target_dir) = &options.target {
         let target = crate::target::read(target_dir).map_err(|e| e.from_option("--target"))?;
-        report
-            .not_checked
-            .retain(|l| !l.starts_with(NOT_CHECKED_TARGET));
+        report.not_checked.remove(&NotChecked::TargetAgreement);
         if let (false, Ok(Ok(draft))) = (
             refused,
             config_bytes.as_ref().map(|b| DraftConfig::from_json(b)),
@@ -102,9 +100,8 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         // Compared element by element: the content lines go. Provenance (whether the checkpoint and
         // these files are the publisher's) stays, unless --manifest answers it below.
         if !refused {
-            report.not_checked.retain(|l| {
-                !l.starts_with(NOT_CHECKED_CONTENT) && !l.starts_with(NOT_CHECKED_CODES)
-            });
+            report.not_checked.remove(&NotChecked::Content);
+            report.not_checked.remove(&NotChecked::RealGroupCodes);
         }
         source.unchanged().map_err(|e| e.from_option("--source"))?;
         if let Ok((_, bytes)) = &held {
@@ -115,9 +112,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         let check = crate::manifest::check(dir, &judged(&config_file, &held))?;
         // An absent manifest (UNDECIDED) verified nothing: the line stays.
         if check.outcome != crate::report::Outcome::Undecided {
-            report
-                .not_checked
-                .retain(|l| !l.starts_with(NOT_CHECKED_BYTES));
+            report.not_checked.remove(&NotChecked::Provenance);
         }
         report.checks.push(check);
     }
@@ -155,7 +150,7 @@ pub fn evaluate(
             files,
             ..Census::default()
         },
-        not_checked: not_checked(),
+        not_checked: NotChecked::ALL.into_iter().collect(),
         elapsed: Default::default(),
     };
     let parsed = config.and_then(|bytes| DraftConfig::from_json(&bytes));
@@ -260,25 +255,6 @@ pub fn evaluate(
         })
         .collect();
     Ok(report)
-}
-
-const NOT_CHECKED_TARGET: &str = "vocabulary and tokenizer agreement with the target";
-const NOT_CHECKED_CONTENT: &str = "whether these are the right weights";
-const NOT_CHECKED_BYTES: &str = "whether these are the publisher's files";
-const NOT_CHECKED_CODES: &str = "the 4-bit codes of real groups";
-
-/// What the gate cannot know from the package alone. `--target`, `--source` and `--manifest` each
-/// remove the lines they answer, and only when they ran: `--manifest` proves bytes, not content, and
-/// `--source` proves content, not where the files came from.
-fn not_checked() -> Vec<String> {
-    vec![
-        format!("{NOT_CHECKED_TARGET}, and the target's depth (give --target DIR)"),
-        format!("{NOT_CHECKED_CONTENT}: a grid in another tile or nibble order, or another layer's matrix, has the same form (give --source DIR to compare every element with the original checkpoint)"),
-        format!("{NOT_CHECKED_BYTES}, byte for byte: provenance (give --manifest to verify MANIFEST.sha256)"),
-        "whether the draft's forward pass is correct: the gate reads bytes, it runs no model".to_owned(),
-        format!("{NOT_CHECKED_CODES}: only constant and padding groups are read (give --source DIR to compare every element)"),
-        "files other than config.json and the weight file: listed in the census, not interpreted (--manifest hashes those it lists)".to_owned(),
-    ]
 }
 
 /// config.json's bytes (or why they were refused unread), and the open file they came from.

@@ -3,6 +3,7 @@
 //! The CLI, the test harness and a loader all read this one structure; nothing here prints.
 
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
 
@@ -300,6 +301,52 @@ pub fn error_json(package: &str, error: &crate::error::PackageError) -> Value {
     })
 }
 
+/// One thing the gate cannot know from the package alone. `--target`, `--source` and `--manifest`
+/// each remove the items they answer, and only when they ran: `--manifest` proves bytes, not
+/// content, and `--source` proves content, not where the files came from. Declared in the order the
+/// report lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum NotChecked {
+    /// Vocabulary, tokenizer and depth agreement with the target (`--target`).
+    TargetAgreement,
+    /// Whether these are the right weights, element by element (`--source`).
+    Content,
+    /// Whether these are the publisher's files, byte for byte (`--manifest`).
+    Provenance,
+    /// Whether the forward pass is correct: nothing the gate does answers it.
+    ForwardPass,
+    /// The 4-bit codes of groups that are neither constant nor padding (`--source`).
+    RealGroupCodes,
+    /// Files other than config.json and the weight file: listed, not interpreted.
+    OtherFiles,
+}
+
+impl NotChecked {
+    /// Every item, as a report starts with them.
+    pub const ALL: [NotChecked; 6] = [
+        NotChecked::TargetAgreement,
+        NotChecked::Content,
+        NotChecked::Provenance,
+        NotChecked::ForwardPass,
+        NotChecked::RealGroupCodes,
+        NotChecked::OtherFiles,
+    ];
+}
+
+impl fmt::Display for NotChecked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NotChecked::TargetAgreement => "vocabulary and tokenizer agreement with the target, and the target's depth (give --target DIR)",
+            NotChecked::Content => "whether these are the right weights: a grid in another tile or nibble order, or another layer's matrix, has the same form (give --source DIR to compare every element with the original checkpoint)",
+            NotChecked::Provenance => "whether these are the publisher's files, byte for byte: provenance (give --manifest to verify MANIFEST.sha256)",
+            NotChecked::ForwardPass => "whether the draft's forward pass is correct: the gate reads bytes, it runs no model",
+            NotChecked::RealGroupCodes => "the 4-bit codes of real groups: only constant and padding groups are read (give --source DIR to compare every element)",
+            NotChecked::OtherFiles => "files other than config.json and the weight file: listed in the census, not interpreted (--manifest hashes those it lists)",
+        })
+    }
+}
+
 /// The whole answer for one package.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
@@ -307,8 +354,9 @@ pub struct Report {
     pub package: String,
     pub checks: Vec<Check>,
     pub census: Census,
-    /// What the gate cannot know, said out loud so that silence is never read as approval.
-    pub not_checked: Vec<String>,
+    /// What the gate cannot know, said out loud so that silence is never read as approval; each
+    /// later step removes the items it answered. Ordered as the report prints them.
+    pub not_checked: BTreeSet<NotChecked>,
     pub elapsed: Duration,
 }
 
@@ -348,7 +396,7 @@ impl Report {
             "checks_undecided": self.count(Outcome::Undecided),
             "checks_total": self.checks.len(),
             "checks": self.checks.iter().map(Check::to_json).collect::<Vec<_>>(),
-            "not_checked": self.not_checked,
+            "not_checked": self.not_checked.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "census": self.census.to_json(),
         })
     }
@@ -392,8 +440,8 @@ impl Report {
                 ));
             }
         }
-        for text in &self.not_checked {
-            line(format!("NOT CHECKED  {text}"));
+        for item in &self.not_checked {
+            line(format!("NOT CHECKED  {item}"));
         }
         // The spec's closing line, preceded by the verdict it adds up to.
         line(format!("VERDICT      {}", self.verdict()));

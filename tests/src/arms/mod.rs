@@ -15,7 +15,7 @@ use crate::defects::{
 use crate::synth::{write_manifest, Encoding, Geometry, Package, TargetPackage};
 use dflash_gate::__private::family::{LayerGain, Projection, Role};
 use dflash_gate::__private::tile::TILE_BYTES;
-use dflash_gate::{Outcome, Report};
+use dflash_gate::{NotChecked, Outcome, Report};
 use half::bf16;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -453,7 +453,7 @@ fn target_checked(r: &Report) -> Result<(), String> {
     ] {
         expect_eq(id, r.check(id).map(|c| c.outcome), Some(Outcome::Pass))?;
     }
-    if r.not_checked.iter().any(|l| l.contains("with the target")) {
+    if r.not_checked.contains(&NotChecked::TargetAgreement) {
         return Err("the target is still listed as not checked".into());
     }
     Ok(())
@@ -465,11 +465,11 @@ fn manifest_checked(r: &Report) -> Result<(), String> {
         r.check("manifest.sha256").map(|c| c.outcome),
         Some(Outcome::Pass),
     )?;
-    if r.not_checked.iter().any(|l| l.contains("provenance")) {
+    if r.not_checked.contains(&NotChecked::Provenance) {
         return Err("provenance is still listed as not checked".into());
     }
     // The manifest proves bytes, not content: the right-weights line stays without --source.
-    if !r.not_checked.iter().any(|l| l.contains("right weights")) {
+    if !r.not_checked.contains(&NotChecked::Content) {
         return Err(
             "--manifest removed the right-weights line, which only --source answers".into(),
         );
