@@ -129,17 +129,28 @@ pub struct DraftConfig {
 impl DraftConfig {
     /// Recognises a draft config and reads its fields, or says why it is not one this gate reads.
     pub fn from_json(bytes: &[u8]) -> Result<DraftConfig, String> {
+        DraftConfig::parse(bytes).map(|(config, _)| config)
+    }
+
+    /// [`DraftConfig::from_json`], with the JSON object it was read from: `--source` compares that
+    /// object's fields with the checkpoint's, so the file is parsed once.
+    pub fn parse(bytes: &[u8]) -> Result<(DraftConfig, serde_json::Map<String, Value>), String> {
         let value = crate::strict_json::parse(bytes)
             .map_err(|e| format!("config.json is not valid JSON: {e}"))?;
         let Value::Object(top) = value else {
             return Err("config.json is not a JSON object".to_owned());
         };
-        let (declared_as, architecture) = recognise(&top)?;
+        let config = DraftConfig::from_object(&top)?;
+        Ok((config, top))
+    }
+
+    fn from_object(top: &serde_json::Map<String, Value>) -> Result<DraftConfig, String> {
+        let (declared_as, architecture) = recognise(top)?;
         let nested = match top.get("dflash_config") {
             Some(Value::Object(m)) => Some(m),
             _ => None,
         };
-        let at = Placement { top: &top, nested };
+        let at = Placement { top, nested };
         let hidden_size = dimension(at.top("hidden_size"));
         let num_attention_heads = dimension(at.top("num_attention_heads"));
         let head_dim = match at.top("head_dim") {

@@ -65,60 +65,60 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         Err(why) => Err(why.clone()),
     };
     let package = dir.to_string_lossy().into_owned();
-    let config_bytes = config.clone();
-    let mut report = evaluate(&package, config, weights, files)?;
+    let mut evaluation = evaluation(&package, config, weights, files)?;
     if let Ok((_, bytes)) = &held {
         bytes.unchanged()?;
     }
-    let refused = report
-        .check(IS_DFLASH)
-        .is_none_or(|c| c.outcome != crate::report::Outcome::Pass);
     if let Some(target_dir) = &options.target {
         let target = crate::target::read(target_dir).map_err(|e| e.from_option("--target"))?;
-        report.not_checked.remove(&NotChecked::TargetAgreement);
-        if let (false, Ok(Ok(draft))) = (
-            refused,
-            config_bytes.as_ref().map(|b| DraftConfig::from_json(b)),
-        ) {
-            report.checks.extend(crate::target::checks(&draft, &target));
+        evaluation
+            .report
+            .not_checked
+            .remove(&NotChecked::TargetAgreement);
+        if let Ok(draft) = &evaluation.draft {
+            let checks = crate::target::checks(&draft.config, &target);
+            evaluation.report.checks.extend(checks);
         }
     }
     if let Some(source_dir) = &options.source {
         let source = crate::checkpoint::Checkpoint::open(source_dir)
             .map_err(|e| e.from_option("--source"))?;
         let weights = held.as_ref().ok().map(|(_, b)| b.as_slice());
-        if let (false, Ok(config)) = (refused, &config_bytes) {
+        if let Ok(draft) = &evaluation.draft {
             crate::source::run(
-                &mut report,
-                config,
+                &mut evaluation.report,
+                &draft.json,
                 weights,
                 &source,
                 crate::source::scalar_source_loop(),
             )
             .map_err(|p| PackageError::internal(dir, p))?;
-        }
-        // Compared element by element: the content lines go. Provenance (whether the checkpoint and
-        // these files are the publisher's) stays, unless --manifest answers it below.
-        if !refused {
-            report.not_checked.remove(&NotChecked::Content);
-            report.not_checked.remove(&NotChecked::RealGroupCodes);
+            // Compared element by element: the content items go. Provenance (whether the checkpoint
+            // and these files are the publisher's) stays, unless --manifest answers it below.
+            let not_checked = &mut evaluation.report.not_checked;
+            not_checked.remove(&NotChecked::Content);
+            not_checked.remove(&NotChecked::RealGroupCodes);
         }
         source.unchanged().map_err(|e| e.from_option("--source"))?;
         if let Ok((_, bytes)) = &held {
             bytes.unchanged()?;
         }
     }
-    if options.manifest && !refused {
+    if options.manifest && evaluation.draft.is_ok() {
         let check = crate::manifest::check(dir, &judged(&config_file, &held))?;
-        // An absent manifest (UNDECIDED) verified nothing: the line stays.
+        // An absent manifest (UNDECIDED) verified nothing: the item stays.
         if check.outcome != crate::report::Outcome::Undecided {
-            report.not_checked.remove(&NotChecked::Provenance);
+            evaluation
+                .report
+                .not_checked
+                .remove(&NotChecked::Provenance);
         }
-        report.checks.push(check);
+        evaluation.report.checks.push(check);
     }
     for file in judged(&config_file, &held) {
         file.unchanged()?;
     }
+    let mut report = evaluation.report;
     report.elapsed = start.elapsed();
     Ok(report)
 }
@@ -143,22 +143,58 @@ pub fn evaluate(
     weights: Result<(&str, &[u8]), String>,
     files: Vec<FileCensus>,
 ) -> Result<Report, PackageError> {
-    let mut report = Report {
-        package: package.to_owned(),
-        checks: Vec::new(),
-        census: Census {
-            files,
-            ..Census::default()
+    evaluation(package, config, weights, files).map(|e| e.report)
+}
+
+/// A draft config the gate recognised (`config.is_dflash` passed), and the JSON object it was read
+/// from.
+pub struct Draft {
+    pub config: DraftConfig,
+    pub json: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What the package checks found, handed to the steps that ask more (`--target`, `--source`,
+/// `--manifest`) so that none of them parses a file again or reads the report back.
+pub struct Evaluation<'a> {
+    /// The checks so far, the census, and what is not checked.
+    pub report: Report,
+    /// The recognised config, or why config.json was refused: every later step is for a draft only.
+    pub draft: Result<Draft, String>,
+    /// The weight file's table, when it was read and parsed.
+    pub container: Option<Container<'a>>,
+    /// Each tensor's form as the checks proved it, and the grids among them.
+    pub forms: checks::Forms<'a>,
+}
+
+/// [`evaluate`], keeping what the checks found for the steps after them.
+pub fn evaluation<'a>(
+    package: &str,
+    config: Result<Vec<u8>, String>,
+    weights: Result<(&str, &'a [u8]), String>,
+    files: Vec<FileCensus>,
+) -> Result<Evaluation<'a>, PackageError> {
+    let mut evaluation = Evaluation {
+        report: Report {
+            package: package.to_owned(),
+            checks: Vec::new(),
+            census: Census {
+                files,
+                ..Census::default()
+            },
+            not_checked: NotChecked::ALL.into_iter().collect(),
+            elapsed: Default::default(),
         },
-        not_checked: NotChecked::ALL.into_iter().collect(),
-        elapsed: Default::default(),
+        draft: Err(String::new()),
+        container: None,
+        forms: checks::Forms::default(),
     };
-    let parsed = config.and_then(|bytes| DraftConfig::from_json(&bytes));
-    let config = match parsed {
+    let report = &mut evaluation.report;
+    let (config, json) = match config.and_then(|bytes| DraftConfig::parse(&bytes)) {
         Ok(c) => c,
         Err(why) => {
-            report.checks.push(Check::fail(IS_DFLASH, why));
-            return Ok(report);
+            report.checks.push(Check::fail(IS_DFLASH, why.clone()));
+            evaluation.draft = Err(why);
+            return Ok(evaluation);
         }
     };
     report.checks.push(Check::pass(
@@ -170,16 +206,31 @@ pub fn evaluate(
     ));
     report.census.family = Some(config.family().token);
     report.checks.push(checks::check_geometry(&config));
+    let (container, forms) = container_checks(package, report, &config, weights)?;
+    evaluation.draft = Ok(Draft { config, json });
+    evaluation.container = container;
+    evaluation.forms = forms;
+    Ok(evaluation)
+}
+
+/// The container's checks and census for a recognised config: the parsed container (none when the
+/// weight file was not read or did not parse) and the forms the checks proved.
+fn container_checks<'a>(
+    package: &str,
+    report: &mut Report,
+    config: &DraftConfig,
+    weights: Result<(&str, &'a [u8]), String>,
+) -> Result<(Option<Container<'a>>, checks::Forms<'a>), PackageError> {
     let (name, bytes) = match weights {
         Ok(w) => w,
         Err(why) => {
             report.checks.push(Check::fail(PARSES, why));
             report.checks.extend(
-                checks::container_checks(&config)
+                checks::container_checks(config)
                     .into_iter()
                     .map(|id| Check::blocked(id, PARSES, "the weight file was not read")),
             );
-            return Ok(report);
+            return Ok((None, checks::Forms::default()));
         }
     };
     report.census.weight_file = Some(name.to_owned());
@@ -192,11 +243,11 @@ pub fn evaluate(
                 format!("{name} does not parse as a Q4NX table: {e}"),
             ));
             report.checks.extend(
-                checks::container_checks(&config)
+                checks::container_checks(config)
                     .into_iter()
                     .map(|id| Check::blocked(id, PARSES, "the weight file did not parse")),
             );
-            return Ok(report);
+            return Ok((None, checks::Forms::default()));
         }
     };
     let table = &container.table;
@@ -214,7 +265,7 @@ pub fn evaluate(
             bytes.len()
         ),
     ));
-    let (container_checks, forms) = checks::run(&config, &container)
+    let (container_checks, forms) = checks::run(config, &container)
         .map_err(|p| PackageError::internal(Path::new(package), p))?;
     report.checks.extend(container_checks);
     let naming = config
@@ -254,7 +305,7 @@ pub fn evaluate(
             }
         })
         .collect();
-    Ok(report)
+    Ok((Some(container), forms))
 }
 
 /// config.json's bytes (or why they were refused unread), and the open file they came from.

@@ -130,13 +130,13 @@ fn rows_cols(shape: &[u64]) -> Option<(u64, u64)> {
 /// The `source.*` checks and the census of every compared grid. `scalar` runs the plain comparison
 /// loop instead of the vectorized one (the bench's baseline; the outcome is the same).
 pub fn checks(
-    package_config: &[u8],
+    package_config: &serde_json::Map<String, serde_json::Value>,
     container: &Container<'_>,
     census: &[TensorCensus],
     source: &Checkpoint,
     scalar: bool,
 ) -> Result<(Vec<Check>, Vec<SourceGridCensus>), WorkerPanic> {
-    let mut checks = vec![config::check(package_config, &source.headers.config)];
+    let mut checks = vec![config::compare(package_config, &source.headers.config)];
     // Every lookup by name is indexed (the container's and the checkpoint's tables are searched by
     // binary search): a search of the census per pair made pairing quadratic in the tensors.
     let census: std::collections::HashMap<&str, &TensorCensus> =
@@ -498,7 +498,7 @@ fn compare_grids(
 /// by `container.parses` when the weight file was not read or did not parse.
 pub fn run(
     report: &mut crate::report::Report,
-    config: &[u8],
+    config: &serde_json::Map<String, serde_json::Value>,
     weights: Option<&[u8]>,
     source: &Checkpoint,
     scalar: bool,
@@ -507,7 +507,7 @@ pub fn run(
     let Some(container) = container else {
         report
             .checks
-            .push(config::check(config, &source.headers.config));
+            .push(config::compare(config, &source.headers.config));
         report.checks.extend(CHECKS[1..].iter().map(|id| {
             Check::blocked(
                 *id,

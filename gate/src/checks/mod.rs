@@ -28,15 +28,25 @@ pub const IS_DFLASH: &str = crate::check_id::CheckId::CONFIG_IS_DFLASH;
 pub const PARSES: &str = crate::check_id::CheckId::CONTAINER_PARSES;
 pub const GEOMETRY: &str = crate::check_id::CheckId::CONFIG_GEOMETRY;
 
-/// What the checks learned about each tensor's form, for the census.
+/// What the checks learned about each tensor's form: for the census, and (the grids they proved)
+/// for `--source`, which compares each grid as the checks read it instead of proving it again.
 #[derive(Default)]
-pub struct Forms {
+pub struct Forms<'a> {
     pub by_name: HashMap<String, (String, Option<GridCensus>)>,
+    /// The tensors the tile checks read as q4_1 grids, exactly those whose census has a grid.
+    pub grids: HashMap<String, TileGrid<'a>>,
 }
 
-impl Forms {
+impl<'a> Forms<'a> {
     fn set(&mut self, name: &str, form: String, grid: Option<GridCensus>) {
+        // A later finding about a tensor replaces an earlier one, the grid too: the two maps agree.
+        self.grids.remove(name);
         self.by_name.insert(name.to_owned(), (form, grid));
+    }
+
+    fn set_grid(&mut self, name: &str, form: String, census: GridCensus, grid: TileGrid<'a>) {
+        self.by_name.insert(name.to_owned(), (form, Some(census)));
+        self.grids.insert(name.to_owned(), grid);
     }
 }
 
@@ -49,10 +59,10 @@ pub struct Inputs<'r, 'a> {
 }
 
 /// Runs every container-reading check, in report order.
-pub fn run(
+pub fn run<'a>(
     config: &DraftConfig,
-    container: &Container<'_>,
-) -> Result<(Vec<Check>, Forms), crate::parallel::WorkerPanic> {
+    container: &Container<'a>,
+) -> Result<(Vec<Check>, Forms<'a>), crate::parallel::WorkerPanic> {
     let naming = config
         .family()
         .naming(container.table.entries.iter().map(|e| e.name.as_str()));

@@ -23,10 +23,10 @@ pub const SIGNATURE_LO: f32 = -8.5;
 pub const SIGNATURE_HI: f32 = -6.5;
 
 /// One expected projection and what became of it.
-struct Slot<'a> {
+struct Slot<'r, 'a> {
     name: String,
     geometry: Field<Option<GridGeometry>>,
-    info: Option<&'a TensorInfo>,
+    info: Option<&'r TensorInfo>,
     grid: Option<Result<TileGrid<'a>, String>>,
 }
 
@@ -35,7 +35,7 @@ struct Slot<'a> {
 /// error: the grids it held would otherwise be missing from every `tiles.*` check.
 pub fn run<'a>(
     inputs: &Inputs<'_, 'a>,
-    forms: &mut Forms,
+    forms: &mut Forms<'a>,
     extra: &[(String, TileGrid<'a>)],
 ) -> Result<Vec<Check>, WorkerPanic> {
     let layers = match inputs.geometry.layers() {
@@ -94,10 +94,11 @@ pub fn run<'a>(
             ratio_median: scan.ratio_median,
             scale_range: scan.scale_range,
         };
-        forms.set(
+        forms.set_grid(
             name,
             format!("q4_1 tile grid {} x {}, {} tiles", g.n, g.k, g.tiles()),
-            Some(census),
+            census,
+            *grid,
         );
     }
     for slot in &slots {
@@ -120,7 +121,7 @@ pub fn run<'a>(
     Ok(checks)
 }
 
-fn present(slots: &[Slot<'_>], layers: u64) -> Check {
+fn present(slots: &[Slot<'_, '_>], layers: u64) -> Check {
     let absent: Vec<&str> = slots
         .iter()
         .filter(|s| s.info.is_none())
@@ -147,7 +148,7 @@ fn present(slots: &[Slot<'_>], layers: u64) -> Check {
     }
 }
 
-fn tile_grid(slots: &[Slot<'_>]) -> Check {
+fn tile_grid(slots: &[Slot<'_, '_>]) -> Check {
     let total = slots.len();
     let mut failed = Vec::new();
     let mut undecided = Vec::new();

@@ -143,18 +143,31 @@ impl<'v> Fields<'v> {
     }
 }
 
-pub fn check(package: &[u8], source: &[u8]) -> Check {
-    let parse = |bytes: &[u8], whose: &str| match crate::strict_json::parse(bytes) {
+fn parse(bytes: &[u8], whose: &str) -> Result<Map<String, Value>, String> {
+    match crate::strict_json::parse(bytes) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(format!("the {whose} config.json is not a JSON object")),
         Err(e) => Err(format!("the {whose} config.json is not valid JSON: {e}")),
-    };
-    let (package, source) = match (parse(package, "package's"), parse(source, "source's")) {
-        (Ok(p), Ok(s)) => (p, s),
-        (Err(why), _) | (_, Err(why)) => return Check::fail(ID, why),
+    }
+}
+
+/// [`compare`] from the package config's bytes, for the tests of the comparison itself.
+#[cfg(test)]
+fn check(package: &[u8], source: &[u8]) -> Check {
+    match parse(package, "package's") {
+        Ok(package) => compare(&package, source),
+        Err(why) => Check::fail(ID, why),
+    }
+}
+
+/// The package's config (the object the evaluation parsed) against the source's config.json.
+pub fn compare(package: &Map<String, Value>, source: &[u8]) -> Check {
+    let source = match parse(source, "source's") {
+        Ok(s) => s,
+        Err(why) => return Check::fail(ID, why),
     };
     let (p, s) = (
-        Fields::of(&package, "package's"),
+        Fields::of(package, "package's"),
         Fields::of(&source, "source's"),
     );
     let mut names: Vec<&Path> = p.values.keys().chain(s.values.keys()).collect();
