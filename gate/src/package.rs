@@ -83,21 +83,15 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     if let Some(source_dir) = &options.source {
         let source = crate::checkpoint::Checkpoint::open(source_dir)
             .map_err(|e| e.from_option("--source"))?;
-        let weights = held.as_ref().ok().map(|(_, b)| b.as_slice());
-        if let Ok(draft) = &evaluation.draft {
-            crate::source::run(
-                &mut evaluation.report,
-                &draft.json,
-                weights,
-                &source,
-                crate::source::scalar_source_loop(),
-            )
-            .map_err(|p| PackageError::internal(dir, p))?;
-            // Compared element by element: the content items go. Provenance (whether the checkpoint
-            // and these files are the publisher's) stays, unless --manifest answers it below.
-            let not_checked = &mut evaluation.report.not_checked;
-            not_checked.remove(&NotChecked::Content);
-            not_checked.remove(&NotChecked::RealGroupCodes);
+        let (checks, grids) =
+            crate::source::checks(&evaluation, &source, crate::source::scalar_source_loop())
+                .map_err(|p| PackageError::internal(dir, p))?;
+        evaluation.report.checks.extend(checks);
+        evaluation.report.census.source_grids = grids;
+        if evaluation.draft.is_ok() {
+            for item in crate::source::ANSWERS {
+                evaluation.report.not_checked.remove(&item);
+            }
         }
         source.unchanged().map_err(|e| e.from_option("--source"))?;
         if let Ok((_, bytes)) = &held {

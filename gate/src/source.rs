@@ -3,8 +3,9 @@
 //! order, with swapped nibbles, a transposed scale plane, another layer's matrix, or an fc whose bytes
 //! are plain row-major under a row-blocked shape, is well formed and fails here.
 //!
-//! Each package tensor is compared in the form the package checks proved for it (a q4_1 grid, found
-//! in the census, or BF16), so whichever form a converter chose for a matrix is compared as such.
+//! Each package tensor is compared in the form the package checks proved for it (a q4_1 grid, taken
+//! from the evaluation as they read it, or BF16), so whichever form a converter chose for a matrix is
+//! compared as such.
 
 mod bf16;
 mod config;
@@ -13,12 +14,14 @@ mod q4_1;
 mod values;
 
 use crate::checkpoint::Checkpoint;
+use crate::checks::Forms;
 use crate::container::{Container, TensorInfo};
 use crate::dtype::Dtype;
 use crate::family::{source_name, Role, SCALAR_PREFIX};
+use crate::package::Evaluation;
 use crate::parallel::WorkerPanic;
-use crate::report::{Check, SourceGridCensus, TensorCensus};
-use crate::tile::{GridGeometry, TileGrid};
+use crate::report::{Check, NotChecked, SourceGridCensus};
+use crate::tile::TileGrid;
 use serde_json::json;
 use values::Matrix;
 
@@ -52,6 +55,10 @@ pub fn scalar_source_loop() -> bool {
 /// Every check `--source` adds, in report order.
 pub const CHECKS: [&str; 4] = [CONFIG, INVENTORY, BF16, Q4_1];
 
+/// What a comparison with the source answers, once it ran on a recognised draft: its content, every
+/// code included. Provenance (whether the checkpoint and these files are the publisher's) stays.
+pub const ANSWERS: [NotChecked; 2] = [NotChecked::Content, NotChecked::RealGroupCodes];
+
 /// The names a package tensor's source counterpart may have: its own name without `model.` first,
 /// then every spelling its family gives the role (the assistant head's aliases, a codebook with and
 /// without `.weight`), then each of those with the `model.` prefix that Hugging Face checkpoints of
@@ -73,8 +80,8 @@ fn is_fc(package_name: &str) -> bool {
 }
 
 /// How a package tensor is compared, from the form the package checks proved.
-enum Form {
-    Grid(GridGeometry),
+enum Form<'a> {
+    Grid(TileGrid<'a>),
     Bf16(bf16::Layout),
     /// Neither a proven grid nor BF16: shapes are compared, elements are not.
     Other(String),
@@ -84,21 +91,20 @@ enum Form {
 struct Pair<'a> {
     name: &'a str,
     info: &'a TensorInfo,
-    form: Form,
+    form: Form<'a>,
     source: Matrix<'a>,
 }
 
 /// The package tensor's logical shape (rows x columns, or its length), and how it is compared.
-fn form_of(info: &TensorInfo, census: Option<&TensorCensus>) -> (Vec<u64>, Form) {
-    if let Some(g) = census.and_then(|c| c.grid.as_ref()) {
-        if let Some(geometry) = GridGeometry::new(g.n, g.k) {
-            return (vec![g.n, g.k], Form::Grid(geometry));
-        }
+fn form_of<'a>(info: &TensorInfo, forms: &Forms<'a>) -> (Vec<u64>, Form<'a>) {
+    if let Some(grid) = forms.grids.get(&info.name) {
+        let g = grid.geometry;
+        return (vec![g.n, g.k], Form::Grid(*grid));
     }
     let form = || {
-        census.map_or_else(
+        forms.by_name.get(&info.name).map_or_else(
             || format!("{} {}", info.dtype, info.shape_text()),
-            |c| c.form.clone(),
+            |(form, _)| form.clone(),
         )
     };
     if info.dtype != Dtype::Bf16 {
@@ -127,20 +133,31 @@ fn rows_cols(shape: &[u64]) -> Option<(u64, u64)> {
     }
 }
 
-/// The `source.*` checks and the census of every compared grid. `scalar` runs the plain comparison
-/// loop instead of the vectorized one (the bench's baseline; the outcome is the same).
+/// The `source.*` checks and the census of every compared grid, for an evaluation whose draft config
+/// was recognised (for a refused one, none: there is nothing to compare it as). Blocked by
+/// `container.parses` when the weight file was not read or did not parse. `scalar` runs the plain
+/// comparison loop instead of the vectorized one (the bench's baseline; the outcome is the same).
 pub fn checks(
-    package_config: &serde_json::Map<String, serde_json::Value>,
-    container: &Container<'_>,
-    census: &[TensorCensus],
+    evaluation: &Evaluation<'_>,
     source: &Checkpoint,
     scalar: bool,
 ) -> Result<(Vec<Check>, Vec<SourceGridCensus>), WorkerPanic> {
-    let mut checks = vec![config::compare(package_config, &source.headers.config)];
+    let Ok(draft) = &evaluation.draft else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let mut checks = vec![config::compare(&draft.json, &source.headers.config)];
+    let Some(container) = &evaluation.container else {
+        checks.extend(CHECKS[1..].iter().map(|id| {
+            Check::blocked(
+                *id,
+                crate::checks::PARSES,
+                "the weight file was not read or did not parse",
+            )
+        }));
+        return Ok((checks, Vec::new()));
+    };
     // Every lookup by name is indexed (the container's and the checkpoint's tables are searched by
-    // binary search): a search of the census per pair made pairing quadratic in the tensors.
-    let census: std::collections::HashMap<&str, &TensorCensus> =
-        census.iter().map(|c| (c.name.as_str(), c)).collect();
+    // binary search, the forms by hash): pairing is not quadratic in the tensors.
     let mut pairs = Vec::new();
     let mut claimed = std::collections::HashSet::new();
     let (mut missing, mut misshapen, mut other) = (Vec::new(), Vec::new(), Vec::new());
@@ -156,8 +173,7 @@ pub fn checks(
             continue;
         };
         claimed.insert(source_name.clone());
-        let entry = census.get(info.name.as_str()).copied();
-        let (shape, form) = form_of(info, entry);
+        let (shape, form) = form_of(info, &evaluation.forms);
         let source_shape = &source_info.shape;
         let dims = rows_cols(source_shape);
         if shape != *source_shape || !values::is_float(source_info.dtype) || dims.is_none() {
@@ -210,7 +226,7 @@ pub fn checks(
     extra.sort();
     checks.push(inventory(&pairs, &missing, &extra, &misshapen));
     checks.push(compare_bf16(container, &pairs, &other)?);
-    let (q4_1, grids) = compare_grids(container, &pairs, scalar)?;
+    let (q4_1, grids) = compare_grids(&pairs, scalar)?;
     checks.push(q4_1);
     Ok((checks, grids))
 }
@@ -356,27 +372,22 @@ pub fn within_ceiling(relative_rms: f64) -> bool {
 }
 
 fn compare_grids(
-    container: &Container<'_>,
     pairs: &[Pair<'_>],
     scalar: bool,
 ) -> Result<(Check, Vec<SourceGridCensus>), WorkerPanic> {
-    // A grid the package checks proved is a grid here too; one that is not (which the checks would
-    // have to have got wrong) is named as not compared, never dropped from the comparison unsaid.
-    let mut jobs: Vec<q4_1::Job<'_>> = Vec::new();
-    let mut unproven: Vec<&str> = Vec::new();
-    for p in pairs {
-        let Form::Grid(geometry) = p.form else {
-            continue;
-        };
-        match TileGrid::new(p.info, container.data(p.info), geometry) {
-            Ok(grid) => jobs.push(q4_1::Job {
+    // Each grid is compared as the package checks read it (the evaluation's own `TileGrid`), so there
+    // is no second proof here that could disagree with theirs.
+    let jobs: Vec<q4_1::Job<'_>> = pairs
+        .iter()
+        .filter_map(|p| match p.form {
+            Form::Grid(grid) => Some(q4_1::Job {
                 name: p.name,
                 grid,
                 source: p.source,
             }),
-            Err(_) => unproven.push(p.name),
-        }
-    }
+            _ => None,
+        })
+        .collect();
     let outcomes = q4_1::compare(&jobs, scalar)?;
     let census: Vec<SourceGridCensus> = jobs
         .iter()
@@ -420,13 +431,9 @@ fn compare_grids(
             o.broken_groups == 0 && (o.stats.out > 0 || !within_ceiling(o.relative_rms()))
         })
         .collect();
-    let not_compared = match (broken.len(), unproven.len()) {
-        (0, 0) => String::new(),
-        (n, 0) => format!("; {n} more not compared: broken tile headers"),
-        (n, u) => format!(
-            "; {} more not compared: {n} with broken tile headers, {u} not read as tile grids",
-            n + u
-        ),
+    let not_compared = match broken.len() {
+        0 => String::new(),
+        n => format!("; {n} more not compared: broken tile headers"),
     };
     let check = if let Some((job, o)) = failing.first() {
         let how = if o.stats.out > 0 {
@@ -453,15 +460,6 @@ fn compare_grids(
                 job.source.name,
                 failing.len(),
                 jobs.len()
-            ),
-        )
-    } else if !unproven.is_empty() {
-        Check::undecided(
-            Q4_1,
-            format!(
-                "cannot decide: {} grids paired with a source matrix could not be read as tile grids, so they were not compared: {}",
-                unproven.len(),
-                crate::checks::list(&unproven, 4)
             ),
         )
     } else if !broken.is_empty() {
@@ -492,35 +490,6 @@ fn compare_grids(
         )
     };
     Ok((check.with_evidence(evidence), census))
-}
-
-/// Adds the `source.*` checks and grid census to a report whose draft config was recognised; blocked
-/// by `container.parses` when the weight file was not read or did not parse.
-pub fn run(
-    report: &mut crate::report::Report,
-    config: &serde_json::Map<String, serde_json::Value>,
-    weights: Option<&[u8]>,
-    source: &Checkpoint,
-    scalar: bool,
-) -> Result<(), WorkerPanic> {
-    let container = weights.and_then(|w| Container::parse(w).ok());
-    let Some(container) = container else {
-        report
-            .checks
-            .push(config::compare(config, &source.headers.config));
-        report.checks.extend(CHECKS[1..].iter().map(|id| {
-            Check::blocked(
-                *id,
-                crate::checks::PARSES,
-                "the weight file was not read or did not parse",
-            )
-        }));
-        return Ok(());
-    };
-    let (checks, grids) = checks(config, &container, &report.census.tensors, source, scalar)?;
-    report.checks.extend(checks);
-    report.census.source_grids = grids;
-    Ok(())
 }
 
 #[cfg(test)]
