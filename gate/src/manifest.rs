@@ -4,7 +4,8 @@ use crate::error::PackageError;
 use crate::escape;
 use crate::files::{self, FileError};
 use crate::limits::MAX_MANIFEST_BYTES;
-use crate::report::Check;
+use crate::package::Evaluation;
+use crate::report::{Check, NotChecked, Outcome};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -13,6 +14,30 @@ use std::path::Path;
 
 pub const MANIFEST: &str = crate::check_id::CheckId::MANIFEST_SHA256;
 pub const MANIFEST_FILE: &str = "MANIFEST.sha256";
+
+/// What `--manifest` answers when it verified something (an absent manifest, UNDECIDED, verified
+/// nothing): the bytes are the publisher's. Not the content: that is `--source`'s.
+pub const ANSWERS: [NotChecked; 1] = [NotChecked::Provenance];
+
+/// `manifest.sha256` for an evaluation whose draft config was recognised (for a refused one, none:
+/// the verdict is already a FAIL, and hashing gigabytes would not change it), and the items it
+/// answered. `read` as for [`check`].
+pub fn checks(
+    evaluation: &Evaluation<'_>,
+    dir: &Path,
+    read: &[&files::RegularFile],
+) -> Result<(Vec<Check>, Vec<NotChecked>), PackageError> {
+    if evaluation.draft.is_err() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let check = check(dir, read)?;
+    let answered = if check.outcome == Outcome::Undecided {
+        Vec::new()
+    } else {
+        ANSWERS.to_vec()
+    };
+    Ok((vec![check], answered))
+}
 
 /// Verifies `dir/MANIFEST.sha256`; hashes files on all cores, streaming. A manifest that cannot be
 /// read (not a regular file, an I/O error) or a package directory that cannot be listed is an error

@@ -71,14 +71,8 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     }
     if let Some(target_dir) = &options.target {
         let target = crate::target::read(target_dir).map_err(|e| e.from_option("--target"))?;
-        evaluation
-            .report
-            .not_checked
-            .remove(&NotChecked::TargetAgreement);
-        if let Ok(draft) = &evaluation.draft {
-            let checks = crate::target::checks(&draft.config, &target);
-            evaluation.report.checks.extend(checks);
-        }
+        let checks = crate::target::checks(&evaluation, &target);
+        answered(&mut evaluation.report, checks, &crate::target::ANSWERS);
     }
     if let Some(source_dir) = &options.source {
         let source = crate::checkpoint::Checkpoint::open(source_dir)
@@ -86,28 +80,22 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         let (checks, grids) =
             crate::source::checks(&evaluation, &source, crate::source::scalar_source_loop())
                 .map_err(|p| PackageError::internal(dir, p))?;
-        evaluation.report.checks.extend(checks);
         evaluation.report.census.source_grids = grids;
-        if evaluation.draft.is_ok() {
-            for item in crate::source::ANSWERS {
-                evaluation.report.not_checked.remove(&item);
-            }
-        }
+        // A refused draft was not compared, so it answered nothing.
+        let answers = match evaluation.draft {
+            Ok(_) => &crate::source::ANSWERS[..],
+            Err(_) => &[],
+        };
+        answered(&mut evaluation.report, checks, answers);
         source.unchanged().map_err(|e| e.from_option("--source"))?;
         if let Ok((_, bytes)) = &held {
             bytes.unchanged()?;
         }
     }
-    if options.manifest && evaluation.draft.is_ok() {
-        let check = crate::manifest::check(dir, &judged(&config_file, &held))?;
-        // An absent manifest (UNDECIDED) verified nothing: the item stays.
-        if check.outcome != crate::report::Outcome::Undecided {
-            evaluation
-                .report
-                .not_checked
-                .remove(&NotChecked::Provenance);
-        }
-        evaluation.report.checks.push(check);
+    if options.manifest {
+        let (checks, answers) =
+            crate::manifest::checks(&evaluation, dir, &judged(&config_file, &held))?;
+        answered(&mut evaluation.report, checks, &answers);
     }
     for file in judged(&config_file, &held) {
         file.unchanged()?;
@@ -115,6 +103,14 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     let mut report = evaluation.report;
     report.elapsed = start.elapsed();
     Ok(report)
+}
+
+/// A later step's checks join the report, and the items it answered leave its NOT CHECKED list.
+fn answered(report: &mut Report, checks: Vec<Check>, answers: &[NotChecked]) {
+    report.checks.extend(checks);
+    for item in answers {
+        report.not_checked.remove(item);
+    }
 }
 
 /// The package files the checks read: config.json and the weight file, as opened. The verdict is

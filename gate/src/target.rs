@@ -9,7 +9,8 @@ use crate::dtype::Dtype;
 use crate::error::PackageError;
 use crate::escape;
 use crate::files::{self, FileError, WeightFile};
-use crate::report::Check;
+use crate::package::Evaluation;
+use crate::report::{Check, NotChecked};
 use crate::tile::{TILE_BYTES, TILE_COLS, TILE_ROWS};
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -194,8 +195,20 @@ fn read_headers(dir: &Path) -> Result<Result<Vec<TensorInfo>, String>, PackageEr
     Ok(Ok(headers.entries().cloned().collect()))
 }
 
-/// The `target.*` checks, in report order.
-pub fn checks(draft: &DraftConfig, target: &Target) -> Vec<Check> {
+/// What `--target` answers once the target was read (whether or not the draft was recognised: a
+/// refused draft has nothing left to agree with).
+pub const ANSWERS: [NotChecked; 1] = [NotChecked::TargetAgreement];
+
+/// The `target.*` checks, in report order, for an evaluation whose draft config was recognised (for
+/// a refused one, none: there is no draft geometry to hold against the target).
+pub fn checks(evaluation: &Evaluation<'_>, target: &Target) -> Vec<Check> {
+    match &evaluation.draft {
+        Ok(draft) => of_draft(&draft.config, target),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn of_draft(draft: &DraftConfig, target: &Target) -> Vec<Check> {
     vec![
         hidden(draft, target),
         depth(draft, target),
@@ -609,7 +622,7 @@ mod tests {
 
     fn run(config: &str) -> Vec<Check> {
         let dir = target_dir(config);
-        checks(&draft(), &read(dir.path()).expect("target"))
+        of_draft(&draft(), &read(dir.path()).expect("target"))
     }
 
     fn check<'a>(checks: &'a [Check], id: &str) -> &'a Check {
@@ -756,7 +769,7 @@ mod tests {
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
         let refused = |says: &str| {
-            let c = checks(&draft(), &read(dir.path()).expect("target"));
+            let c = of_draft(&draft(), &read(dir.path()).expect("target"));
             expect(&c, TOKENIZER, Outcome::Fail, says);
         };
         refused("the target's tokenizer.json is a FIFO, not a regular file");
@@ -782,7 +795,7 @@ mod tests {
         let bytes = container(&[("model.embed_tokens.weight", "BF16", &[1000, 256])]);
         std::fs::write(dir.path().join(name), &bytes).expect("weights");
         let target = read(dir.path()).expect("the file is opened by its real name");
-        let c = checks(&draft(), &target);
+        let c = of_draft(&draft(), &target);
         expect(
             &c,
             VOCAB,
@@ -791,7 +804,7 @@ mod tests {
         );
         // Two of them: the refusal lists both, the one that is not UTF-8 escaped.
         std::fs::write(dir.path().join("other.q4nx"), &bytes).expect("weights");
-        let c = checks(&draft(), &read(dir.path()).expect("target"));
+        let c = of_draft(&draft(), &read(dir.path()).expect("target"));
         expect(
             &c,
             VOCAB,
@@ -809,14 +822,14 @@ mod tests {
             &[1000, 1 << 26],
         )]);
         expect(
-            &checks(&d, &wide),
+            &of_draft(&d, &wide),
             HIDDEN,
             Outcome::Fail,
             "model.embed_tokens.weight is BF16 [1000, 67108864]: 67108864 wide, the target's hidden_size is 256",
         );
         let narrow = with_tables(vec![table("lm_head.weight", Dtype::F8E4M3, &[1000, 128])]);
         expect(
-            &checks(&d, &narrow),
+            &of_draft(&d, &narrow),
             HIDDEN,
             Outcome::Fail,
             "lm_head.weight is F8_E4M3 [1000, 128]: 128 wide, the target's hidden_size is 256",
@@ -828,7 +841,7 @@ mod tests {
             &[32, 3, TILE_BYTES],
         )]);
         expect(
-            &checks(&d, &grid),
+            &of_draft(&d, &grid),
             HIDDEN,
             Outcome::Fail,
             "lm_head.weight is I8 [32, 3, 5120]: a tile grid 3 column blocks wide, the target's hidden_size 256 needs 1",
@@ -837,7 +850,7 @@ mod tests {
         let blind =
             DraftConfig::from_json(br#"{"model_type":"dflash","hidden_size":"256"}"#).unwrap();
         expect(
-            &checks(&blind, &wide),
+            &of_draft(&blind, &wide),
             HIDDEN,
             Outcome::Fail,
             "67108864 wide",
@@ -850,7 +863,7 @@ mod tests {
             table("embed_tokens.weight", Dtype::I8, &[32, TILE_BYTES]),
         ]);
         expect(
-            &checks(&d, &right),
+            &of_draft(&d, &right),
             HIDDEN,
             Outcome::Pass,
             "the draft's hidden size equals the target's (256 vs 256): fc fuses the target's hidden states; \

@@ -112,6 +112,9 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "source.q4_1 broken header bound", file: "gate/src/source/kernels.rs", from: "plain_header(d, m) && s.is_finite() && (w - clamp(s, m, m + 15.0 * d)).abs() <= d", to: "s.is_finite() && (w - s.clamp(m, m + 15.0 * d)).abs() <= d", filter: "hostile::source_bounds_fail_on_nan" },
     Mutant { check: "source.q4_1 broken groups skipped", file: "gate/src/source/q4_1.rs", from: "if read && !kernels::plain_header(d, m) && !constant {", to: "if false {", filter: "arms::control::source_nan_scale_grid_not_compared" },
     Mutant { check: "source.q4_1 broken grids blocked", file: "gate/src/source.rs", from: ".filter(|(_, o)| o.broken_groups > 0)", to: ".filter(|_| false)", filter: "arms::control::source_negative_scale_grid_not_compared" },
+    Mutant { check: "not_checked answered", file: "gate/src/package.rs", from: "        report.not_checked.remove(item);", to: "        let _ = item;", filter: "arms::pass::target_matches" },
+    Mutant { check: "not_checked answered (manifest.sha256)", file: "gate/src/manifest.rs", from: "        ANSWERS.to_vec()", to: "        Vec::new()", filter: "arms::pass::manifest_matches" },
+    Mutant { check: "not_checked answered (source.*)", file: "gate/src/source.rs", from: "pub const ANSWERS: [NotChecked; 2] = [NotChecked::Content, NotChecked::RealGroupCodes];", to: "pub const ANSWERS: [NotChecked; 2] = [NotChecked::Provenance, NotChecked::RealGroupCodes];", filter: "arms::pass::source_min_max_quantizer" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of
