@@ -33,6 +33,10 @@ pub fn trials() -> Vec<Trial> {
             many_paired_tensors,
         ),
         Trial::test(
+            "hostile::an_absent_manifest_leaves_provenance_not_checked",
+            absent_manifest,
+        ),
+        Trial::test(
             "hostile::a_file_renamed_into_place_before_the_manifest_is_hashed_is_changed",
             renamed_before_hashing,
         ),
@@ -515,6 +519,34 @@ fn renamed_before_hashing() -> Result<(), Failed> {
                 .into())
             }
         }
+    }
+    Ok(())
+}
+
+/// `--manifest` asked for where there is no manifest: UNDECIDED, and since nothing was verified, the
+/// provenance item stays in the not-checked list (silence about it would read as "verified").
+fn absent_manifest() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let remove = |dir: &std::path::Path| {
+        std::fs::remove_file(dir.join("MANIFEST.sha256")).expect("the arm's manifest is there")
+    };
+    let (dir, options) = prepare_arm(
+        root.path(),
+        Base::Small,
+        Encoding::default(),
+        |_| {},
+        Extra::Manifest(remove),
+    )?;
+    let report = dflash_gate::gate(&dir, &options)?;
+    let outcome = report.check("manifest.sha256").map(|c| c.outcome);
+    if outcome != Some(dflash_gate::Outcome::Undecided) {
+        return Err(format!("manifest.sha256 is {outcome:?}, expected UNDECIDED").into());
+    }
+    if !report
+        .not_checked
+        .contains(&dflash_gate::NotChecked::Provenance)
+    {
+        return Err("an absent manifest removed the provenance item: nothing was verified".into());
     }
     Ok(())
 }
