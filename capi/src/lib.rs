@@ -792,4 +792,6 @@ pub unsafe extern "C" fn dflash_gate_report_free(
 }
 
 #[cfg(test)]
+mod header;
+#[cfg(test)]
 mod tests;
