@@ -144,7 +144,9 @@ enum Kind {
     Report,
 }
 
-/// Every live handle, so that a freed or foreign pointer is refused rather than read.
+/// Every live handle, so that a freed or foreign pointer is refused rather than read. Keyed by
+/// [`key`], never by the address itself: a leak checker that scans memory for pointers (LeakSanitizer)
+/// must still see a report the caller forgot to free as leaked.
 fn live() -> std::sync::MutexGuard<'static, HashMap<usize, Kind>> {
     static LIVE: OnceLock<Mutex<HashMap<usize, Kind>>> = OnceLock::new();
     LIVE.get_or_init(Default::default)
@@ -152,9 +154,13 @@ fn live() -> std::sync::MutexGuard<'static, HashMap<usize, Kind>> {
         .unwrap_or_else(|e| e.into_inner())
 }
 
+fn key<T>(ptr: *const T) -> usize {
+    !(ptr as usize)
+}
+
 fn hand_out<T>(value: T, kind: Kind) -> *mut T {
     let ptr = Box::into_raw(Box::new(value));
-    live().insert(ptr as usize, kind);
+    live().insert(key(ptr), kind);
     ptr
 }
 
@@ -167,7 +173,7 @@ unsafe fn handle<'a, T>(ptr: *const T, kind: Kind) -> Result<&'a T, dflash_gate_
     if ptr.is_null() {
         return Err(DFLASH_GATE_NULL_ARGUMENT);
     }
-    if live().get(&(ptr as usize)) != Some(&kind) {
+    if live().get(&key(ptr)) != Some(&kind) {
         return Err(DFLASH_GATE_INVALID_HANDLE);
     }
     // SAFETY: live and of this kind, so a Box<T> of ours not yet freed.
@@ -184,10 +190,10 @@ unsafe fn free<T>(ptr: *mut T, kind: Kind) -> dflash_gate_status {
     }
     {
         let mut live = live();
-        if live.get(&(ptr as usize)) != Some(&kind) {
+        if live.get(&key(ptr)) != Some(&kind) {
             return DFLASH_GATE_INVALID_HANDLE;
         }
-        live.remove(&(ptr as usize));
+        live.remove(&key(ptr));
     }
     // SAFETY: it was live and is no longer, so this is the one drop of the Box we made.
     drop(unsafe { Box::from_raw(ptr) });

@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod capi;
 mod cmake;
 mod dist;
 mod docs;
@@ -79,6 +80,13 @@ const TASKS: &[Task] = &[
             ("checkout", "only the module included from the checkout"),
             ("installed", "only find_package after cargo install"),
         ],
+    },
+    Task {
+        name: "capi-smoke",
+        run: capi::smoke,
+        usage: "capi-smoke",
+        about: "a throwaway C++ loader project on the C library: ctest rows, the header, AddressSanitizer",
+        options: &[],
     },
     Task {
         name: "dist",
