@@ -26,6 +26,7 @@
  *   first map; a fault outside the library's maps is handed to the handler that was there before it.
  *   Every later map checks that the guard is still installed; when a host has installed its own
  *   handler since, the library leaves it alone and reads the file instead of mapping it.
+ *   dflash_gate_set_never_map(true) makes it never map (nor install anything) at all.
  *   dflash_gate_evaluate maps nothing.
  */
 #ifndef DFLASH_GATE_H
@@ -109,6 +110,13 @@ typedef struct dflash_gate_report dflash_gate_report;
 
 /* The library's version ("0.1.0"), a static string. */
 dflash_gate_str dflash_gate_version(void);
+
+/*
+ * Read, never map (process-wide, from now on), for a host that keeps SIGBUS to itself: the library then
+ * never maps a file and never touches the signal's action (see SIGBUS above). false goes back to
+ * mapping under the guard.
+ */
+dflash_gate_status dflash_gate_set_never_map(bool never);
 
 /* Makes options asking nothing beyond the draft itself; free with dflash_gate_options_free. */
 dflash_gate_status dflash_gate_options_new(dflash_gate_options **out);

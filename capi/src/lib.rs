@@ -339,6 +339,20 @@ pub extern "C" fn dflash_gate_version() -> dflash_gate_str {
     dflash_gate_str::of(env!("CARGO_PKG_VERSION"))
 }
 
+/// Read, never map (process-wide, from now on): for a host that keeps `SIGBUS` to itself. Without it
+/// the library maps large weight files under its own `SIGBUS` guard, installed once at the first map,
+/// handing every fault outside its maps to the handler that was there before, and reading instead of
+/// mapping whenever a host has installed its own handler since. With it, the library never maps and
+/// never touches the signal's action. `false` goes back to mapping.
+#[no_mangle]
+pub extern "C" fn dflash_gate_set_never_map(never: bool) -> dflash_gate_status {
+    boundary(|| {
+        // The library's switch lives among its insides: it is process-wide, not an option of a call.
+        dflash_gate::__private::files::set_never_map(never);
+        Ok(())
+    })
+}
+
 /// Makes a set of options asking nothing beyond the draft itself.
 ///
 /// # Safety
