@@ -101,11 +101,15 @@ const TASKS: &[Task] = &[
     Task {
         name: "bench",
         run: bench::run,
-        usage: "bench [--runs N] [--only source]",
+        usage: "bench [--runs N] [--only source | --only capi]",
         about: "time the gate against the floor: the reference, a 1.4 GB package, the DFlash2 reference, and --source",
         options: &[
             ("--runs N", "timed runs per row (default 7)"),
             ("--only source", "only the --source table"),
+            (
+                "--only capi",
+                "only the gate in process through the C ABI against the CLI, on the reference",
+            ),
         ],
     },
     Task {
