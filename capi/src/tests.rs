@@ -351,3 +351,27 @@ fn a_panic_inside_is_caught_and_is_its_own_status() {
     assert_eq!(verdict(report), DFLASH_GATE_PASS);
     assert_eq!(free(report), DFLASH_GATE_OK);
 }
+
+#[test]
+fn one_report_is_read_from_many_threads_at_once() {
+    let report = gate_dir(tiny().to_str().unwrap().as_bytes(), std::ptr::null()) as usize;
+    // The JSON is made on first request: the threads race to it.
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let report = report as *const dflash_gate_report;
+                (0..50)
+                    .map(|_| (json(report), count(report, dflash_gate_report_tensor_count)))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let first = json(report as *const dflash_gate_report);
+    for reader in readers {
+        for (doc, tensors) in reader.join().unwrap() {
+            assert_eq!(doc, first);
+            assert_eq!(tensors, 20);
+        }
+    }
+    assert_eq!(free(report as *mut dflash_gate_report), DFLASH_GATE_OK);
+}
