@@ -120,6 +120,34 @@ if(NOT TARGET DFlashGate::dflash-gate)
   set_target_properties(DFlashGate::dflash-gate PROPERTIES IMPORTED_LOCATION "${_dflash_gate_exe}")
 endif()
 
+# The gate in process, for a C or C++ loader (include/dflash_gate.h, docs/c-abi.md): the imported
+# static library dflash_gate::dflash_gate, built from the checkout by cargo into the build tree the
+# first time a target that links it is built (the build target `dflash_gate_capi`, not part of ALL),
+# so configure compiles nothing and a project that does not link it builds nothing for it.
+if(NOT TARGET dflash_gate::dflash_gate AND (_dflash_gate_mode STREQUAL "module" OR DFLASH_GATE_BUILD_FROM_SOURCE))
+  _dflash_gate_checkout("the C library dflash_gate::dflash_gate")
+  set(_dflash_gate_capi "${DFLASH_GATE_TARGET_DIR}/release/${CMAKE_STATIC_LIBRARY_PREFIX}dflash_gate_capi${CMAKE_STATIC_LIBRARY_SUFFIX}")
+  add_custom_target(dflash_gate_capi
+    COMMAND "${CMAKE_COMMAND}" -E env "CARGO_TARGET_DIR=${DFLASH_GATE_TARGET_DIR}"
+            "${DFLASH_GATE_CARGO}" build --quiet --release --package dflash-gate-capi
+    WORKING_DIRECTORY "${DFLASH_GATE_ROOT}"
+    BYPRODUCTS "${_dflash_gate_capi}"
+    COMMENT "dflash-gate: building the C library (optimised)"
+    VERBATIM USES_TERMINAL)
+  add_library(dflash_gate::dflash_gate STATIC IMPORTED GLOBAL)
+  # What Rust's standard library needs from the system (rustc --print native-static-libs).
+  if(APPLE)
+    set(_dflash_gate_native iconv System c m)
+  else()
+    set(_dflash_gate_native gcc_s util rt pthread m dl c)
+  endif()
+  set_target_properties(dflash_gate::dflash_gate PROPERTIES
+    IMPORTED_LOCATION "${_dflash_gate_capi}"
+    INTERFACE_INCLUDE_DIRECTORIES "${DFLASH_GATE_ROOT}/capi/include"
+    INTERFACE_LINK_LIBRARIES "${_dflash_gate_native}")
+  add_dependencies(dflash_gate::dflash_gate dflash_gate_capi)
+endif()
+
 function(dflash_gate_add_package name dir)
   cmake_parse_arguments(PARSE_ARGV 2 _gate "MANIFEST" "TARGET;SOURCE;TIMEOUT" "")
   if(_gate_UNPARSED_ARGUMENTS)

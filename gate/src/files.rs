@@ -51,6 +51,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 mod sigbus;
+pub use sigbus::set_never_map;
 
 /// The config file every package (draft or target) has, next to its weights.
 pub const CONFIG_FILE: &str = "config.json";

@@ -5,10 +5,12 @@
 //! plain loop with no checks. Both are timed warm, in one process, N times each; the figures that
 //! matter are ratios measured in the same run, since the machines are shared and noisy.
 //!
-//! `cargo xtask bench [--runs N]` runs this; packages are generated once and cached under
+//! `cargo xtask bench [--runs N] [--only source|finite|capi]` runs this; packages are generated once and cached under
 //! `target/bench-packages/`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+#[path = "gate/capi.rs"]
+mod capi;
 #[path = "gate/finite.rs"]
 mod finite;
 #[path = "gate/source.rs"]
@@ -101,6 +103,15 @@ fn main() {
         ),
     ];
     let dir_of = |name: &str| cache.join(name.split(' ').next().unwrap_or(name));
+    // The CLI that `cargo xtask bench` builds beside this bench, for the in-process row.
+    let cli = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/dflash-gate");
+    // `--only capi` times the gate in process through the C ABI against the CLI, on the reference.
+    if only.as_deref() == Some("capi") {
+        let (name, geometry, encoding) = &packages[0];
+        ensure_package(&dir_of(name), geometry, *encoding);
+        capi::run(name, &dir_of(name), &cli, runs);
+        return;
+    }
     // `--only finite` times the BF16 finiteness pass alone, on the reference and DFlash2 packages.
     if only.as_deref() == Some("finite") {
         for (name, geometry, encoding) in packages.iter().filter(|p| !p.0.starts_with("large")) {
@@ -132,6 +143,7 @@ fn main() {
         );
     }
     read_paths(&cache.join("large"), runs);
+    capi::run(packages[0].0, &dir_of(packages[0].0), &cli, runs);
     if let [small, large, second] = all.as_slice() {
         let per_gb = |f: &Figures| f.gate.as_secs_f64() / (f.bytes as f64 / 1e9);
         println!(

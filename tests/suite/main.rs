@@ -5,6 +5,7 @@
 //! like PATH). A listed package that is missing is an ignored trial whose name says so, never a pass.
 
 mod campaign;
+mod capi;
 mod cli;
 mod differential;
 mod examples;
@@ -49,5 +50,6 @@ fn main() -> ExitCode {
     trials.extend(differential::trials());
     trials.extend(hostile::trials());
     trials.extend(cli::trials());
+    trials.extend(capi::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }

@@ -223,6 +223,34 @@ if(NOT TARGET DFlashGate::dflash-gate)
   set_target_properties(DFlashGate::dflash-gate PROPERTIES IMPORTED_LOCATION "${_dflash_gate_exe}")
 endif()
 
+# The gate in process, for a C or C++ loader (include/dflash_gate.h, docs/c-abi.md): the imported
+# static library dflash_gate::dflash_gate, built from the checkout by cargo into the build tree the
+# first time a target that links it is built (the build target `dflash_gate_capi`, not part of ALL),
+# so configure compiles nothing and a project that does not link it builds nothing for it.
+if(NOT TARGET dflash_gate::dflash_gate AND (_dflash_gate_mode STREQUAL "module" OR DFLASH_GATE_BUILD_FROM_SOURCE))
+  _dflash_gate_checkout("the C library dflash_gate::dflash_gate")
+  set(_dflash_gate_capi "${DFLASH_GATE_TARGET_DIR}/release/${CMAKE_STATIC_LIBRARY_PREFIX}dflash_gate_capi${CMAKE_STATIC_LIBRARY_SUFFIX}")
+  add_custom_target(dflash_gate_capi
+    COMMAND "${CMAKE_COMMAND}" -E env "CARGO_TARGET_DIR=${DFLASH_GATE_TARGET_DIR}"
+            "${DFLASH_GATE_CARGO}" build --quiet --release --package dflash-gate-capi
+    WORKING_DIRECTORY "${DFLASH_GATE_ROOT}"
+    BYPRODUCTS "${_dflash_gate_capi}"
+    COMMENT "dflash-gate: building the C library (optimised)"
+    VERBATIM USES_TERMINAL)
+  add_library(dflash_gate::dflash_gate STATIC IMPORTED GLOBAL)
+  # What Rust's standard library needs from the system (rustc --print native-static-libs).
+  if(APPLE)
+    set(_dflash_gate_native iconv System c m)
+  else()
+    set(_dflash_gate_native gcc_s util rt pthread m dl c)
+  endif()
+  set_target_properties(dflash_gate::dflash_gate PROPERTIES
+    IMPORTED_LOCATION "${_dflash_gate_capi}"
+    INTERFACE_INCLUDE_DIRECTORIES "${DFLASH_GATE_ROOT}/capi/include"
+    INTERFACE_LINK_LIBRARIES "${_dflash_gate_native}")
+  add_dependencies(dflash_gate::dflash_gate dflash_gate_capi)
+endif()
+
 function(dflash_gate_add_package name dir)
   cmake_parse_arguments(PARSE_ARGV 2 _gate "MANIFEST" "TARGET;SOURCE;TIMEOUT" "")
   if(_gate_UNPARSED_ARGUMENTS)
@@ -371,7 +399,7 @@ fn installed_files(dir: &Path) -> [PathBuf; 2] {
     [dir.join(CONFIG_FILE), dir.join(CONFIG_VERSION_FILE)]
 }
 
-fn write(file: &Path) -> Result<(), String> {
+pub(crate) fn write(file: &Path) -> Result<(), String> {
     std::fs::write(file, text_for(file)).map_err(|e| format!("{}: {e}", file.display()))
 }
 
@@ -618,7 +646,7 @@ fn squeezed(text: &str) -> String {
 }
 
 /// Runs `cmd`: its success and what it printed.
-fn output(cmd: &mut std::process::Command) -> (bool, String) {
+pub(crate) fn output(cmd: &mut std::process::Command) -> (bool, String) {
     match cmd.output() {
         Ok(out) => (
             out.status.success(),
@@ -633,7 +661,7 @@ fn output(cmd: &mut std::process::Command) -> (bool, String) {
 }
 
 /// Runs `cmd`, and only on failure shows what it printed.
-fn quiet(cmd: &mut std::process::Command, what: &str) -> Result<(), String> {
+pub(crate) fn quiet(cmd: &mut std::process::Command, what: &str) -> Result<(), String> {
     match output(cmd) {
         (true, _) => Ok(()),
         (false, out) => Err(format!("{what} failed:\n{out}")),
@@ -666,13 +694,13 @@ fn path_without_cargo() -> String {
 
 /// Tallies the smoke test's expectations and prints one line for each.
 #[derive(Default)]
-struct Tally {
-    passed: usize,
-    failed: Vec<String>,
+pub(crate) struct Tally {
+    pub(crate) passed: usize,
+    pub(crate) failed: Vec<String>,
 }
 
 impl Tally {
-    fn expect(&mut self, holds: bool, shows: &str, detail: &str) {
+    pub(crate) fn expect(&mut self, holds: bool, shows: &str, detail: &str) {
         if holds {
             println!("PASS  {shows}");
             self.passed += 1;
@@ -681,6 +709,23 @@ impl Tally {
             self.failed.push(shows.to_owned());
         }
     }
+}
+
+/// A copy of the package `good` in `work/broken`, its weight file one byte short: the container must be
+/// refused.
+pub(crate) fn broken_package(work: &Path, good: &Path) -> Result<PathBuf, String> {
+    let broken = work.join("broken");
+    std::fs::create_dir(&broken).map_err(|e| e.to_string())?;
+    for file in ["config.json", "model.q4nx"] {
+        std::fs::copy(good.join(file), broken.join(file)).map_err(|e| e.to_string())?;
+    }
+    let weights = std::fs::OpenOptions::new()
+        .write(true)
+        .open(broken.join("model.q4nx"))
+        .map_err(|e| e.to_string())?;
+    let len = weights.metadata().map_err(|e| e.to_string())?.len();
+    weights.set_len(len - 1).map_err(|e| e.to_string())?;
+    Ok(broken)
 }
 
 /// Both ways a consumer meets the gate, each in a throwaway copy of its committed project:
@@ -705,18 +750,7 @@ pub fn smoke(args: &[String]) -> Result<ExitCode, String> {
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
     let work = work.path();
     let good = root.join("fixtures/tiny");
-    let broken = work.join("broken");
-    std::fs::create_dir(&broken).map_err(|e| e.to_string())?;
-    for file in ["config.json", "model.q4nx"] {
-        std::fs::copy(good.join(file), broken.join(file)).map_err(|e| e.to_string())?;
-    }
-    // One byte short: the container must be refused.
-    let weights = std::fs::OpenOptions::new()
-        .write(true)
-        .open(broken.join("model.q4nx"))
-        .map_err(|e| e.to_string())?;
-    let len = weights.metadata().map_err(|e| e.to_string())?.len();
-    weights.set_len(len - 1).map_err(|e| e.to_string())?;
+    let broken = broken_package(work, &good)?;
     let packages = [
         format!("-DGOOD_PACKAGE={}", good.display()),
         format!("-DBROKEN_PACKAGE={}", broken.display()),

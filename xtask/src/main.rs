@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod capi;
 mod cmake;
 mod dist;
 mod docs;
@@ -81,6 +82,13 @@ const TASKS: &[Task] = &[
         ],
     },
     Task {
+        name: "capi-smoke",
+        run: capi::smoke,
+        usage: "capi-smoke",
+        about: "a throwaway C++ loader project on the C library: ctest rows, the header, AddressSanitizer",
+        options: &[],
+    },
+    Task {
         name: "dist",
         run: dist::run,
         usage: dist::USAGE,
@@ -93,11 +101,15 @@ const TASKS: &[Task] = &[
     Task {
         name: "bench",
         run: bench::run,
-        usage: "bench [--runs N] [--only source]",
+        usage: "bench [--runs N] [--only source | --only capi]",
         about: "time the gate against the floor: the reference, a 1.4 GB package, the DFlash2 reference, and --source",
         options: &[
             ("--runs N", "timed runs per row (default 7)"),
             ("--only source", "only the --source table"),
+            (
+                "--only capi",
+                "only the gate in process through the C ABI against the CLI, on the reference",
+            ),
         ],
     },
     Task {

@@ -62,11 +62,21 @@ pub struct Registration {
     slot: usize,
 }
 
+/// Set by a host process that keeps `SIGBUS` to itself ("read, never map"): no map is registered, so
+/// the guard is never installed (nor re-installed) and every file is read instead of mapped.
+static NEVER_MAP: AtomicBool = AtomicBool::new(false);
+
+/// Read, never map, from now on (process-wide): for a host whose own `SIGBUS` handling must not be
+/// touched at all, not even chained. `false` goes back to mapping under the guard.
+pub fn set_never_map(never: bool) {
+    NEVER_MAP.store(never, Ordering::Release);
+}
+
 /// Registers `start..start + len` (a live read-only map), installing the handler on first use. `None`
-/// when the handler could not be installed or every slot is taken: the caller must then not rely on a
-/// map (it reads the file instead).
+/// when the host asked for no maps ([`set_never_map`]), the handler could not be installed or every
+/// slot is taken: the caller must then not rely on a map (it reads the file instead).
 pub fn register(start: *const u8, len: usize) -> Option<Registration> {
-    if !install() || len == 0 {
+    if NEVER_MAP.load(Ordering::Acquire) || !install() || len == 0 {
         return None;
     }
     for (i, slot) in TABLE.iter().enumerate() {

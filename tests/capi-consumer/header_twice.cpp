@@ -1,0 +1,2 @@
+// The same unit, compiled as C++17: the header twice, every type used.
+#include "header_twice.c"
