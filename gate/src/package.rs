@@ -53,11 +53,19 @@ impl Options {
 pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     let start = Instant::now();
     crate::error::require_dir(dir)?;
-    let (config, config_file) = read_config(dir)?;
+    // config.json and the weight file follow the manifest's link rule: a link out of the package is
+    // refused before a byte of it is read, so no value derived from another file (a header length, an
+    // architecture string) can reach a report.
+    let inside = files::Inside::package(dir)?;
+    let (config, config_file) = read_config(dir, &inside)?;
     let (names, files) = list_files(dir)?;
     let weight = locate_weights(&names);
     let held = match &weight {
-        Ok(name) => Ok((escape::name(name), files::bytes(&dir.join(name))?)),
+        Ok(name) => {
+            let file = files::open(&dir.join(name))?;
+            inside.admits(&file)?;
+            Ok((escape::name(name), file.into_bytes()?))
+        }
         Err(why) => Err(why.clone()),
     };
     let weights = match &held {
@@ -303,9 +311,11 @@ type ReadConfig = (Result<Vec<u8>, String>, Option<files::RegularFile>);
 
 /// The package's config.json, or (as a config failure, not an I/O error) why it is refused unread;
 /// with the open file it was read from, when it was.
-fn read_config(dir: &Path) -> Result<ReadConfig, PackageError> {
-    let read = files::open(&dir.join(CONFIG_FILE))
-        .and_then(|file| Ok((file.read_all(MAX_CONFIG_BYTES)?, file)));
+fn read_config(dir: &Path, inside: &files::Inside) -> Result<ReadConfig, PackageError> {
+    let read = files::open(&dir.join(CONFIG_FILE)).and_then(|file| {
+        inside.admits(&file)?;
+        Ok((file.read_all(MAX_CONFIG_BYTES)?, file))
+    });
     match read {
         Ok((bytes, file)) => Ok((Ok(bytes), Some(file))),
         Err(FileError::NotFound { .. }) => Err(PackageError::NoConfig {

@@ -33,6 +33,10 @@ pub fn trials() -> Vec<Trial> {
             many_paired_tensors,
         ),
         Trial::test(
+            "hostile::a_config_or_weight_file_linking_out_of_the_package_is_never_read",
+            linked_out,
+        ),
+        Trial::test(
             "hostile::an_absent_manifest_leaves_provenance_not_checked",
             absent_manifest,
         ),
@@ -547,6 +551,54 @@ fn absent_manifest() -> Result<(), Failed> {
         .contains(&dflash_gate::NotChecked::Provenance)
     {
         return Err("an absent manifest removed the provenance item: nothing was verified".into());
+    }
+    Ok(())
+}
+
+/// config.json or the weight file as a link to a file outside the package (a credentials file): exit
+/// 2, "outside the package", before a byte is read, so nothing derived from that file's bytes (the
+/// first eight read as a header length, a string read as an architecture) reaches the report.
+fn linked_out() -> Result<(), Failed> {
+    const SECRET: &[u8] = b"AKIASECRETKEY123AKIASECRETKEY123";
+    let root = tempfile::tempdir()?;
+    let out = root.path().join("credentials");
+    std::fs::write(&out, SECRET)?;
+    let json = root.path().join("secret.json");
+    std::fs::write(&json, br#"{"architectures": ["sk-live-SECRET123"]}"#)?;
+    // The secret's first eight bytes as the little-endian header length the container reader reads.
+    let derived = u64::from_le_bytes(SECRET[..8].try_into().expect("eight bytes")).to_string();
+    for (file, target) in [("model.q4nx", &out), ("config.json", &json)] {
+        let dir = root.path().join(format!("pkg-{file}"));
+        std::fs::create_dir_all(&dir)?;
+        Package::generate(&Geometry::small(), Encoding::default(), SEED).write(&dir)?;
+        std::fs::remove_file(dir.join(file))?;
+        std::os::unix::fs::symlink(target, dir.join(file))?;
+        let err = match dflash_gate::gate(&dir, &dflash_gate::Options::default()) {
+            Ok(report) => {
+                return Err(format!(
+                    "{file} linking out of the package was read: {}",
+                    report.verdict()
+                )
+                .into())
+            }
+            Err(e) => e,
+        };
+        let text = err.to_string();
+        if err.reason() != "outside_the_package" {
+            return Err(format!(
+                "{file}: reason {}, expected outside_the_package: {text}",
+                err.reason()
+            )
+            .into());
+        }
+        for leaked in ["AKIASECR", "sk-live-SECRET123", derived.as_str()] {
+            if text.contains(leaked) {
+                return Err(format!(
+                    "{file}: the error quotes the linked file ({leaked:?}): {text}"
+                )
+                .into());
+            }
+        }
     }
     Ok(())
 }
