@@ -508,9 +508,9 @@ fn equivalent(
     normal(h) == normal(original)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
+pub(crate) mod tests {
+    unit_tests![a_short_campaign_holds];
+
     fn a_short_campaign_holds() {
         let f = super::run(1, 300);
         assert!(f.violations.is_empty(), "{:#?}", f.violations);

@@ -176,9 +176,15 @@ pub fn quantize_row_q4_1(row: &[f32], quant_weights: &[f32]) -> Vec<Block> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    unit_tests![
+        agrees_with_ggml_c_bit_for_bit,
+        agrees_with_ggml_c_on_many_rows,
+        nearest_int_rounds_half_to_even,
+        the_quantizer_writes_ggml_blocks_into_tiles
+    ];
 
     /// Exact, portable inputs: multiples of 2^-16 in (-1/32, 1/32) from a multiplicative hash.
     fn hashed(len: usize, salt: u32) -> Vec<f32> {
@@ -231,7 +237,6 @@ mod tests {
         ],
     ];
 
-    #[test]
     fn agrees_with_ggml_c_bit_for_bit() {
         for ((x, qw), expected) in fixture().iter().zip(FROM_GGML_C) {
             let blocks = quantize_row_q4_1(x, qw);
@@ -319,7 +324,6 @@ mod tests {
     /// change in any of 2048 groups' bits shows.
     const MANY_ROWS_FROM_GGML_C: u64 = 0xa42f_887d_6060_c2c5;
 
-    #[test]
     fn agrees_with_ggml_c_on_many_rows() {
         let blocks = many_rows()
             .iter()
@@ -329,7 +333,6 @@ mod tests {
         assert_eq!(digest(blocks), MANY_ROWS_FROM_GGML_C);
     }
 
-    #[test]
     fn nearest_int_rounds_half_to_even() {
         for (v, n) in [
             (0.5, 0),
@@ -347,7 +350,6 @@ mod tests {
     /// `quantize` stores each group's `d` and `m` rounded to bf16 and its codes where the tile layout
     /// puts them, one row at a time (a matrix of two row blocks, the second partial, and of a partial
     /// column block).
-    #[test]
     fn the_quantizer_writes_ggml_blocks_into_tiles() {
         use super::super::source::{quantize, source_matrix, Quantizer};
         use dflash_gate::__private::tile::{GridGeometry, TILE_BYTES};

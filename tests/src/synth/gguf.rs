@@ -373,12 +373,15 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
     Ok(file)
 }
 
-#[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::synth::{Encoding, Geometry};
 
-    #[test]
+    unit_tests![
+        ggmls_reference_q4_1_blocks_become_the_packages_groups,
+        the_gguf_is_read_by_the_gate_with_the_packages_names_and_shapes
+    ];
+
     fn ggmls_reference_q4_1_blocks_become_the_packages_groups() {
         let values: Vec<f32> = (0..32).map(|i| (i as f32 - 10.0) * 0.01).collect();
         let block = q4_1_block(&values);
@@ -392,7 +395,6 @@ mod tests {
         );
     }
 
-    #[test]
     fn the_gguf_is_read_by_the_gate_with_the_packages_names_and_shapes() {
         let mut package = Package::generate(&Geometry::micro(), Encoding::default(), 3);
         let file = gguf_for(&mut package, GgufOptions::default(), 3).expect("gguf");
