@@ -13,6 +13,7 @@ mod fixtures;
 mod generator;
 mod gguf;
 mod hostile;
+mod kernels;
 mod packages;
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -35,8 +36,12 @@ fn main() -> ExitCode {
     for (name, body) in gate_tests::arms::source::unreadable() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }
+    // Without the whole-tile path both runs take the scalar loop: agreeing would prove nothing.
+    let wide_absent = kernels::wide_absent();
     for (name, body) in gate_tests::arms::source::paths_agree() {
-        trials.push(Trial::test(name, move || body().map_err(Failed::from)));
+        trials.push(kernels::needs_wide(wide_absent, name, move || {
+            body().map_err(Failed::from)
+        }));
     }
     for (name, body) in gate_tests::arms::target_read::trials() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
@@ -51,5 +56,6 @@ fn main() -> ExitCode {
     trials.extend(hostile::trials());
     trials.extend(cli::trials());
     trials.extend(capi::trials());
+    trials.extend(kernels::trials());
     libtest_mimic::run(&args, trials).exit_code()
 }

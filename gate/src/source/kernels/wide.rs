@@ -86,6 +86,20 @@ pub fn tile(
     None
 }
 
+/// `tile`'s codes regrouped as [`tile`]'s main loop reads them: entry `16 r + w` holds row `r`'s
+/// window `w` (columns `16 w + [0 1 2 3 8 9 10 11 4 5 6 7 12 13 14 15]`). `None` without AVX2. Only
+/// for the suite's trial of the regrouping, which needs the order pinned apart from the comparison.
+#[doc(hidden)]
+pub fn regrouped_for_test(tile: &[u8; TILE_BYTES as usize]) -> Option<Vec<[u8; 16]>> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor was just found to support AVX2, the only feature enabled.
+        return Some(unsafe { x86::regrouped(tile) });
+    }
+    let _ = tile;
+    None
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
@@ -237,15 +251,17 @@ mod x86 {
         _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps::<0b01>(m, m)))
     }
 
-    #[cfg(test)]
+    /// Row `r`'s 16 codes of window `w` as the main loop reads them, every row and window in order.
     #[target_feature(enable = "avx2")]
-    pub(super) fn regroup_for_test(tile: &[u8; TILE_BYTES as usize], scratch: &mut Scratch) {
-        regroup(tile, &mut scratch.codes);
-    }
-
-    #[cfg(test)]
-    pub(super) fn codes_at_for_test(r: usize, w: usize) -> usize {
-        codes_at(r, w)
+    pub(super) fn regrouped(tile: &[u8; TILE_BYTES as usize]) -> Vec<[u8; 16]> {
+        let mut codes = Box::new([0u8; 8192]);
+        regroup(tile, &mut codes);
+        (0..32 * 16)
+            .map(|i| {
+                let at = codes_at(i / 16, i % 16);
+                codes[at..at + 16].try_into().expect("16 codes")
+            })
+            .collect()
     }
 
     /// Sixteen BF16 source values (32 bytes) as two vectors of f32: columns 0-3 and 8-11, then
@@ -345,358 +361,5 @@ mod x86 {
             sq_err,
             sq_src,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::source::kernels;
-    use crate::tile::dequant::DecodedTile;
-    use half::bf16;
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn unit(&mut self) -> f32 {
-            (self.next() % 20_001) as f32 / 10_000.0 - 1.0
-        }
-    }
-
-    /// A tile quantized from `source` (32 rows x 256 columns) with ggml's min/max rule, laid out
-    /// as spec section 4.1 says.
-    fn quantize(source: &[[f32; 256]; 32]) -> Vec<u8> {
-        let mut tile = vec![0u8; TILE_BYTES as usize];
-        for (r, row) in source.iter().enumerate() {
-            for c in 0..8 {
-                let group = &row[32 * c..32 * c + 32];
-                let lo = group.iter().copied().fold(f32::INFINITY, f32::min);
-                let hi = group.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let d = bf16::from_f32((hi - lo) / 15.0).to_f32();
-                let m = bf16::from_f32(lo).to_f32();
-                let i = c * 32 + r;
-                tile[2 * i..2 * i + 2].copy_from_slice(&bf16::from_f32(d).to_bits().to_le_bytes());
-                tile[512 + 2 * i..512 + 2 * i + 2]
-                    .copy_from_slice(&bf16::from_f32(m).to_bits().to_le_bytes());
-                for (k, &s) in group.iter().enumerate() {
-                    let q = if d > 0.0 {
-                        ((s - m) / d).round().clamp(0.0, 15.0) as u8
-                    } else {
-                        0
-                    };
-                    set_code(&mut tile, r, 32 * c + k, q);
-                }
-            }
-        }
-        tile
-    }
-
-    fn set_code(tile: &mut [u8], row: usize, col: usize, q: u8) {
-        let at = CODES + (row / 16) * CODES_PER_HALF + col * 8 + (row % 16) / 2;
-        tile[at] = if row.is_multiple_of(2) {
-            (tile[at] & 0xf0) | q
-        } else {
-            (tile[at] & 0x0f) | (q << 4)
-        };
-    }
-
-    /// Source values rounded to bf16, as rows of bytes and of floats.
-    fn source(rng: &mut Rng) -> ([[u8; ROW_BYTES]; 32], [[f32; 256]; 32]) {
-        let mut bytes = [[0u8; ROW_BYTES]; 32];
-        let mut values = [[0f32; 256]; 32];
-        for r in 0..32 {
-            let scale = 0.01 + 0.05 * (rng.next() % 100) as f32 / 100.0;
-            for c in 0..256 {
-                let v = bf16::from_f32(rng.unit() * scale);
-                values[r][c] = v.to_f32();
-                bytes[r][2 * c..2 * c + 2].copy_from_slice(&v.to_bits().to_le_bytes());
-            }
-        }
-        (bytes, values)
-    }
-
-    /// The exact path's verdict on a whole tile: elements out of bound, largest steps, sums.
-    fn exact(tile: &[u8], values: &[[f32; 256]; 32]) -> (u64, kernels::Stats) {
-        let mut decoded = DecodedTile::default();
-        assert!(decoded.decode(tile));
-        let mut total = kernels::Stats::default();
-        for (r, row) in values.iter().enumerate() {
-            for c in 0..8 {
-                let (d, m) = (decoded.scales[r][c], decoded.minimums[r][c]);
-                let codes = &decoded.codes[r][32 * c..32 * c + 32];
-                let stats = if d > 0.0 && d.is_finite() && m.is_finite() {
-                    kernels::group_scalar(codes, &row[32 * c..32 * c + 32], d, m)
-                } else {
-                    kernels::Stats {
-                        out: 32,
-                        ..Default::default()
-                    }
-                };
-                total.add(&stats);
-            }
-        }
-        (total.out, total)
-    }
-
-    fn run(tile_bytes: &[u8], rows: &[[u8; ROW_BYTES]; 32]) -> Option<TileSums> {
-        let refs: Rows<'_> = core::array::from_fn(|r| &rows[r]);
-        let mut scratch = Box::<Scratch>::default();
-        tile(
-            &mut scratch,
-            tile_bytes.try_into().expect("a whole tile"),
-            &refs,
-            Some(&refs),
-        )
-    }
-
-    /// Checks one case: whatever the whole-tile path vouches for, the exact path finds in bound,
-    /// with the same largest error and sums; returns whether it vouched.
-    fn agree(tile: &[u8], bytes: &[[u8; ROW_BYTES]; 32], values: &[[f32; 256]; 32]) -> bool {
-        let (out, stats) = exact(tile, values);
-        let Some(sums) = run(tile, bytes) else {
-            return false;
-        };
-        assert_eq!(
-            out, 0,
-            "vouched for a tile with {out} elements out of bound"
-        );
-        assert_eq!(sums.max_steps, stats.max_steps);
-        assert!((sums.sq_err - stats.sq_err).abs() <= 1e-5 * stats.sq_err);
-        assert!((sums.sq_src - stats.sq_src).abs() <= 1e-5 * stats.sq_src);
-        true
-    }
-
-    #[test]
-    fn a_faithful_tile_is_vouched_for_with_the_exact_statistics() {
-        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-        if !available() {
-            // Without AVX2 and FMA the path vouches for nothing: every tile takes the exact path.
-            let (bytes, values) = source(&mut rng);
-            assert!(run(&quantize(&values), &bytes).is_none());
-            return;
-        }
-        for _ in 0..50 {
-            let (bytes, values) = source(&mut rng);
-            let tile = quantize(&values);
-            assert!(
-                agree(&tile, &bytes, &values),
-                "a faithful tile was not vouched for"
-            );
-        }
-    }
-
-    #[test]
-    fn a_tile_with_an_element_out_of_bound_is_never_vouched_for() {
-        if !available() {
-            return;
-        }
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        for round in 0..400 {
-            let (bytes, values) = source(&mut rng);
-            let mut tile = quantize(&values);
-            let (r, col) = ((rng.next() % 32) as usize, (rng.next() % 256) as usize);
-            // One code moved by 2..15 steps: more than a step off, whatever the rounding.
-            let at = CODES + (r / 16) * CODES_PER_HALF + col * 8 + (r % 16) / 2;
-            let q = if r % 2 == 0 {
-                tile[at] & 0x0f
-            } else {
-                tile[at] >> 4
-            };
-            let moved = if q >= 8 {
-                q - 2 - (round % 7) as u8
-            } else {
-                q + 2 + (round % 7) as u8
-            };
-            set_code(&mut tile, r, col, moved);
-            assert!(
-                exact(&tile, &values).0 > 0,
-                "round {round}: the control is in bound"
-            );
-            assert!(!agree(&tile, &bytes, &values), "round {round}: vouched");
-        }
-    }
-
-    #[test]
-    fn non_finite_source_values_and_broken_headers_go_to_the_exact_path() {
-        if !available() {
-            return;
-        }
-        let mut rng = Rng(0xdead_beef_cafe_f00d);
-        let (bytes, values) = source(&mut rng);
-        let tile = quantize(&values);
-        for bits in [0x7fc0u16, 0x7f80, 0xff80] {
-            let mut b = bytes;
-            b[7][2 * 100..2 * 100 + 2].copy_from_slice(&bits.to_le_bytes());
-            assert!(run(&tile, &b).is_none(), "source bits {bits:#06x}");
-        }
-        // A huge finite source value: its square overflows f32, so the sums cannot be trusted.
-        let mut b = bytes;
-        b[3][0..2].copy_from_slice(&bf16::from_f32(3e38).to_bits().to_le_bytes());
-        assert!(run(&tile, &b).is_none());
-        for (plane, bits) in [
-            (0, 0u16),
-            (0, 0xbf80),
-            (0, 0x7fc0),
-            (0, 0x7f80),
-            (512, 0x7f80),
-        ] {
-            let mut t = tile.clone();
-            t[plane + 2 * 77..plane + 2 * 77 + 2].copy_from_slice(&bits.to_le_bytes());
-            assert!(run(&t, &bytes).is_none(), "plane {plane} bits {bits:#06x}");
-        }
-    }
-
-    #[test]
-    fn a_scale_whose_reciprocal_overflows_goes_to_the_exact_path() {
-        if !available() {
-            return;
-        }
-        // Every group: d = 1/16, m = -1/2, codes 8, so w = 0 against a source of 0; but row 0's
-        // groups 0 and 1 have the smallest subnormal d (1 / d = inf) and m = 0, codes 0, so w = 0:
-        // group 0 against a source of 0.5 (32 elements out of bound, steps inf), group 1 against
-        // 0 (error 0, steps 0 * inf = NaN, which must not hide the inf before it).
-        let mut tile = vec![0u8; TILE_BYTES as usize];
-        for i in 0..256 {
-            let (d, m) = if i == 0 || i == 32 {
-                (0x0001u16, 0u16)
-            } else {
-                (0x3d80, 0xbf00)
-            };
-            tile[2 * i..2 * i + 2].copy_from_slice(&d.to_le_bytes());
-            tile[512 + 2 * i..512 + 2 * i + 2].copy_from_slice(&m.to_le_bytes());
-        }
-        for r in 0..32 {
-            for col in 0..256 {
-                let tiny = r == 0 && col < 64;
-                set_code(&mut tile, r, col, if tiny { 0 } else { 8 });
-            }
-        }
-        let mut bytes = [[0u8; ROW_BYTES]; 32];
-        let mut values = [[0f32; 256]; 32];
-        for col in 0..32 {
-            bytes[0][2 * col..2 * col + 2].copy_from_slice(&0x3f00u16.to_le_bytes());
-            values[0][col] = 0.5;
-        }
-        assert_eq!(
-            exact(&tile, &values).0,
-            32,
-            "the control's 32 elements are out of bound"
-        );
-        assert!(
-            run(&tile, &bytes).is_none(),
-            "vouched for 32 elements out of bound"
-        );
-    }
-
-    #[test]
-    fn whatever_a_few_flipped_bytes_do_a_vouched_tile_is_in_bound() {
-        if !available() {
-            return;
-        }
-        // A faithful pair with 1 to 4 random bytes changed anywhere (planes, codes or source): the
-        // path may refuse, but what it vouches for the exact path must find in bound, with the
-        // same statistics (`agree` asserts both).
-        let mut rng = Rng(0x5851_f42d_4c95_7f2d);
-        let (mut vouched, mut refused) = (0, 0);
-        for _ in 0..3_000 {
-            let (mut bytes, mut values) = source(&mut rng);
-            let mut tile = quantize(&values);
-            for _ in 0..1 + rng.next() % 4 {
-                let bit = 1u8 << (rng.next() % 8);
-                if rng.next().is_multiple_of(2) {
-                    let at = (rng.next() % TILE_BYTES) as usize;
-                    tile[at] ^= bit;
-                } else {
-                    let (r, at) = ((rng.next() % 32) as usize, (rng.next() % 512) as usize);
-                    bytes[r][at] ^= bit;
-                    let c = at / 2;
-                    let pair = [bytes[r][2 * c], bytes[r][2 * c + 1]];
-                    values[r][c] = crate::dtype::bf16_to_f32(u16::from_le_bytes(pair));
-                }
-            }
-            if agree(&tile, &bytes, &values) {
-                vouched += 1;
-            } else {
-                refused += 1;
-            }
-        }
-        // Both outcomes occur, or the property was not put to the test.
-        assert!(
-            vouched > 100 && refused > 100,
-            "{vouched} vouched, {refused} refused"
-        );
-    }
-
-    #[test]
-    fn a_tile_of_tiny_values_is_left_to_the_exact_sums() {
-        if !available() {
-            return;
-        }
-        // Values near 1e-25: every square underflows f32 to zero, so the tile's sums would read as
-        // no error at all. The exact path sums them again in f64.
-        let mut rng = Rng(0x1234_5678_9abc_def0);
-        let (mut bytes, mut values) = source(&mut rng);
-        for r in 0..32 {
-            for c in 0..256 {
-                let v = bf16::from_f32(values[r][c] * 1e-25);
-                values[r][c] = v.to_f32();
-                bytes[r][2 * c..2 * c + 2].copy_from_slice(&v.to_bits().to_le_bytes());
-            }
-        }
-        let tile = quantize(&values);
-        assert_eq!(exact(&tile, &values).0, 0, "the control is faithful");
-        assert!(
-            run(&tile, &bytes).is_none(),
-            "vouched with underflowed sums"
-        );
-    }
-
-    #[test]
-    fn random_codes_are_not_vouched_for() {
-        if !available() {
-            return;
-        }
-        let mut rng = Rng(0x0123_4567_89ab_cdef);
-        let (bytes, values) = source(&mut rng);
-        let mut tile = quantize(&values);
-        for b in tile[CODES..].iter_mut() {
-            *b = rng.next() as u8;
-        }
-        assert!(!agree(&tile, &bytes, &values));
-    }
-
-    #[test]
-    fn codes_are_regrouped_where_the_main_loop_reads_them() {
-        if !available() {
-            return;
-        }
-        let mut tile = vec![0u8; TILE_BYTES as usize];
-        for r in 0..32 {
-            for col in 0..256 {
-                set_code(&mut tile, r, col, ((r * 7 + col * 3) % 16) as u8);
-            }
-        }
-        let mut scratch = Box::<Scratch>::default();
-        // SAFETY: AVX2 was found above.
-        unsafe { x86::regroup_for_test(&tile.try_into().expect("tile"), &mut scratch) };
-        for r in 0..32 {
-            for w in 0..16 {
-                let at = x86::codes_at_for_test(r, w);
-                let order = [0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15];
-                for (i, &k) in order.iter().enumerate() {
-                    let col = 16 * w + k;
-                    assert_eq!(
-                        scratch.codes[at + i],
-                        ((r * 7 + col * 3) % 16) as u8,
-                        "row {r} column {col}"
-                    );
-                }
-            }
-        }
     }
 }
