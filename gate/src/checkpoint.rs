@@ -8,7 +8,7 @@
 //! refused: loaders differ on which they read. Anything else is a [`PackageError`] (exit 2): a
 //! checkpoint that cannot be read is not a verdict on a package.
 
-use crate::container::{parse_header_only, Table, TensorInfo};
+use crate::container::{self, parse_header_only, Table, TensorInfo};
 use crate::error::PackageError;
 use crate::files::{self, Bytes, FileError, RegularFile, CONFIG_FILE, GUARDED_MAPS};
 use crate::limits::{MAX_CONFIG_BYTES, MAX_HEADER_BYTES, MAX_INDEX_BYTES, MAX_TENSORS};
@@ -403,13 +403,13 @@ pub fn read_table(file: &RegularFile) -> Result<Table, PackageError> {
     }
     let mut prefix = [0u8; 8];
     file.read_exact_at(0, &mut prefix)?;
-    let n = u64::from_le_bytes(prefix);
-    if n > MAX_HEADER_BYTES || 8 + n > file_len {
-        return Err(malformed(
+    let n = container::header_length(prefix, file_len).map_err(|_| {
+        let n = u64::from_le_bytes(prefix);
+        malformed(
             path,
             format!("header length {n} is over the {MAX_HEADER_BYTES}-byte limit or past the end of the {file_len}-byte file"),
-        ));
-    }
+        )
+    })?;
     let mut header = vec![0u8; 8 + n as usize];
     header[..8].copy_from_slice(&prefix);
     file.read_exact_at(8, &mut header[8..])?;
@@ -663,6 +663,28 @@ mod tests {
             Ok(_) => panic!("read a checkpoint that should be refused ({says})"),
             Err(e) => assert!(e.to_string().contains(says), "{e}"),
         }
+    }
+
+    /// The length prefix is bounded before a buffer is sized from it: a file shorter than the prefix,
+    /// a length over the limit, and one past the end of the file are each refused, saying so.
+    #[test]
+    fn a_header_length_is_refused_before_it_sizes_a_buffer() {
+        refused(
+            &[(SINGLE_FILE, vec![1; 7])],
+            "7 bytes: shorter than a container's 8-byte length prefix",
+        );
+        let over = (MAX_HEADER_BYTES + 1).to_le_bytes().to_vec();
+        refused(
+            &[(SINGLE_FILE, over)],
+            &format!("header length {} is over the {MAX_HEADER_BYTES}-byte limit or past the end of the 8-byte file", MAX_HEADER_BYTES + 1),
+        );
+        let mut past = shard(&["a"]);
+        let len = past.len();
+        past[..8].copy_from_slice(&(len as u64 - 7).to_le_bytes());
+        refused(
+            &[(SINGLE_FILE, past)],
+            &format!("header length {} is over the {MAX_HEADER_BYTES}-byte limit or past the end of the {len}-byte file", len - 7),
+        );
     }
 
     #[test]

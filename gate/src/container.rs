@@ -290,14 +290,7 @@ pub fn split_header(prefix: &[u8], file_len: u64) -> Result<(u64, &[u8]), Contai
             len: file_len.min(prefix.len() as u64),
         });
     };
-    let n = u64::from_le_bytes(len_bytes.try_into().unwrap_or_default());
-    if n > MAX_HEADER_BYTES {
-        return Err(ContainerError::HeaderTooLarge { n });
-    }
-    // n <= 100 MiB, so 8 + n cannot overflow.
-    if 8 + n > file_len {
-        return Err(ContainerError::HeaderPastEnd { n, file_len });
-    }
+    let n = header_length(len_bytes.try_into().unwrap_or_default(), file_len)?;
     match prefix.get(8..header_end(n)) {
         Some(header) => Ok((n, header)),
         None => Err(ContainerError::HeaderPastEnd {
@@ -305,6 +298,21 @@ pub fn split_header(prefix: &[u8], file_len: u64) -> Result<(u64, &[u8]), Contai
             file_len: prefix.len() as u64,
         }),
     }
+}
+
+/// The header length a safetensors file's first 8 bytes declare (little-endian), bounded before
+/// anything is sized from it: at most [`MAX_HEADER_BYTES`], and inside the file of `file_len` bytes.
+/// The one place both the container and the checkpoint readers take it from.
+pub fn header_length(len_bytes: [u8; 8], file_len: u64) -> Result<u64, ContainerError> {
+    let n = u64::from_le_bytes(len_bytes);
+    if n > MAX_HEADER_BYTES {
+        return Err(ContainerError::HeaderTooLarge { n });
+    }
+    // n <= 100 MiB, so 8 + n cannot overflow.
+    if 8 + n > file_len {
+        return Err(ContainerError::HeaderPastEnd { n, file_len });
+    }
+    Ok(n)
 }
 
 fn header_end(n: u64) -> usize {

@@ -52,6 +52,10 @@ pub fn trials() -> Vec<Trial> {
             "hostile::a_manifest_is_never_quoted_nor_followed_out_of_the_package",
             manifest_never_quoted,
         ),
+        Trial::test(
+            "hostile::a_target_header_length_past_its_file_or_the_limit_is_refused_unread",
+            target_header_length,
+        ),
     ]);
     trials
 }
@@ -595,6 +599,55 @@ fn linked_out() -> Result<(), Failed> {
             if text.contains(leaked) {
                 return Err(format!(
                     "{file}: the error quotes the linked file ({leaked:?}): {text}"
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A target's weight file whose 8-byte header length runs past the file, or over the header limit,
+/// is malformed (exit 2, the file and the length named) before any buffer is sized from it: through
+/// the container reader (`model.q4nx`) and the checkpoint reader (`model.safetensors`) alike.
+fn target_header_length() -> Result<(), Failed> {
+    use dflash_gate::__private::limits::MAX_HEADER_BYTES;
+    use gate_tests::synth::TargetPackage;
+    let root = tempfile::tempdir()?;
+    let draft = root.path().join("draft");
+    std::fs::create_dir(&draft)?;
+    Package::generate(&Geometry::small(), Encoding::default(), SEED).write(&draft)?;
+    for file in ["model.q4nx", "model.safetensors"] {
+        for past in [false, true] {
+            let target = root.path().join(format!("target-{file}-{past}"));
+            TargetPackage::matching(&Geometry::small()).write(&target)?;
+            std::fs::rename(target.join("model.q4nx"), target.join(file))?;
+            let path = target.join(file);
+            let mut bytes = std::fs::read(&path)?;
+            let n = if past {
+                bytes.len() as u64 - 7
+            } else {
+                MAX_HEADER_BYTES + 1
+            };
+            bytes[..8].copy_from_slice(&n.to_le_bytes());
+            std::fs::write(&path, &bytes)?;
+            let options = dflash_gate::Options::default().with_target(&target);
+            let err = match dflash_gate::gate(&draft, &options) {
+                Ok(r) => {
+                    return Err(
+                        format!("{file} with header length {n}: gated, {}", r.verdict()).into(),
+                    )
+                }
+                Err(e) => e,
+            };
+            let text = err.to_string();
+            if err.reason() != "malformed"
+                || !text.contains(file)
+                || !text.contains(&format!("header length {n} "))
+            {
+                return Err(format!(
+                    "{file} with header length {n}: {}, expected malformed naming both: {text}",
+                    err.reason()
                 )
                 .into());
             }
