@@ -5,7 +5,7 @@
 //! plain loop with no checks. Both are timed warm, in one process, N times each; the figures that
 //! matter are ratios measured in the same run, since the machines are shared and noisy.
 //!
-//! `cargo xtask bench [--runs N] [--only source|finite|capi]` runs this; packages are generated once and cached under
+//! `cargo xtask bench [--runs N] [--only source|gguf|finite|capi]` runs this; packages are generated once and cached under
 //! `target/bench-packages/`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -13,6 +13,8 @@
 mod capi;
 #[path = "gate/finite.rs"]
 mod finite;
+#[path = "gate/gguf.rs"]
+mod gguf;
 #[path = "gate/source.rs"]
 mod source;
 #[path = "gate/yardstick.rs"]
@@ -81,6 +83,11 @@ fn main() {
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-packages");
     if only.as_deref() == Some("source") {
         source::run(&cache, runs);
+        return;
+    }
+    // `--only gguf` runs the --source FILE.gguf table alone.
+    if only.as_deref() == Some("gguf") {
+        gguf::run(&cache, runs);
         return;
     }
     let mut all = Vec::new();
@@ -163,6 +170,7 @@ fn main() {
         finite::run(name, &dir_of(name), runs);
     }
     source::run(&cache, runs);
+    gguf::run(&cache, runs);
     println!(
         "(medians of {runs} warm runs each; {} worker threads)",
         std::thread::available_parallelism().map_or(1, |n| n.get())

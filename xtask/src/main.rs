@@ -101,11 +101,16 @@ const TASKS: &[Task] = &[
     Task {
         name: "bench",
         run: bench::run,
-        usage: "bench [--runs N] [--only source | --only capi]",
-        about: "time the gate against the floor: the reference, a 1.4 GB package, the DFlash2 reference, and --source",
+        usage: "bench [--runs N] [--only source | gguf | finite | capi]",
+        about: "time the gate against the floor: the reference, a 1.4 GB package, the DFlash2 reference, and --source (bf16 and GGUF)",
         options: &[
             ("--runs N", "timed runs per row (default 7)"),
-            ("--only source", "only the --source table"),
+            ("--only source", "only the --source table (bf16 checkpoint)"),
+            (
+                "--only gguf",
+                "only the --source FILE.gguf table, beside the bf16 comparison of the same package",
+            ),
+            ("--only finite", "only the BF16 finiteness pass"),
             (
                 "--only capi",
                 "only the gate in process through the C ABI against the CLI, on the reference",

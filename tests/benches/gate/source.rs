@@ -63,7 +63,7 @@ fn ensure_pair(dir: &Path) -> (PathBuf, PathBuf) {
 
 /// Drops each file's pages from the page cache and reads it once in order, so readahead holds it as
 /// it holds a file read from disk (see the module's comment). Best effort: the advice is a hint.
-fn settle(files: &[PathBuf]) {
+pub(super) fn settle(files: &[PathBuf]) {
     use std::io::Read;
     for path in files {
         let mut file = std::fs::File::open(path).expect("file");
@@ -85,7 +85,7 @@ fn settle(files: &[PathBuf]) {
 }
 
 /// Maps both files and reads every byte once, split across every core.
-fn floor(files: &[PathBuf]) -> u64 {
+pub(super) fn floor(files: &[PathBuf]) -> u64 {
     let maps: Vec<memmap2::Mmap> = files
         .iter()
         .map(|p| {
