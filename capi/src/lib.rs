@@ -25,7 +25,7 @@
 // Names are the C names, so the header and this file read the same.
 #![allow(non_camel_case_types)]
 
-use dflash_gate::{FileCensus, Options, Outcome, PackageError, Report};
+use dflash_gate::{FileCensus, FileUse, Options, Outcome, PackageError, Report, RoleClass};
 use std::collections::HashMap;
 use std::ffi::{c_char, OsStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -544,7 +544,7 @@ pub unsafe extern "C" fn dflash_gate_evaluate(
             false => {
                 // SAFETY: the caller's promise.
                 let config = unsafe { bytes(config, config_len) }?;
-                files.push(file("config.json", config.len(), "config"));
+                files.push(file("config.json", config.len(), FileUse::Config));
                 Ok(config.to_vec())
             }
         };
@@ -553,7 +553,7 @@ pub unsafe extern "C" fn dflash_gate_evaluate(
             false => {
                 // SAFETY: the caller's promise.
                 let weights = unsafe { bytes(weights, weights_len) }?;
-                files.push(file(&name, weights.len(), "weights"));
+                files.push(file(&name, weights.len(), FileUse::Weights));
                 Ok((name.as_str(), weights))
             }
         };
@@ -567,11 +567,11 @@ pub unsafe extern "C" fn dflash_gate_evaluate(
     })
 }
 
-fn file(name: &str, bytes: usize, use_: &str) -> FileCensus {
+fn file(name: &str, bytes: usize, use_: FileUse) -> FileCensus {
     FileCensus {
         name: name.to_owned(),
         bytes: bytes as u64,
-        use_: use_.to_owned(),
+        use_,
     }
 }
 
@@ -759,12 +759,12 @@ pub unsafe extern "C" fn dflash_gate_report_tensor(
                 Answer::Report(report) => report.census.header_bytes.unwrap_or(0),
                 Answer::CouldNotRun { .. } => 0,
             };
-            let (begin, end) = t.offsets;
+            let [begin, end] = t.data_offsets;
             let tensor = dflash_gate_tensor {
                 name: dflash_gate_str::of(&t.name),
-                role: dflash_gate_str::of(t.role.as_deref().unwrap_or("")),
-                role_class: dflash_gate_str::of(t.role_class.unwrap_or("")),
-                form: dflash_gate_str::of(&t.form),
+                role: dflash_gate_str::of(t.role_text.as_deref().unwrap_or("")),
+                role_class: dflash_gate_str::of(t.role.map_or("", RoleClass::token)),
+                form: dflash_gate_str::of(&t.form_text),
                 dtype: dflash_gate_str::of(&t.dtype),
                 shape: t.shape.as_ptr(),
                 rank: t.shape.len(),

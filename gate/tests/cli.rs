@@ -43,7 +43,7 @@ fn json_is_one_document_with_the_verdict() {
     let o = gate_dir(&fixture(), &["--json"]);
     let doc: serde_json::Value =
         serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
-    assert_eq!(doc["schema_version"], 2);
+    assert_eq!(doc["schema_version"], dflash_gate::SCHEMA_VERSION);
     assert_eq!(doc["verdict"], "PASS");
     assert_eq!(
         doc["checks"].as_array().unwrap().len(),

@@ -116,7 +116,7 @@ fn unreadable_packages_are_a_documented_error_shape() {
         assert_eq!(status, 2);
         assert_eq!(doc["kind"], "error");
         assert_eq!(doc["reason"], reason, "{doc}");
-        assert_eq!(doc["schema_version"], 2);
+        assert_eq!(doc["schema_version"], dflash_gate::SCHEMA_VERSION);
     }
 }
 

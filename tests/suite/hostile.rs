@@ -91,7 +91,10 @@ fn many_paired_tensors() -> Result<(), Failed> {
     let plain = start.elapsed();
     let paired = report
         .check(dflash_gate::CheckId::SOURCE_INVENTORY)
-        .map(|c| (c.outcome, c.evidence["paired"].as_u64()));
+        .map(|c| match c.evidence.as_deref() {
+            Some(dflash_gate::Evidence::SourceInventory(e)) => (c.outcome, Some(e.paired as u64)),
+            _ => (c.outcome, None),
+        });
     // The package's own tensors less its scalars, which have no source tensor, plus the strays.
     let scalars = package
         .tensors

@@ -193,7 +193,7 @@ fn form<'r>(r: &'r Report, name: &str) -> Result<&'r str, String> {
         .tensors
         .iter()
         .find(|t| t.name == name)
-        .map(|t| t.form.as_str())
+        .map(|t| t.form_text.as_str())
         .ok_or_else(|| format!("{name} is not in the census"))
 }
 
@@ -292,7 +292,7 @@ fn assistant_census(r: &Report) -> Result<(), String> {
             .tensors
             .iter()
             .find(|t| t.name == name)
-            .and_then(|t| t.role.clone())
+            .and_then(|t| t.role_text.clone())
     };
     expect_eq(
         "encoder.fc.weight",

@@ -334,7 +334,7 @@ fn grids(r: &Report) -> Vec<&dflash_gate::GridCensus> {
 
 fn medians_near_q4_1(r: &Report) -> Result<(), String> {
     for g in grids(r) {
-        let m = g.ratio_median.ok_or("a grid without a median")?;
+        let m = g.min_scale_median.ok_or("a grid without a median")?;
         if !(-7.9 <= m && m <= -7.1) {
             return Err(format!("median min/scale {m} is not near -7.5"));
         }
@@ -354,7 +354,8 @@ fn small_census(r: &Report) -> Result<(), String> {
     expect_eq("census.family", r.census.family, Some("dflash"))?;
     let roles: BTreeMap<String, usize> =
         r.census.tensors.iter().fold(BTreeMap::new(), |mut m, t| {
-            *m.entry(t.role.clone().unwrap_or_default()).or_default() += 1;
+            *m.entry(t.role_text.clone().unwrap_or_default())
+                .or_default() += 1;
             m
         });
     for p in [
@@ -388,7 +389,7 @@ fn bolt_census(r: &Report) -> Result<(), String> {
     let by_role = |role: &str| {
         g.iter()
             .zip(r.census.tensors.iter().filter(|t| t.grid.is_some()))
-            .filter(|(_, t)| t.role.as_deref() == Some(role))
+            .filter(|(_, t)| t.role_text.as_deref() == Some(role))
             .map(|(g, _)| g.tiles)
             .collect::<BTreeSet<u64>>()
     };
@@ -484,7 +485,11 @@ fn embedding_explained(r: &Report) -> Result<(), String> {
         .iter()
         .find(|t| t.name == "model.embed_tokens.weight")
         .ok_or("no embedding in the census")?;
-    expect_eq("embedding role", t.role.as_deref(), Some("embedding table"))
+    expect_eq(
+        "embedding role",
+        t.role_text.as_deref(),
+        Some("embedding table"),
+    )
 }
 
 fn own_embedding(s: &mut Scenario) {

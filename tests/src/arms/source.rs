@@ -635,7 +635,8 @@ fn writer_fields_named(r: &Report) -> Result<(), String> {
     let check = r
         .check(dflash_gate::CheckId::SOURCE_CONFIG)
         .ok_or("no source.config")?;
-    let skipped = &check.evidence["skipped"];
+    let evidence = serde_json::to_value(&check.evidence).map_err(|e| e.to_string())?;
+    let skipped = &evidence["skipped"];
     if *skipped != serde_json::json!(["_name_or_path", "torch_dtype", "transformers_version"]) {
         return Err(format!("source.config skipped {skipped}"));
     }
