@@ -50,7 +50,7 @@ pub use files::FileError;
 pub use package::{evaluate, gate, Options};
 pub use report::{
     error_json, Census, Check, Evidence, FileCensus, FileUse, GridCensus, NotChecked, Outcome,
-    Report, RoleClass, SourceGridCensus, TensorCensus, SCHEMA_VERSION,
+    Report, RoleClass, SourceGridCensus, TensorCensus, Tool, SCHEMA_VERSION, TOOL,
 };
 
 /// Not part of the API: the gate's insides, for its own binary, test suite, benches and fuzz

@@ -13,6 +13,20 @@ use std::time::Duration;
 /// schema is `schema/report.schema.json`; a test validates real reports against it.
 pub const SCHEMA_VERSION: u32 = 3;
 
+/// The program that wrote a document, so that a stored report says which gate judged it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// This build of the gate.
+pub const TOOL: Tool = Tool {
+    name: env!("CARGO_PKG_NAME"),
+    version: env!("CARGO_PKG_VERSION"),
+};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 #[non_exhaustive]
@@ -287,6 +301,7 @@ pub fn error_json(package: &str, error: &crate::error::PackageError) -> Value {
     #[serde(tag = "kind", rename = "error")]
     struct ErrorDocument<'a> {
         schema_version: u32,
+        tool: Tool,
         package: &'a str,
         reason: &'static str,
         path: String,
@@ -294,6 +309,7 @@ pub fn error_json(package: &str, error: &crate::error::PackageError) -> Value {
     }
     to_value(&ErrorDocument {
         schema_version: SCHEMA_VERSION,
+        tool: TOOL,
         package,
         reason: error.reason(),
         path: error.path().to_string_lossy().into_owned(),
@@ -379,6 +395,7 @@ impl Serialize for Report {
         #[serde(tag = "kind", rename = "report")]
         struct ReportDocument<'a> {
             schema_version: u32,
+            tool: Tool,
             package: &'a str,
             verdict: Outcome,
             checks_passed: usize,
@@ -391,6 +408,7 @@ impl Serialize for Report {
         }
         ReportDocument {
             schema_version: SCHEMA_VERSION,
+            tool: TOOL,
             package: &self.package,
             verdict: self.verdict(),
             checks_passed: self.passed(),

@@ -64,6 +64,10 @@ fn pass_fail_and_undecided_reports_validate() {
         valid(&doc);
         assert_eq!((doc["kind"].as_str(), status), (Some("report"), code));
         assert_eq!(doc["verdict"], verdict);
+        assert_eq!(
+            doc["tool"],
+            json!({"name": "dflash-gate", "version": env!("CARGO_PKG_VERSION")})
+        );
         let counts: u64 = ["checks_passed", "checks_failed", "checks_undecided"]
             .iter()
             .map(|k| doc[k].as_u64().unwrap())
@@ -116,6 +120,7 @@ fn unreadable_packages_are_a_documented_error_shape() {
         assert_eq!(status, 2);
         assert_eq!(doc["kind"], "error");
         assert_eq!(doc["reason"], reason, "{doc}");
+        assert_eq!(doc["tool"]["version"], env!("CARGO_PKG_VERSION"));
         assert_eq!(doc["schema_version"], dflash_gate::SCHEMA_VERSION);
     }
 }
