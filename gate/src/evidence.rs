@@ -91,6 +91,7 @@ evidence!(
 /// One thing a check refused or could not decide: what it is called, and why as a token (each
 /// list's tokens are enumerated in the schema). The sentence with the values is in the message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Finding {
     pub name: String,
     pub kind: &'static str,
@@ -107,6 +108,7 @@ impl Finding {
 
 /// Why a config field let a check down: `missing`, `wrong_type` or `invalid`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct FieldFinding {
     pub field: String,
     pub kind: &'static str,
@@ -114,6 +116,7 @@ pub struct FieldFinding {
 
 /// `config.geometry`: each field as read (null when it could not be), and the problems found.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ConfigGeometry {
     pub problems: Vec<FieldFinding>,
     pub hidden_size: Option<u64>,
@@ -132,6 +135,7 @@ pub struct ConfigGeometry {
 pub type ContainerParses = crate::container::ContainerError;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ProjectionsPresent {
     pub expected: usize,
     pub absent: Vec<String>,
@@ -140,6 +144,7 @@ pub struct ProjectionsPresent {
 /// `projections.tile_grid`: `refused` kinds `not_a_grid`, `no_grid_geometry`; `undecided` kinds
 /// `needs_field`, `not_read`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ProjectionsTileGrid {
     pub proven: usize,
     pub expected: usize,
@@ -149,6 +154,7 @@ pub struct ProjectionsTileGrid {
 
 /// Where the first broken tile header is.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct BadHeader {
     pub tensor: String,
     pub tile: u64,
@@ -160,6 +166,7 @@ pub struct BadHeader {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TilesHeadersSane {
     pub groups: u64,
     pub constant_groups: u64,
@@ -170,6 +177,7 @@ pub struct TilesHeadersSane {
 
 /// Where the first padding group that is not zero is.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct BadPadding {
     pub tensor: String,
     pub tile: u64,
@@ -178,6 +186,7 @@ pub struct BadPadding {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TilesPaddingZero {
     pub padding_groups: u64,
     pub first_bad: Option<BadPadding>,
@@ -186,6 +195,7 @@ pub struct TilesPaddingZero {
 /// `tiles.q4_1_signature`: `refused` kinds `zero_planes`, `zero_minimum_plane`, `off_signature`;
 /// `undecided` kind `no_positive_scale`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TilesQ41Signature {
     pub band: [f32; 2],
     pub medians: BTreeMap<String, Option<f64>>,
@@ -195,6 +205,7 @@ pub struct TilesQ41Signature {
 
 /// An integer scalar: the container's values as stored, the config's as read (null when absent).
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ScalarInts {
     pub container: Vec<i64>,
     pub config: Option<Vec<u64>>,
@@ -220,6 +231,7 @@ impl From<f32> for Float {
 
 /// A float scalar: the container's f32, the config's value, and that value as f32.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ScalarFloat {
     pub container: Float,
     pub config: f64,
@@ -227,6 +239,7 @@ pub struct ScalarFloat {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct FcShape {
     pub dtype: &'static str,
     pub shape: Vec<u64>,
@@ -236,6 +249,7 @@ pub struct FcShape {
 
 /// `norms.sizes`: `off_size` kinds `not_bf16`, `wrong_shape`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct NormsSizes {
     pub expected: usize,
     pub absent: Vec<String>,
@@ -244,6 +258,7 @@ pub struct NormsSizes {
 
 /// `norms.bf16`: the gains in each list, by name.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct NormsBf16 {
     pub read_as_bf16: usize,
     pub read_as_f16: Vec<String>,
@@ -254,6 +269,7 @@ pub struct NormsBf16 {
 /// `dflash2.*`: `refused` kinds `two_names`, `wrong_form`; `undecided` kind `needs_field`;
 /// `proven` kinds `q4_1_grid`, `bf16`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Dflash2Feature {
     pub expected: usize,
     pub absent: Vec<String>,
@@ -266,6 +282,7 @@ pub struct Dflash2Feature {
 /// `beyond_layers`, `feature_off`, `embedding_form`; `undecided` kinds `needs_field`,
 /// `needs_vocab_size`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct InventoryExplained {
     pub tensors: usize,
     pub unexplained: Vec<Finding>,
@@ -275,6 +292,7 @@ pub struct InventoryExplained {
 /// The first non-finite value of `bf16.finite`: its tensor, element index, and `inf`, `-inf` or
 /// `NaN`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct FirstNonFinite {
     pub tensor: String,
     pub index: u64,
@@ -282,6 +300,7 @@ pub struct FirstNonFinite {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Bf16Finite {
     pub tensors: usize,
     pub elements: u64,
@@ -290,12 +309,14 @@ pub struct Bf16Finite {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TargetHiddenSize {
     pub draft: Option<u64>,
     pub target: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TargetDepth {
     pub taps: Vec<u64>,
     pub target_layers: u64,
@@ -305,6 +326,7 @@ pub struct TargetDepth {
 /// `target.vocab`: `problems` kinds `draft_vocab_size` (the two differ), `draft_field` (the draft's
 /// is unusable), `rows` and `padded_rows` (a table's rows disagree), named by field or table.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TargetVocab {
     pub target_vocab_size: u64,
     pub draft_vocab_size: Option<u64>,
@@ -314,6 +336,7 @@ pub struct TargetVocab {
 
 /// `manifest.sha256`: files by name; `unreadable` kinds are the error document's `reason` tokens.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ManifestSha256 {
     pub listed: usize,
     pub hashed_bytes: u64,
@@ -325,6 +348,7 @@ pub struct ManifestSha256 {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SourceConfig {
     pub fields: Vec<String>,
     pub compared: Vec<String>,
@@ -334,6 +358,7 @@ pub struct SourceConfig {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SourceInventory {
     pub paired: usize,
     pub missing: Vec<String>,
@@ -342,6 +367,7 @@ pub struct SourceInventory {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SourceBf16 {
     pub compared: Vec<String>,
     pub differing: BTreeMap<String, u64>,
@@ -350,6 +376,7 @@ pub struct SourceBf16 {
 
 /// `source.q4_1`: per grid, by name.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SourceQ41 {
     pub max_error_steps: BTreeMap<String, f64>,
     pub relative_rms: BTreeMap<String, f64>,

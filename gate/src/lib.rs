@@ -11,8 +11,8 @@
 //!
 //! let report = gate(std::path::Path::new("models/bolt-dflash"), &Options::default())?;
 //! if report.verdict() != Outcome::Pass {
-//!     for check in report.checks.iter().filter(|c| c.outcome != Outcome::Pass) {
-//!         eprintln!("{} {}: {}", check.outcome, check.id, check.message);
+//!     for check in report.checks().iter().filter(|c| c.outcome() != Outcome::Pass) {
+//!         eprintln!("{} {}: {}", check.outcome(), check.id(), check.message());
 //!     }
 //!     return Err("draft package refused".into());
 //! }

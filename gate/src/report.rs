@@ -67,16 +67,16 @@ impl fmt::Display for Outcome {
 #[serde(tag = "kind", rename = "check")]
 pub struct Check {
     /// Stable id, e.g. `tiles.q4_1_signature`.
-    pub id: String,
-    pub outcome: Outcome,
+    pub(crate) id: String,
+    pub(crate) outcome: Outcome,
     /// One line saying what was checked and what was found, naming what it objected to.
-    pub message: String,
+    pub(crate) message: String,
     /// Machine-readable facts behind the message: `None` (null) when the check stopped before it
     /// could gather them. Boxed: the largest evidence type is several times a check's other fields.
-    pub evidence: Option<Box<Evidence>>,
+    pub(crate) evidence: Option<Box<Evidence>>,
     /// For an UNDECIDED check that could not run: the id of the check whose failure or missing input
     /// stopped it.
-    pub blocked_by: Option<String>,
+    pub(crate) blocked_by: Option<String>,
 }
 
 impl Check {
@@ -110,6 +110,31 @@ impl Check {
         }
     }
 
+    /// Stable id, e.g. `tiles.q4_1_signature` (the constants of [`crate::CheckId`]).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn outcome(&self) -> Outcome {
+        self.outcome
+    }
+
+    /// One line saying what was checked and what was found, naming what it objected to: for a
+    /// human, never to be parsed (the facts are [`Check::evidence`]).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The facts behind the message; `None` when the check stopped before it could gather them.
+    pub fn evidence(&self) -> Option<&Evidence> {
+        self.evidence.as_deref()
+    }
+
+    /// For an UNDECIDED check that could not run: the id of the check that stopped it.
+    pub fn blocked_by(&self) -> Option<&str> {
+        self.blocked_by.as_deref()
+    }
+
     /// The check with the facts behind its message (one type per check id: [`crate::evidence`]).
     pub fn with_evidence(mut self, evidence: impl Into<Evidence>) -> Check {
         self.evidence = Some(Box::new(evidence.into()));
@@ -120,6 +145,7 @@ impl Check {
 /// One tensor as the census lists it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename = "tensor")]
+#[non_exhaustive]
 pub struct TensorCensus {
     pub name: String,
     /// The role's class: what a program branches on. `None` when unexplained.
@@ -171,6 +197,7 @@ impl RoleClass {
 /// Facts of one q4_1 grid's headers.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename = "q4_1_grid")]
+#[non_exhaustive]
 pub struct GridCensus {
     pub n: u64,
     pub k: u64,
@@ -208,6 +235,7 @@ impl fmt::Display for FileUse {
 /// A file in the package directory.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename = "file")]
+#[non_exhaustive]
 pub struct FileCensus {
     pub name: String,
     pub bytes: u64,
@@ -218,6 +246,7 @@ pub struct FileCensus {
 /// What is in the package.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(tag = "kind", rename = "census")]
+#[non_exhaustive]
 pub struct Census {
     pub files: Vec<FileCensus>,
     pub weight_file: Option<String>,
@@ -238,6 +267,17 @@ pub struct Census {
     pub source_grids: Vec<SourceGridCensus>,
 }
 
+impl FileCensus {
+    /// A file of the package, for [`crate::evaluate`] on bytes already in memory.
+    pub fn new(name: impl Into<String>, bytes: u64, use_: FileUse) -> FileCensus {
+        FileCensus {
+            name: name.into(),
+            bytes,
+            use_,
+        }
+    }
+}
+
 fn as_object<S: Serializer>(pairs: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
     s.collect_map(pairs.iter().map(|(k, v)| (k, v)))
 }
@@ -245,6 +285,7 @@ fn as_object<S: Serializer>(pairs: &[(String, String)], s: S) -> Result<S::Ok, S
 /// How far one grid's dequantized weights lie from its source checkpoint's (`source.q4_1`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename = "source_grid")]
+#[non_exhaustive]
 pub struct SourceGridCensus {
     pub name: String,
     /// Real elements compared.
@@ -378,13 +419,13 @@ impl fmt::Display for NotChecked {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     /// The package directory as it was named.
-    pub package: String,
-    pub checks: Vec<Check>,
-    pub census: Census,
+    pub(crate) package: String,
+    pub(crate) checks: Vec<Check>,
+    pub(crate) census: Census,
     /// What the gate cannot know, said out loud so that silence is never read as approval; each
     /// later step removes the items it answered. Ordered as the report prints them.
-    pub not_checked: BTreeSet<NotChecked>,
-    pub elapsed: Duration,
+    pub(crate) not_checked: BTreeSet<NotChecked>,
+    pub(crate) elapsed: Duration,
 }
 
 /// The report as the document prints it: the verdict and the counts are derived here, from the
@@ -432,6 +473,31 @@ impl Report {
             .map(|c| c.outcome)
             .max()
             .unwrap_or(Outcome::Undecided)
+    }
+
+    /// The package directory as it was named.
+    pub fn package(&self) -> &str {
+        &self.package
+    }
+
+    /// Every check, in run order. Read-only: the verdict is derived from them.
+    pub fn checks(&self) -> &[Check] {
+        &self.checks
+    }
+
+    pub fn census(&self) -> &Census {
+        &self.census
+    }
+
+    /// What the gate cannot know (less what `--target`, `--source` and `--manifest` answered), in
+    /// the order the report prints them.
+    pub fn not_checked(&self) -> &BTreeSet<NotChecked> {
+        &self.not_checked
+    }
+
+    /// How long the gate took (not in the JSON document, which is reproducible byte for byte).
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
     }
 
     pub fn check(&self, id: &str) -> Option<&Check> {

@@ -483,17 +483,13 @@ fn a_check_with_nothing_to_look_at_says_so() {
     let report = dflash_gate::gate(&d, &dflash_gate::Options::default()).unwrap();
     for id in ["tiles.headers_sane", "tiles.q4_1_signature"] {
         let c = report.check(id).unwrap();
-        assert_eq!(c.outcome, dflash_gate::Outcome::Undecided, "{id}");
-        assert_eq!(
-            c.blocked_by.as_deref(),
-            Some("projections.tile_grid"),
-            "{id}"
-        );
+        assert_eq!(c.outcome(), dflash_gate::Outcome::Undecided, "{id}");
+        assert_eq!(c.blocked_by(), Some("projections.tile_grid"), "{id}");
         assert!(
-            c.message
+            c.message()
                 .starts_with("nothing to look at: no grid was read"),
             "{id}: {}",
-            c.message
+            c.message()
         );
     }
 }
