@@ -162,6 +162,8 @@ pub struct BadHeader {
     pub row: usize,
     pub scale: f64,
     pub minimum: f64,
+    /// `scale_not_finite`, `scale_negative`, `minimum_not_finite`, `zero_scale_over_codes` or
+    /// `zero_planes`.
     pub why: &'static str,
 }
 

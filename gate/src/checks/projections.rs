@@ -274,7 +274,7 @@ fn headers(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) 
             row: b.row,
             scale: f64::from(b.scale),
             minimum: f64::from(b.minimum),
-            why: b.why,
+            why: b.why.token(),
         }),
     };
     if let Some((name, b)) = first {
