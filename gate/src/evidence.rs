@@ -45,6 +45,8 @@ pub enum Evidence {
     TargetHiddenSize(TargetHiddenSize),
     TargetDepth(TargetDepth),
     TargetVocab(TargetVocab),
+    TargetMaskToken(TargetMaskToken),
+    TargetTokenizer(TargetTokenizer),
     ManifestSha256(ManifestSha256),
     SourceConfig(SourceConfig),
     SourceInventory(SourceInventory),
@@ -81,6 +83,8 @@ evidence!(
     TargetHiddenSize,
     TargetDepth,
     TargetVocab,
+    TargetMaskToken,
+    TargetTokenizer,
     ManifestSha256,
     SourceConfig,
     SourceInventory,
@@ -334,6 +338,24 @@ pub struct TargetVocab {
     pub draft_vocab_size: Option<u64>,
     pub tables_read: Vec<&'static str>,
     pub problems: Vec<Finding>,
+}
+
+/// `target.mask_token`, once both numbers are known: the draft's mask token, the vocabulary size it
+/// must be below, and whose that is (`target`, or `draft` when the target's could not be read).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TargetMaskToken {
+    pub mask_token_id: u64,
+    pub vocab_size: u64,
+    pub vocab_size_from: &'static str,
+}
+
+/// `target.tokenizer`: what the target's tokenizer.json is: `present`, `absent`, `dangling` (a link
+/// to nothing), `not_regular` or `unexamined`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TargetTokenizer {
+    pub tokenizer: &'static str,
 }
 
 /// `manifest.sha256`: files by name; `unreadable` kinds are the error document's `reason` tokens.

@@ -8,7 +8,9 @@ use crate::container::TensorInfo;
 use crate::dtype::Dtype;
 use crate::error::PackageError;
 use crate::escape;
-use crate::evidence::{Finding, TargetDepth, TargetHiddenSize, TargetVocab};
+use crate::evidence::{
+    Finding, TargetDepth, TargetHiddenSize, TargetMaskToken, TargetTokenizer, TargetVocab,
+};
 use crate::files::{self, FileError, WeightFile};
 use crate::package::Evaluation;
 use crate::report::{Check, NotChecked};
@@ -53,6 +55,19 @@ pub enum Tokenizer {
     NotRegular(&'static str),
     /// `stat` failed for another reason (permissions, a loop of symlinks): the error, as text.
     Unexamined(String),
+}
+
+impl Tokenizer {
+    /// What `target.tokenizer`'s evidence calls it.
+    fn token(&self) -> &'static str {
+        match self {
+            Tokenizer::Present => "present",
+            Tokenizer::Absent => "absent",
+            Tokenizer::Dangling(_) => "dangling",
+            Tokenizer::NotRegular(_) => "not_regular",
+            Tokenizer::Unexamined(_) => "unexamined",
+        }
+    }
 }
 
 /// The file `target.tokenizer` looks for: drafts carry no tokenizer and use the target's.
@@ -565,15 +580,28 @@ fn mask(draft: &DraftConfig, target: &Target) -> Check {
             )
         }
     };
+    let evidence = TargetMaskToken {
+        mask_token_id: m,
+        vocab_size: v,
+        vocab_size_from: if target.vocab_size.is_ok() {
+            "target"
+        } else {
+            "draft"
+        },
+    };
     if m < v {
-        Check::pass(MASK, format!("mask_token_id {m} is below {whose} {v}"))
+        Check::pass(MASK, format!("mask_token_id {m} is below {whose} {v}")).with_evidence(evidence)
     } else {
         Check::fail(MASK, format!("mask_token_id {m} is not below {whose} {v}"))
+            .with_evidence(evidence)
     }
 }
 
 fn tokenizer(target: &Target) -> Check {
-    match &target.tokenizer {
+    let evidence = TargetTokenizer {
+        tokenizer: target.tokenizer.token(),
+    };
+    let check = match &target.tokenizer {
         Tokenizer::Present => Check::pass(
             TOKENIZER,
             "the target carries tokenizer.json (drafts share the target's tokenizer)",
@@ -594,7 +622,8 @@ fn tokenizer(target: &Target) -> Check {
             TOKENIZER,
             format!("cannot decide: the target's tokenizer.json could not be examined: {why}"),
         ),
-    }
+    };
+    check.with_evidence(evidence)
 }
 
 #[cfg(test)]
