@@ -52,6 +52,10 @@ pub fn trials() -> Vec<Trial> {
             "hostile::a_manifest_is_never_quoted_nor_followed_out_of_the_package",
             manifest_never_quoted,
         ),
+        Trial::test(
+            "hostile::a_refused_container_names_its_refusal_and_offsets",
+            container_refusal,
+        ),
     ]);
     trials
 }
@@ -599,6 +603,41 @@ fn linked_out() -> Result<(), Failed> {
                 .into());
             }
         }
+    }
+    Ok(())
+}
+
+/// `container.parses` refuses with facts a program can branch on: the refusal's kind as a token and
+/// the offsets it involves, not only the message's sentence.
+fn container_refusal() -> Result<(), Failed> {
+    let package = Package::generate(&Geometry::small(), Encoding::default(), SEED);
+    let config = serde_json::to_vec(&package.config)?;
+    let weights = package.weight_bytes();
+    let cut = weights.len() - 100;
+    let evidence = |bytes: &[u8]| -> Result<serde_json::Value, Failed> {
+        let report = dflash_gate::evaluate(
+            "refused",
+            Ok(config.clone()),
+            Ok(("model.q4nx", bytes)),
+            Vec::new(),
+        )?;
+        let check = report
+            .check(dflash_gate::CheckId::CONTAINER_PARSES)
+            .ok_or("no container.parses")?;
+        if check.outcome() != dflash_gate::Outcome::Fail {
+            return Err(format!("container.parses {}, expected FAIL", check.outcome()).into());
+        }
+        Ok(serde_json::to_value(check.evidence())?)
+    };
+    let truncated = evidence(&weights[..cut])?;
+    let data_len = truncated["data_len"].as_u64().ok_or("no data_len")?;
+    let end = truncated["end"].as_u64().ok_or("no end")?;
+    if truncated["kind"] != "truncated" || data_len >= end || !truncated["tensor"].is_string() {
+        return Err(format!("a cut weight file: evidence {truncated}").into());
+    }
+    let short = evidence(&weights[..4])?;
+    if short != serde_json::json!({"kind": "too_short", "len": 4}) {
+        return Err(format!("a 4-byte weight file: evidence {short}").into());
     }
     Ok(())
 }

@@ -121,6 +121,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "not_checked kept (absent manifest)", file: "gate/src/manifest.rs", from: "let answered = if check.outcome == Outcome::Undecided {", to: "let answered = if false {", filter: "hostile::an_absent_manifest_leaves_provenance" },
     Mutant { check: "weight file link rule", file: "gate/src/package.rs", from: "inside.admits(&file)?;\n            Ok((escape::name(name), file.into_bytes()?))", to: "Ok((escape::name(name), file.into_bytes()?))", filter: "hostile::a_config_or_weight_file_linking_out" },
     Mutant { check: "config.json link rule", file: "gate/src/package.rs", from: "inside.admits(&file)?;\n        Ok((file.read_all(MAX_CONFIG_BYTES)?, file))", to: "Ok((file.read_all(MAX_CONFIG_BYTES)?, file))", filter: "hostile::a_config_or_weight_file_linking_out" },
+    Mutant { check: "container.parses evidence", file: "gate/src/package.rs", from: ".with_evidence(e),", to: ",", filter: "hostile::a_refused_container_names_its_refusal" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of
