@@ -25,7 +25,7 @@
 // Names are the C names, so the header and this file read the same.
 #![allow(non_camel_case_types)]
 
-use dflash_gate::{FileCensus, Options, Outcome, PackageError, Report};
+use dflash_gate::{FileCensus, FileUse, Options, Outcome, PackageError, Report, RoleClass};
 use std::collections::HashMap;
 use std::ffi::{c_char, OsStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -279,7 +279,7 @@ fn verdict_of(outcome: Outcome) -> dflash_gate_verdict {
 impl dflash_gate_report {
     fn new(answer: Answer) -> *mut dflash_gate_report {
         let not_checked = match &answer {
-            Answer::Report(r) => r.not_checked.iter().map(ToString::to_string).collect(),
+            Answer::Report(r) => r.not_checked().iter().map(ToString::to_string).collect(),
             Answer::CouldNotRun { .. } => Vec::new(),
         };
         hand_out(
@@ -301,7 +301,7 @@ impl dflash_gate_report {
 
     fn checks(&self) -> &[dflash_gate::Check] {
         match &self.answer {
-            Answer::Report(r) => &r.checks,
+            Answer::Report(r) => r.checks(),
             Answer::CouldNotRun { .. } => &[],
         }
     }
@@ -312,7 +312,7 @@ impl dflash_gate_report {
 
     fn tensors(&self) -> &[dflash_gate::TensorCensus] {
         match &self.answer {
-            Answer::Report(r) => &r.census.tensors,
+            Answer::Report(r) => &r.census().tensors,
             Answer::CouldNotRun { .. } => &[],
         }
     }
@@ -320,10 +320,10 @@ impl dflash_gate_report {
 
 fn check_of(check: &dflash_gate::Check) -> dflash_gate_check {
     dflash_gate_check {
-        id: dflash_gate_str::of(&check.id),
-        outcome: verdict_of(check.outcome),
-        message: dflash_gate_str::of(&check.message),
-        blocked_by: dflash_gate_str::of(check.blocked_by.as_deref().unwrap_or("")),
+        id: dflash_gate_str::of(check.id()),
+        outcome: verdict_of(check.outcome()),
+        message: dflash_gate_str::of(check.message()),
+        blocked_by: dflash_gate_str::of(check.blocked_by().unwrap_or("")),
     }
 }
 
@@ -544,7 +544,7 @@ pub unsafe extern "C" fn dflash_gate_evaluate(
             false => {
                 // SAFETY: the caller's promise.
                 let config = unsafe { bytes(config, config_len) }?;
-                files.push(file("config.json", config.len(), "config"));
+                files.push(file("config.json", config.len(), FileUse::Config));
                 Ok(config.to_vec())
             }
         };
@@ -553,7 +553,7 @@ pub unsafe extern "C" fn dflash_gate_evaluate(
             false => {
                 // SAFETY: the caller's promise.
                 let weights = unsafe { bytes(weights, weights_len) }?;
-                files.push(file(&name, weights.len(), "weights"));
+                files.push(file(&name, weights.len(), FileUse::Weights));
                 Ok((name.as_str(), weights))
             }
         };
@@ -567,12 +567,8 @@ pub unsafe extern "C" fn dflash_gate_evaluate(
     })
 }
 
-fn file(name: &str, bytes: usize, use_: &str) -> FileCensus {
-    FileCensus {
-        name: name.to_owned(),
-        bytes: bytes as u64,
-        use_: use_.to_owned(),
-    }
+fn file(name: &str, bytes: usize, use_: FileUse) -> FileCensus {
+    FileCensus::new(name, bytes as u64, use_)
 }
 
 /// Reads a live report under the panic boundary.
@@ -679,11 +675,16 @@ pub unsafe extern "C" fn dflash_gate_report_first_objection(
                     blocked_by: dflash_gate_str::of(""),
                 },
                 Answer::Report(report) => {
-                    let first = |o| report.checks.iter().find(|c| c.outcome == o);
+                    let first = |o| report.checks().iter().find(|c| c.outcome() == o);
                     // No checks at all is no pass either: the verdict is then UNDECIDED.
                     let check = first(Outcome::Fail)
-                        .or_else(|| report.checks.iter().find(|c| c.outcome != Outcome::Pass))
-                        .ok_or(match report.checks.is_empty() {
+                        .or_else(|| {
+                            report
+                                .checks()
+                                .iter()
+                                .find(|c| c.outcome() != Outcome::Pass)
+                        })
+                        .ok_or(match report.checks().is_empty() {
                             true => DFLASH_GATE_OUT_OF_RANGE,
                             false => DFLASH_GATE_NOT_FOUND,
                         })?;
@@ -756,15 +757,15 @@ pub unsafe extern "C" fn dflash_gate_report_tensor(
             let t = r.tensors().get(index).ok_or(DFLASH_GATE_OUT_OF_RANGE)?;
             // The census holds offsets into the data section, which starts after the header.
             let header = match &r.answer {
-                Answer::Report(report) => report.census.header_bytes.unwrap_or(0),
+                Answer::Report(report) => report.census().header_bytes.unwrap_or(0),
                 Answer::CouldNotRun { .. } => 0,
             };
-            let (begin, end) = t.offsets;
+            let [begin, end] = t.data_offsets;
             let tensor = dflash_gate_tensor {
                 name: dflash_gate_str::of(&t.name),
-                role: dflash_gate_str::of(t.role.as_deref().unwrap_or("")),
-                role_class: dflash_gate_str::of(t.role_class.unwrap_or("")),
-                form: dflash_gate_str::of(&t.form),
+                role: dflash_gate_str::of(t.role_text.as_deref().unwrap_or("")),
+                role_class: dflash_gate_str::of(t.role.map_or("", RoleClass::token)),
+                form: dflash_gate_str::of(&t.form_text),
                 dtype: dflash_gate_str::of(&t.dtype),
                 shape: t.shape.as_ptr(),
                 rank: t.shape.len(),

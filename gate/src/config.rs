@@ -63,6 +63,18 @@ impl FieldProblem {
         matches!(self.kind, ProblemKind::Invalid(_))
     }
 
+    /// The problem as evidence: the field, and `missing`, `wrong_type` or `invalid`.
+    pub fn finding(&self) -> crate::evidence::FieldFinding {
+        crate::evidence::FieldFinding {
+            field: self.field.clone(),
+            kind: match self.kind {
+                ProblemKind::Missing => "missing",
+                ProblemKind::WrongType(_) => "wrong_type",
+                ProblemKind::Invalid(_) => "invalid",
+            },
+        }
+    }
+
     /// What a check that could not run says of the field it lacked: `needs hidden_size, which is
     /// missing` (the `Display` form reads as a statement, not as a need).
     pub fn needs(&self) -> String {

@@ -68,8 +68,11 @@ pub struct Container<'a> {
     data: &'a [u8],
 }
 
-/// Why a container was refused. Each message names the tensor or key, and the values involved.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a container was refused. Each message names the tensor or key, and the values involved. As
+/// `container.parses` evidence it is an object: `kind` (the variant, as a token) and the variant's
+/// fields, less the ones that are prose (those are in the message).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ContainerError {
     /// The file cannot even hold the 8-byte header length.
     TooShort { len: u64 },
@@ -80,7 +83,10 @@ pub enum ContainerError {
     /// The header bytes are not UTF-8; `offset` is the first bad byte within the header.
     HeaderNotUtf8 { offset: usize },
     /// The header is not one JSON value (or repeats a key).
-    HeaderNotJson { reason: String },
+    HeaderNotJson {
+        #[serde(skip)]
+        reason: String,
+    },
     /// The header is JSON but not an object.
     HeaderNotObject { found: &'static str },
     /// More entries than the reader accepts.
@@ -101,6 +107,7 @@ pub enum ContainerError {
     BadField {
         tensor: String,
         field: &'static str,
+        #[serde(skip)]
         reason: String,
     },
     /// A dtype safetensors does not define.
@@ -139,6 +146,7 @@ pub enum ContainerError {
         tensor: String,
         gap_begin: u64,
         gap_end: u64,
+        #[serde(skip)]
         why: &'static str,
     },
     /// The last entry does not end where the data section ends (trailing bytes, or a short file).

@@ -137,7 +137,7 @@ impl PackageError {
 }
 
 /// The reason token of a file error, noted or not.
-fn file_reason(e: &FileError) -> &'static str {
+pub(crate) fn file_reason(e: &FileError) -> &'static str {
     match e {
         FileError::NotFound { .. } => "file_not_found",
         FileError::NotRegular { .. } => "not_a_regular_file",

@@ -11,8 +11,8 @@
 //!
 //! let report = gate(std::path::Path::new("models/bolt-dflash"), &Options::default())?;
 //! if report.verdict() != Outcome::Pass {
-//!     for check in report.checks.iter().filter(|c| c.outcome != Outcome::Pass) {
-//!         eprintln!("{} {}: {}", check.outcome, check.id, check.message);
+//!     for check in report.checks().iter().filter(|c| c.outcome() != Outcome::Pass) {
+//!         eprintln!("{} {}: {}", check.outcome(), check.id(), check.message());
 //!     }
 //!     return Err("draft package refused".into());
 //! }
@@ -30,6 +30,7 @@ mod container;
 mod dtype;
 mod error;
 pub mod escape;
+pub mod evidence;
 mod family;
 mod files;
 mod gguf;
@@ -48,8 +49,8 @@ pub use error::PackageError;
 pub use files::FileError;
 pub use package::{evaluate, gate, Options};
 pub use report::{
-    error_json, Census, Check, FileCensus, GridCensus, NotChecked, Outcome, Report,
-    SourceGridCensus, TensorCensus, SCHEMA_VERSION,
+    error_json, Census, Check, Evidence, FileCensus, FileUse, GridCensus, NotChecked, Outcome,
+    Report, RoleClass, SourceGridCensus, TensorCensus, Tool, SCHEMA_VERSION, TOOL,
 };
 
 /// Not part of the API: the gate's insides, for its own binary, test suite, benches and fuzz

@@ -2,11 +2,11 @@
 
 use crate::error::PackageError;
 use crate::escape;
+use crate::evidence::{Finding, ManifestSha256};
 use crate::files::{self, FileError};
 use crate::limits::MAX_MANIFEST_BYTES;
 use crate::package::Evaluation;
 use crate::report::{Check, NotChecked, Outcome};
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -92,6 +92,9 @@ pub fn check(dir: &Path, read: &[&files::RegularFile]) -> Result<Check, PackageE
     let mut missing = Vec::new();
     let mut unreadable = Vec::new();
     let mut outside = Vec::new();
+    // The evidence names each file; the hashes and link targets are in the message.
+    let (mut mismatched_names, mut unreadable_items, mut outside_names) =
+        (Vec::new(), Vec::new(), Vec::new());
     let mut bytes = 0u64;
     for ((want, file), got) in entries.iter().zip(&results) {
         match got {
@@ -103,16 +106,29 @@ pub fn check(dir: &Path, read: &[&files::RegularFile]) -> Result<Check, PackageE
                         &want[..12],
                         &hex[..12]
                     ));
+                    mismatched_names.push(file.clone());
                 }
             }
             Err(FileError::NotFound { .. }) => missing.push(file.clone()),
             Err(FileError::Outside { to, .. }) => {
-                outside.push(format!("{file} (a link to {})", escape::os(to.as_os_str())))
+                outside.push(format!("{file} (a link to {})", escape::os(to.as_os_str())));
+                outside_names.push(file.clone());
             }
-            Err(e) => unreadable.push(format!("{file} ({})", e.reason())),
+            Err(e) => {
+                unreadable.push(format!("{file} ({})", e.reason()));
+                unreadable_items.push(Finding::new(file, crate::error::file_reason(e)));
+            }
         }
     }
-    let evidence = json!({ "listed": listed.len(), "hashed_bytes": bytes, "mismatched": mismatched, "missing": missing, "unreadable": unreadable, "outside_the_package": outside, "unlisted": unlisted });
+    let evidence = ManifestSha256 {
+        listed: listed.len(),
+        hashed_bytes: bytes,
+        mismatched: mismatched_names,
+        missing: missing.clone(),
+        unreadable: unreadable_items,
+        outside_the_package: outside_names,
+        unlisted: unlisted.clone(),
+    };
     if mismatched.is_empty()
         && missing.is_empty()
         && unreadable.is_empty()

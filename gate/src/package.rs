@@ -6,7 +6,7 @@ use crate::container::Container;
 use crate::escape;
 use crate::files::{self, FileError, WeightFile};
 use crate::limits::MAX_CONFIG_BYTES;
-use crate::report::{Census, Check, FileCensus, NotChecked, Report, TensorCensus};
+use crate::report::{Census, Check, FileCensus, FileUse, NotChecked, Report, TensorCensus};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -236,10 +236,13 @@ fn container_checks<'a>(
     let container = match Container::parse(bytes) {
         Ok(c) => c,
         Err(e) => {
-            report.checks.push(Check::fail(
-                PARSES,
-                format!("{name} does not parse as a Q4NX table: {e}"),
-            ));
+            report.checks.push(
+                Check::fail(
+                    PARSES,
+                    format!("{name} does not parse as a Q4NX table: {e}"),
+                )
+                .with_evidence(e),
+            );
             report.checks.extend(
                 checks::container_checks(config)
                     .into_iter()
@@ -292,13 +295,14 @@ fn container_checks<'a>(
             let role = naming.role(&e.name);
             TensorCensus {
                 name: e.name.clone(),
-                role: role.map(|r| r.to_string()),
-                role_class: role.map(|r| r.class()),
+                role: role.map(|r| r.class()),
+                role_text: role.map(|r| r.to_string()),
                 layer: role.and_then(|r| r.layer()),
                 dtype: e.dtype.name().to_owned(),
                 shape: e.shape.clone(),
-                offsets: (e.begin, e.end),
-                form,
+                data_offsets: [e.begin, e.end],
+                bytes: e.end - e.begin,
+                form_text: form,
                 grid,
             }
         })
@@ -349,18 +353,18 @@ fn list_files(dir: &Path) -> Result<(Vec<OsString>, Vec<FileCensus>), PackageErr
         .iter()
         .map(|(raw, bytes)| {
             let use_ = if raw == CONFIG_FILE {
-                "config"
+                FileUse::Config
             } else if raw == crate::manifest::MANIFEST_FILE {
-                "manifest"
+                FileUse::Manifest
             } else if files::is_weight_file(raw) {
-                "weights"
+                FileUse::Weights
             } else {
-                "not checked"
+                FileUse::NotChecked
             };
             FileCensus {
                 name: escape::name(raw),
                 bytes: *bytes,
-                use_: use_.to_owned(),
+                use_,
             }
         })
         .collect();

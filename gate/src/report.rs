@@ -2,16 +2,33 @@
 //!
 //! The CLI, the test harness and a loader all read this one structure; nothing here prints.
 
-use serde_json::{json, Value};
+pub use crate::evidence::Evidence;
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
 
 /// Version of the JSON document. Bump on any change that is not purely additive. The document's
 /// schema is `schema/report.schema.json`; a test validates real reports against it.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// The program that wrote a document, so that a stored report says which gate judged it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// This build of the gate.
+pub const TOOL: Tool = Tool {
+    name: env!("CARGO_PKG_NAME"),
+    version: env!("CARGO_PKG_VERSION"),
+};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
 #[non_exhaustive]
 pub enum Outcome {
     Pass,
@@ -46,18 +63,20 @@ impl fmt::Display for Outcome {
 }
 
 /// One check's result.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename = "check")]
 pub struct Check {
     /// Stable id, e.g. `tiles.q4_1_signature`.
-    pub id: String,
-    pub outcome: Outcome,
+    pub(crate) id: String,
+    pub(crate) outcome: Outcome,
     /// One line saying what was checked and what was found, naming what it objected to.
-    pub message: String,
-    /// Machine-readable facts behind the message.
-    pub evidence: Value,
+    pub(crate) message: String,
+    /// Machine-readable facts behind the message: `None` (null) when the check stopped before it
+    /// could gather them. Boxed: the largest evidence type is several times a check's other fields.
+    pub(crate) evidence: Option<Box<Evidence>>,
     /// For an UNDECIDED check that could not run: the id of the check whose failure or missing input
     /// stopped it.
-    pub blocked_by: Option<String>,
+    pub(crate) blocked_by: Option<String>,
 }
 
 impl Check {
@@ -66,7 +85,7 @@ impl Check {
             id: id.into(),
             outcome,
             message: message.into(),
-            evidence: Value::Null,
+            evidence: None,
             blocked_by: None,
         }
     }
@@ -91,65 +110,143 @@ impl Check {
         }
     }
 
-    pub fn with_evidence(mut self, evidence: Value) -> Check {
-        self.evidence = evidence;
-        self
+    /// Stable id, e.g. `tiles.q4_1_signature` (the constants of [`crate::CheckId`]).
+    pub fn id(&self) -> &str {
+        &self.id
     }
 
-    pub fn to_json(&self) -> Value {
-        json!({
-            "kind": "check",
-            "id": self.id,
-            "outcome": self.outcome.label(),
-            "message": self.message,
-            "evidence": self.evidence,
-            "blocked_by": self.blocked_by,
-        })
+    pub fn outcome(&self) -> Outcome {
+        self.outcome
+    }
+
+    /// One line saying what was checked and what was found, naming what it objected to: for a
+    /// human, never to be parsed (the facts are [`Check::evidence`]).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The facts behind the message; `None` when the check stopped before it could gather them.
+    pub fn evidence(&self) -> Option<&Evidence> {
+        self.evidence.as_deref()
+    }
+
+    /// For an UNDECIDED check that could not run: the id of the check that stopped it.
+    pub fn blocked_by(&self) -> Option<&str> {
+        self.blocked_by.as_deref()
+    }
+
+    /// The check with the facts behind its message (one type per check id: [`crate::evidence`]).
+    pub fn with_evidence(mut self, evidence: impl Into<Evidence>) -> Check {
+        self.evidence = Some(Box::new(evidence.into()));
+        self
     }
 }
 
 /// One tensor as the census lists it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename = "tensor")]
+#[non_exhaustive]
 pub struct TensorCensus {
     pub name: String,
-    /// The role it plays, as a human label (`gain input_layernorm`), or `None` when unexplained.
-    pub role: Option<String>,
-    /// The role's class as a token (`projection`, `gain`, `conv`, `fc`, `selector`, `scalar`,
-    /// `embedding`): what a program branches on.
-    pub role_class: Option<&'static str>,
+    /// The role's class: what a program branches on. `None` when unexplained.
+    pub role: Option<RoleClass>,
+    /// The role as a human label (`gain input_layernorm`), or `None` when unexplained.
+    pub role_text: Option<String>,
     /// The layer of a per-layer role.
     pub layer: Option<u64>,
     pub dtype: String,
     pub shape: Vec<u64>,
-    pub offsets: (u64, u64),
-    /// What the bytes were found to be, e.g. `q4_1 tile grid 4096 x 2560, 1280 tiles`.
-    pub form: String,
+    pub data_offsets: [u64; 2],
+    /// `data_offsets[1] - data_offsets[0]`, which the container's reader proved is the dtype and
+    /// shape's byte count.
+    pub bytes: u64,
+    /// What the bytes were found to be, for a human: `q4_1 tile grid 4096 x 2560, 1280 tiles`.
+    pub form_text: String,
     pub grid: Option<GridCensus>,
 }
 
+/// The class of a tensor's role, as the census's `role` token names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RoleClass {
+    Projection,
+    Gain,
+    Conv,
+    Fc,
+    Selector,
+    Scalar,
+    Embedding,
+}
+
+impl RoleClass {
+    /// The token the document spells it as (`projection`, `gain`, ...).
+    pub fn token(self) -> &'static str {
+        match self {
+            RoleClass::Projection => "projection",
+            RoleClass::Gain => "gain",
+            RoleClass::Conv => "conv",
+            RoleClass::Fc => "fc",
+            RoleClass::Selector => "selector",
+            RoleClass::Scalar => "scalar",
+            RoleClass::Embedding => "embedding",
+        }
+    }
+}
+
 /// Facts of one q4_1 grid's headers.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename = "q4_1_grid")]
+#[non_exhaustive]
 pub struct GridCensus {
     pub n: u64,
     pub k: u64,
     pub tiles: u64,
     pub real_groups: u64,
     pub constant_groups: u64,
-    pub ratio_median: Option<f32>,
+    /// Median of minimum/scale over the grid's real groups (near -7.5 for q4_1).
+    pub min_scale_median: Option<f32>,
     pub scale_range: Option<(f32, f32)>,
 }
 
+/// How the gate used a file of the package.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FileUse {
+    Config,
+    Weights,
+    Manifest,
+    /// Listed, not interpreted.
+    NotChecked,
+}
+
+impl fmt::Display for FileUse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FileUse::Config => "config",
+            FileUse::Weights => "weights",
+            FileUse::Manifest => "manifest",
+            FileUse::NotChecked => "not checked",
+        })
+    }
+}
+
 /// A file in the package directory.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename = "file")]
+#[non_exhaustive]
 pub struct FileCensus {
     pub name: String,
     pub bytes: u64,
-    /// How the gate used it: `config`, `weights`, `manifest`, or `not checked`.
-    pub use_: String,
+    #[serde(rename = "use")]
+    pub use_: FileUse,
 }
 
 /// What is in the package.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(tag = "kind", rename = "census")]
+#[non_exhaustive]
 pub struct Census {
     pub files: Vec<FileCensus>,
     pub weight_file: Option<String>,
@@ -160,14 +257,35 @@ pub struct Census {
     /// The family config.json declares (its token), once the config was accepted.
     pub family: Option<&'static str>,
     pub aligned_gaps: u64,
+    /// The container's `__metadata__`, in its order (a JSON object in the document).
+    #[serde(serialize_with = "as_object")]
     pub metadata: Vec<(String, String)>,
     pub tensors: Vec<TensorCensus>,
-    /// Each q4_1 grid compared with its source (`--source`), in package order.
+    /// Each q4_1 grid compared with its source (`--source`), in package order; absent from the
+    /// document without `--source`, so reports without it keep their shape.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub source_grids: Vec<SourceGridCensus>,
 }
 
+impl FileCensus {
+    /// A file of the package, for [`crate::evaluate`] on bytes already in memory.
+    pub fn new(name: impl Into<String>, bytes: u64, use_: FileUse) -> FileCensus {
+        FileCensus {
+            name: name.into(),
+            bytes,
+            use_,
+        }
+    }
+}
+
+fn as_object<S: Serializer>(pairs: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(pairs.iter().map(|(k, v)| (k, v)))
+}
+
 /// How far one grid's dequantized weights lie from its source checkpoint's (`source.q4_1`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename = "source_grid")]
+#[non_exhaustive]
 pub struct SourceGridCensus {
     pub name: String,
     /// Real elements compared.
@@ -197,8 +315,8 @@ impl Census {
         let count =
             |f: &dyn Fn(&TensorCensus) -> bool| self.tensors.iter().filter(|t| f(t)).count();
         let unexplained = count(&|t| t.role.is_none());
-        let gains = count(&|t| t.role_class == Some("gain"));
-        let scalars = count(&|t| t.role_class == Some("scalar"));
+        let gains = count(&|t| t.role == Some(RoleClass::Gain));
+        let scalars = count(&|t| t.role == Some(RoleClass::Scalar));
         let files: Vec<String> = self
             .files
             .iter()
@@ -215,89 +333,39 @@ impl Census {
             files.join(", ")
         )
     }
-
-    pub fn to_json(&self) -> Value {
-        let tensors: Vec<Value> = self
-            .tensors
-            .iter()
-            .map(|t| {
-                json!({
-                    "kind": "tensor",
-                    "name": t.name,
-                    "role": t.role_class,
-                    "role_text": t.role,
-                    "layer": t.layer,
-                    "dtype": t.dtype,
-                    "shape": t.shape,
-                    "data_offsets": [t.offsets.0, t.offsets.1],
-                    "bytes": t.offsets.1 - t.offsets.0,
-                    "form_text": t.form,
-                    "grid": t.grid.as_ref().map(|g| json!({
-                        "kind": "q4_1_grid",
-                        "n": g.n,
-                        "k": g.k,
-                        "tiles": g.tiles,
-                        "real_groups": g.real_groups,
-                        "constant_groups": g.constant_groups,
-                        "min_scale_median": g.ratio_median.map(f64::from),
-                        "scale_range": g.scale_range.map(|(lo, hi)| [f64::from(lo), f64::from(hi)]),
-                    })),
-                })
-            })
-            .collect();
-        let files: Vec<Value> = self
-            .files
-            .iter()
-            .map(|f| json!({"kind": "file", "name": f.name, "bytes": f.bytes, "use": f.use_.replace(' ', "_")}))
-            .collect();
-        let metadata: serde_json::Map<String, Value> = self
-            .metadata
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect();
-        let mut doc = json!({
-            "kind": "census",
-            "files": files,
-            "weight_file": self.weight_file,
-            "header_bytes": self.header_bytes,
-            "file_bytes": self.file_bytes,
-            "naming": self.naming,
-            "family": self.family,
-            "aligned_gaps": self.aligned_gaps,
-            "metadata": metadata,
-            "tensors": tensors,
-        });
-        // Only with --source, so reports without it keep their shape.
-        if !self.source_grids.is_empty() {
-            doc["source_grids"] = self
-                .source_grids
-                .iter()
-                .map(|g| {
-                    json!({
-                        "kind": "source_grid",
-                        "name": g.name,
-                        "elements": g.elements,
-                        "max_error_steps": f64::from(g.max_error_steps),
-                        "relative_rms": g.relative_rms,
-                        "out_of_bound": g.out_of_bound,
-                    })
-                })
-                .collect();
-        }
-        doc
-    }
 }
 
 /// The JSON document for a package the gate could not run on (exit 2): what it was named, why, and the
 /// path at fault. `reason` is a token a program can branch on; `message` is the human line.
 pub fn error_json(package: &str, error: &crate::error::PackageError) -> Value {
-    json!({
-        "kind": "error",
-        "schema_version": SCHEMA_VERSION,
-        "package": package,
-        "reason": error.reason(),
-        "path": error.path().to_string_lossy(),
-        "message": error.to_string(),
+    #[derive(Serialize)]
+    #[serde(tag = "kind", rename = "error")]
+    struct ErrorDocument<'a> {
+        schema_version: u32,
+        tool: Tool,
+        package: &'a str,
+        reason: &'static str,
+        path: String,
+        message: String,
+    }
+    to_value(&ErrorDocument {
+        schema_version: SCHEMA_VERSION,
+        tool: TOOL,
+        package,
+        reason: error.reason(),
+        path: error.path().to_string_lossy().into_owned(),
+        message: error.to_string(),
+    })
+}
+
+/// The document as a JSON value. Its objects' keys come out sorted (serde_json's map without
+/// `preserve_order`), which keeps the document byte for byte reproducible whatever the field order
+/// of the types.
+fn to_value(document: &impl Serialize) -> Value {
+    // Every map key here is a string and every type is plain data, so serializing cannot fail; if
+    // it ever did, the document says so rather than being silently empty.
+    serde_json::to_value(document).unwrap_or_else(|e| {
+        Value::String(format!("internal error: the report did not serialize: {e}"))
     })
 }
 
@@ -351,13 +419,49 @@ impl fmt::Display for NotChecked {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     /// The package directory as it was named.
-    pub package: String,
-    pub checks: Vec<Check>,
-    pub census: Census,
+    pub(crate) package: String,
+    pub(crate) checks: Vec<Check>,
+    pub(crate) census: Census,
     /// What the gate cannot know, said out loud so that silence is never read as approval; each
     /// later step removes the items it answered. Ordered as the report prints them.
-    pub not_checked: BTreeSet<NotChecked>,
-    pub elapsed: Duration,
+    pub(crate) not_checked: BTreeSet<NotChecked>,
+    pub(crate) elapsed: Duration,
+}
+
+/// The report as the document prints it: the verdict and the counts are derived here, from the
+/// checks, so they cannot disagree with them.
+impl Serialize for Report {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(tag = "kind", rename = "report")]
+        struct ReportDocument<'a> {
+            schema_version: u32,
+            tool: Tool,
+            package: &'a str,
+            verdict: Outcome,
+            checks_passed: usize,
+            checks_failed: usize,
+            checks_undecided: usize,
+            checks_total: usize,
+            checks: &'a [Check],
+            not_checked: Vec<String>,
+            census: &'a Census,
+        }
+        ReportDocument {
+            schema_version: SCHEMA_VERSION,
+            tool: TOOL,
+            package: &self.package,
+            verdict: self.verdict(),
+            checks_passed: self.passed(),
+            checks_failed: self.count(Outcome::Fail),
+            checks_undecided: self.count(Outcome::Undecided),
+            checks_total: self.checks.len(),
+            checks: &self.checks,
+            not_checked: self.not_checked.iter().map(ToString::to_string).collect(),
+            census: &self.census,
+        }
+        .serialize(s)
+    }
 }
 
 impl Report {
@@ -369,6 +473,31 @@ impl Report {
             .map(|c| c.outcome)
             .max()
             .unwrap_or(Outcome::Undecided)
+    }
+
+    /// The package directory as it was named.
+    pub fn package(&self) -> &str {
+        &self.package
+    }
+
+    /// Every check, in run order. Read-only: the verdict is derived from them.
+    pub fn checks(&self) -> &[Check] {
+        &self.checks
+    }
+
+    pub fn census(&self) -> &Census {
+        &self.census
+    }
+
+    /// What the gate cannot know (less what `--target`, `--source` and `--manifest` answered), in
+    /// the order the report prints them.
+    pub fn not_checked(&self) -> &BTreeSet<NotChecked> {
+        &self.not_checked
+    }
+
+    /// How long the gate took (not in the JSON document, which is reproducible byte for byte).
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
     }
 
     pub fn check(&self, id: &str) -> Option<&Check> {
@@ -386,19 +515,7 @@ impl Report {
 
     /// The JSON document (`schema/report.schema.json`). Deterministic: no timings, checks in run order.
     pub fn to_json(&self) -> Value {
-        json!({
-            "kind": "report",
-            "schema_version": SCHEMA_VERSION,
-            "package": self.package,
-            "verdict": self.verdict().label(),
-            "checks_passed": self.passed(),
-            "checks_failed": self.count(Outcome::Fail),
-            "checks_undecided": self.count(Outcome::Undecided),
-            "checks_total": self.checks.len(),
-            "checks": self.checks.iter().map(Check::to_json).collect::<Vec<_>>(),
-            "not_checked": self.not_checked.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "census": self.census.to_json(),
-        })
+        to_value(self)
     }
 
     /// The human report: one line per check, the census line, the NOT CHECKED lines, the verdict,
@@ -423,14 +540,14 @@ impl Report {
         line(self.census.summary());
         if with_census {
             for t in &self.census.tensors {
-                let role = t.role.as_deref().unwrap_or("UNEXPLAINED");
+                let role = t.role_text.as_deref().unwrap_or("UNEXPLAINED");
                 line(format!(
                     "  {:<48} {:<5} {:<22} {:<26} {}",
                     t.name,
                     t.dtype,
                     crate::container::shape_text(&t.shape),
                     role,
-                    t.form
+                    t.form_text
                 ));
             }
             for g in &self.census.source_grids {

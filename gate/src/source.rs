@@ -22,7 +22,6 @@ use crate::package::Evaluation;
 use crate::parallel::WorkerPanic;
 use crate::report::{Check, NotChecked, SourceGridCensus};
 use crate::tile::TileGrid;
-use serde_json::json;
 use values::Matrix;
 
 pub const CONFIG: &str = config::ID;
@@ -237,7 +236,12 @@ fn inventory(
     extra: &[String],
     misshapen: &[String],
 ) -> Check {
-    let evidence = json!({ "paired": pairs.len(), "missing": missing, "extra": extra, "misshapen": misshapen });
+    let evidence = crate::evidence::SourceInventory {
+        paired: pairs.len(),
+        missing: missing.to_vec(),
+        extra: extra.to_vec(),
+        misshapen: misshapen.to_vec(),
+    };
     let problems: Vec<&String> = missing.iter().chain(extra).chain(misshapen).collect();
     if problems.is_empty() {
         return Check::pass(
@@ -282,15 +286,14 @@ fn compare_bf16(
         .zip(&outcomes)
         .filter(|(_, o)| o.differing > 0)
         .collect();
-    let counts: serde_json::Map<String, serde_json::Value> = differing
-        .iter()
-        .map(|(j, o)| (j.name.to_owned(), o.differing.into()))
-        .collect();
-    let evidence = json!({
-        "compared": jobs.iter().map(|j| j.name).collect::<Vec<_>>(),
-        "differing": counts,
-        "not_compared": other,
-    });
+    let evidence = crate::evidence::SourceBf16 {
+        compared: jobs.iter().map(|j| j.name.to_owned()).collect(),
+        differing: differing
+            .iter()
+            .map(|(j, o)| (j.name.to_owned(), o.differing))
+            .collect(),
+        not_compared: other.to_vec(),
+    };
     if let Some((job, o)) = differing.first() {
         let (row, col, p, s) = o.first.unwrap_or_default();
         let fc = if job.layout == bf16::Layout::RowBlocked {
@@ -400,17 +403,20 @@ fn compare_grids(
             out_of_bound: o.stats.out,
         })
         .collect();
-    let per_grid = |f: fn(&SourceGridCensus) -> serde_json::Value| {
-        census
+    let evidence = crate::evidence::SourceQ41 {
+        max_error_steps: census
             .iter()
-            .map(|g| (g.name.clone(), f(g)))
-            .collect::<serde_json::Map<_, _>>()
+            .map(|g| (g.name.clone(), f64::from(g.max_error_steps)))
+            .collect(),
+        relative_rms: census
+            .iter()
+            .map(|g| (g.name.clone(), g.relative_rms))
+            .collect(),
+        out_of_bound: census
+            .iter()
+            .map(|g| (g.name.clone(), g.out_of_bound))
+            .collect(),
     };
-    let evidence = json!({
-        "max_error_steps": per_grid(|g| f64::from(g.max_error_steps).into()),
-        "relative_rms": per_grid(|g| g.relative_rms.into()),
-        "out_of_bound": per_grid(|g| g.out_of_bound.into()),
-    });
     let worst_steps = census
         .iter()
         .map(|g| g.max_error_steps)

@@ -8,11 +8,14 @@ use crate::container::TensorInfo;
 use crate::dtype::Dtype;
 use crate::error::PackageError;
 use crate::escape;
+use crate::evidence::{
+    Finding, TargetDepth, TargetHiddenSize, TargetMaskToken, TargetTokenizer, TargetVocab,
+};
 use crate::files::{self, FileError, WeightFile};
 use crate::package::Evaluation;
 use crate::report::{Check, NotChecked};
 use crate::tile::{TILE_BYTES, TILE_COLS, TILE_ROWS};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::ffi::OsString;
 use std::io;
 use std::path::Path;
@@ -52,6 +55,19 @@ pub enum Tokenizer {
     NotRegular(&'static str),
     /// `stat` failed for another reason (permissions, a loop of symlinks): the error, as text.
     Unexamined(String),
+}
+
+impl Tokenizer {
+    /// What `target.tokenizer`'s evidence calls it.
+    fn token(&self) -> &'static str {
+        match self {
+            Tokenizer::Present => "present",
+            Tokenizer::Absent => "absent",
+            Tokenizer::Dangling(_) => "dangling",
+            Tokenizer::NotRegular(_) => "not_regular",
+            Tokenizer::Unexamined(_) => "unexamined",
+        }
+    }
 }
 
 /// The file `target.tokenizer` looks for: drafts carry no tokenizer and use the target's.
@@ -289,10 +305,10 @@ fn hidden(draft: &DraftConfig, target: &Target) -> Check {
     }
     // The evidence keeps its documented shape (schema/report.schema.json): the tables compared are
     // named in the message.
-    let evidence = json!({
-        "draft": draft.hidden_size.clone().ok(),
-        "target": target.hidden_size.clone().ok(),
-    });
+    let evidence = TargetHiddenSize {
+        draft: draft.hidden_size.clone().ok(),
+        target: target.hidden_size.clone().ok(),
+    };
     if !problems.is_empty() {
         return Check::fail(HIDDEN, problems.join("; ")).with_evidence(evidence);
     }
@@ -375,7 +391,11 @@ fn depth(draft: &DraftConfig, target: &Target) -> Check {
         Ok(layers) => *layers,
         Err(p) => return unusable(DEPTH, p),
     };
-    let evidence = json!({ "taps": taps, "target_layers": layers, "draft_num_target_layers": draft.num_target_layers.clone().ok().flatten() });
+    let evidence = TargetDepth {
+        taps: taps.clone(),
+        target_layers: layers,
+        draft_num_target_layers: draft.num_target_layers.clone().ok().flatten(),
+    };
     if let Some(bad) = taps.iter().find(|&&t| t >= layers) {
         return Check::fail(
             DEPTH,
@@ -405,14 +425,21 @@ fn vocab(draft: &DraftConfig, target: &Target) -> Check {
         Err(p) => return unusable(VOCAB, p),
     };
     let mut problems = Vec::new();
+    let mut found = Vec::new();
     let mut agreed = vec![format!("target vocab_size {vocab}")];
     match draft.vocab_size.clone() {
-        Ok(Some(d)) if d != vocab => problems.push(format!(
-            "the draft's vocab_size is {d}, the target's {vocab}"
-        )),
+        Ok(Some(d)) if d != vocab => {
+            problems.push(format!(
+                "the draft's vocab_size is {d}, the target's {vocab}"
+            ));
+            found.push(Finding::new("vocab_size", "draft_vocab_size"));
+        }
         Ok(Some(d)) => agreed.push(format!("draft vocab_size {d}")),
         Ok(None) => agreed.push("draft states no vocab_size".to_owned()),
-        Err(p) => problems.push(format!("the draft's {p}")),
+        Err(p) => {
+            problems.push(format!("the draft's {p}"));
+            found.push(Finding::new("vocab_size", "draft_field"));
+        }
     }
     let mut rows_read = Vec::new();
     let hidden = target.hidden_size.clone().ok();
@@ -424,14 +451,18 @@ fn vocab(draft: &DraftConfig, target: &Target) -> Check {
             match rows(info, hidden) {
                 Rows::Exact(r) if r == vocab => agreed.push(format!("{name} has {r} rows")),
                 Rows::Exact(r) => {
-                    problems.push(format!("{name} has {r} rows, vocab_size is {vocab}"))
+                    problems.push(format!("{name} has {r} rows, vocab_size is {vocab}"));
+                    found.push(Finding::new(name, "rows"));
                 }
                 Rows::Padded(np) if vocab <= np && np - vocab < 32 => {
                     agreed.push(format!("{name} is a tile grid of {np} padded rows"))
                 }
-                Rows::Padded(np) => problems.push(format!(
-                    "{name} is a tile grid of {np} padded rows, vocab_size is {vocab}"
-                )),
+                Rows::Padded(np) => {
+                    problems.push(format!(
+                        "{name} is a tile grid of {np} padded rows, vocab_size is {vocab}"
+                    ));
+                    found.push(Finding::new(name, "padded_rows"));
+                }
                 Rows::Unknown => {}
             }
             if !matches!(rows(info, hidden), Rows::Unknown) {
@@ -439,7 +470,12 @@ fn vocab(draft: &DraftConfig, target: &Target) -> Check {
             }
         }
     }
-    let evidence = json!({ "target_vocab_size": vocab, "draft_vocab_size": draft.vocab_size.clone().ok().flatten(), "tables_read": rows_read, "problems": problems });
+    let evidence = TargetVocab {
+        target_vocab_size: vocab,
+        draft_vocab_size: draft.vocab_size.clone().ok().flatten(),
+        tables_read: rows_read.clone(),
+        problems: found,
+    };
     if !problems.is_empty() {
         return Check::fail(
             VOCAB,
@@ -544,15 +580,28 @@ fn mask(draft: &DraftConfig, target: &Target) -> Check {
             )
         }
     };
+    let evidence = TargetMaskToken {
+        mask_token_id: m,
+        vocab_size: v,
+        vocab_size_from: if target.vocab_size.is_ok() {
+            "target"
+        } else {
+            "draft"
+        },
+    };
     if m < v {
-        Check::pass(MASK, format!("mask_token_id {m} is below {whose} {v}"))
+        Check::pass(MASK, format!("mask_token_id {m} is below {whose} {v}")).with_evidence(evidence)
     } else {
         Check::fail(MASK, format!("mask_token_id {m} is not below {whose} {v}"))
+            .with_evidence(evidence)
     }
 }
 
 fn tokenizer(target: &Target) -> Check {
-    match &target.tokenizer {
+    let evidence = TargetTokenizer {
+        tokenizer: target.tokenizer.token(),
+    };
+    let check = match &target.tokenizer {
         Tokenizer::Present => Check::pass(
             TOKENIZER,
             "the target carries tokenizer.json (drafts share the target's tokenizer)",
@@ -573,7 +622,8 @@ fn tokenizer(target: &Target) -> Check {
             TOKENIZER,
             format!("cannot decide: the target's tokenizer.json could not be examined: {why}"),
         ),
-    }
+    };
+    check.with_evidence(evidence)
 }
 
 #[cfg(test)]

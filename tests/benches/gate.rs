@@ -212,13 +212,13 @@ fn measure(name: &'static str, dir: &Path, runs: usize) -> Figures {
         report.to_text(false)
     );
     let groups: u64 = report
-        .census
+        .census()
         .tensors
         .iter()
         .filter_map(|t| t.grid.as_ref())
         .map(|g| g.real_groups)
         .sum();
-    let bytes = report.census.file_bytes.unwrap_or(0);
+    let bytes = report.census().file_bytes.unwrap_or(0);
     let headers = tile_header_ranges(&dir.join("model.q4nx"));
     let mut gate_times = Vec::new();
     let mut floor_times = Vec::new();

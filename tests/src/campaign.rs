@@ -466,12 +466,13 @@ fn judge(
 ) -> Option<String> {
     if let Some((tensor, tile)) = &m.broken_group {
         let check = report.check("tiles.headers_sane")?;
-        let named = check.message.contains(tensor.as_str())
-            && check.message.contains(&format!("tile {tile} "));
-        if check.outcome != Outcome::Fail || !named {
+        let named = check.message().contains(tensor.as_str())
+            && check.message().contains(&format!("tile {tile} "));
+        if check.outcome() != Outcome::Fail || !named {
             return Some(format!(
                 "tiles.headers_sane did not name {tensor} tile {tile}: {} {}",
-                check.outcome, check.message
+                check.outcome(),
+                check.message()
             ));
         }
         return None;

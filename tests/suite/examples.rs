@@ -47,18 +47,20 @@ pub fn trials() -> Vec<Trial> {
                 let report =
                     dflash_gate::evaluate(file, Ok(bytes), Err("config only".into()), Vec::new())
                         .map_err(|e| format!("the gate could not run: {e}"))?;
-                let first = &report.checks[0];
-                if first.id != "config.is_dflash"
-                    || first.outcome != want
-                    || !first.message.contains(phrase)
+                let first = &report.checks()[0];
+                if first.id() != "config.is_dflash"
+                    || first.outcome() != want
+                    || !first.message().contains(phrase)
                 {
                     return Err(Failed::from(format!(
                         "{}: {} {}",
-                        first.id, first.outcome, first.message
+                        first.id(),
+                        first.outcome(),
+                        first.message()
                     )));
                 }
                 let got = report.check("config.geometry");
-                if got.map(|c| c.outcome) != geometry {
+                if got.map(|c| c.outcome()) != geometry {
                     return Err(Failed::from(format!("config.geometry: {got:?}")));
                 }
                 Ok(())

@@ -56,6 +56,10 @@ pub fn trials() -> Vec<Trial> {
             "hostile::a_target_header_length_past_its_file_or_the_limit_is_refused_unread",
             target_header_length,
         ),
+        Trial::test(
+            "hostile::a_refused_container_names_its_refusal_and_offsets",
+            container_refusal,
+        ),
     ]);
     trials
 }
@@ -95,7 +99,10 @@ fn many_paired_tensors() -> Result<(), Failed> {
     let plain = start.elapsed();
     let paired = report
         .check(dflash_gate::CheckId::SOURCE_INVENTORY)
-        .map(|c| (c.outcome, c.evidence["paired"].as_u64()));
+        .map(|c| match c.evidence() {
+            Some(dflash_gate::Evidence::SourceInventory(e)) => (c.outcome(), Some(e.paired as u64)),
+            _ => (c.outcome(), None),
+        });
     // The package's own tensors less its scalars, which have no source tensor, plus the strays.
     let scalars = package
         .tensors
@@ -110,7 +117,7 @@ fn many_paired_tensors() -> Result<(), Failed> {
     }
     let bf16 = report
         .check(dflash_gate::CheckId::SOURCE_BF16)
-        .map(|c| c.outcome);
+        .map(|c| c.outcome());
     if bf16 != Some(dflash_gate::Outcome::Pass) {
         return Err(format!("source.bf16: {bf16:?}, expected PASS").into());
     }
@@ -350,7 +357,7 @@ fn million_empty_tensors() -> Result<(), Failed> {
         .map_err(|_| "the gate did not return within 120 s")??;
     let parses = report
         .check("container.parses")
-        .map(|c| (c.outcome, c.message.clone()));
+        .map(|c| (c.outcome(), c.message()));
     match parses {
         Some((dflash_gate::Outcome::Fail, m))
             if m.contains("at least 1025 zero-byte tensors, more than the 1024 accepted") =>
@@ -401,11 +408,8 @@ fn truncated_while_read() -> Result<(), Failed> {
             Err(e) => return Err(format!("try {i}: unexpected error: {e}").into()),
             Ok(r) if r.verdict() == dflash_gate::Outcome::Pass => after += 1,
             Ok(r) => {
-                let parses = r.check("container.parses").map(|c| c.message.clone());
-                if !parses
-                    .as_deref()
-                    .is_some_and(|m| m.contains("file is short"))
-                {
+                let parses = r.check("container.parses").map(|c| c.message());
+                if !parses.is_some_and(|m| m.contains("file is short")) {
                     return Err(format!(
                         "try {i}: refused for another reason: {}",
                         r.to_text(false)
@@ -433,7 +437,7 @@ fn hub_snapshot() -> Result<(), Failed> {
     let options = dflash_gate::Options::default().with_manifest(true);
     let report = dflash_gate::gate(&dir, &options)?;
     let manifest = report.check("manifest.sha256").ok_or("no manifest check")?;
-    if report.verdict() != dflash_gate::Outcome::Pass || !manifest.message.contains("3 files") {
+    if report.verdict() != dflash_gate::Outcome::Pass || !manifest.message().contains("3 files") {
         return Err(format!("the hub snapshot does not pass:\n{}", report.to_text(false)).into());
     }
     Ok(())
@@ -461,7 +465,7 @@ fn manifest_never_quoted() -> Result<(), Failed> {
         let report = dflash_gate::gate(dir, &options)?;
         let text = report.to_text(false);
         let check = report.check("manifest.sha256").ok_or("no manifest check")?;
-        if check.outcome != dflash_gate::Outcome::Fail || !check.message.contains(said) {
+        if check.outcome() != dflash_gate::Outcome::Fail || !check.message().contains(said) {
             return Err(format!("not refused as {said:?}:\n{text}").into());
         }
         if text.contains("wJalrXUtnFEMI") || report.to_json().to_string().contains("wJalrXUtnFEMI")
@@ -546,12 +550,12 @@ fn absent_manifest() -> Result<(), Failed> {
         Extra::Manifest(remove),
     )?;
     let report = dflash_gate::gate(&dir, &options)?;
-    let outcome = report.check("manifest.sha256").map(|c| c.outcome);
+    let outcome = report.check("manifest.sha256").map(|c| c.outcome());
     if outcome != Some(dflash_gate::Outcome::Undecided) {
         return Err(format!("manifest.sha256 is {outcome:?}, expected UNDECIDED").into());
     }
     if !report
-        .not_checked
+        .not_checked()
         .contains(&dflash_gate::NotChecked::Provenance)
     {
         return Err("an absent manifest removed the provenance item: nothing was verified".into());
@@ -652,6 +656,41 @@ fn target_header_length() -> Result<(), Failed> {
                 .into());
             }
         }
+    }
+    Ok(())
+}
+
+/// `container.parses` refuses with facts a program can branch on: the refusal's kind as a token and
+/// the offsets it involves, not only the message's sentence.
+fn container_refusal() -> Result<(), Failed> {
+    let package = Package::generate(&Geometry::small(), Encoding::default(), SEED);
+    let config = serde_json::to_vec(&package.config)?;
+    let weights = package.weight_bytes();
+    let cut = weights.len() - 100;
+    let evidence = |bytes: &[u8]| -> Result<serde_json::Value, Failed> {
+        let report = dflash_gate::evaluate(
+            "refused",
+            Ok(config.clone()),
+            Ok(("model.q4nx", bytes)),
+            Vec::new(),
+        )?;
+        let check = report
+            .check(dflash_gate::CheckId::CONTAINER_PARSES)
+            .ok_or("no container.parses")?;
+        if check.outcome() != dflash_gate::Outcome::Fail {
+            return Err(format!("container.parses {}, expected FAIL", check.outcome()).into());
+        }
+        Ok(serde_json::to_value(check.evidence())?)
+    };
+    let truncated = evidence(&weights[..cut])?;
+    let data_len = truncated["data_len"].as_u64().ok_or("no data_len")?;
+    let end = truncated["end"].as_u64().ok_or("no end")?;
+    if truncated["kind"] != "truncated" || data_len >= end || !truncated["tensor"].is_string() {
+        return Err(format!("a cut weight file: evidence {truncated}").into());
+    }
+    let short = evidence(&weights[..4])?;
+    if short != serde_json::json!({"kind": "too_short", "len": 4}) {
+        return Err(format!("a 4-byte weight file: evidence {short}").into());
     }
     Ok(())
 }

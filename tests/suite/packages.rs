@@ -43,13 +43,14 @@ pub fn package_trials(group: &str, dir: &Path) -> Vec<Trial> {
         }
     };
     report
-        .checks
+        .checks()
+        .to_vec()
         .into_iter()
         .map(|c| {
-            Trial::test(format!("{group}::{label}::{}", c.id), move || {
-                match c.outcome {
+            Trial::test(format!("{group}::{label}::{}", c.id()), move || {
+                match c.outcome() {
                     Outcome::Pass => Ok(()),
-                    other => Err(Failed::from(format!("{other}: {}", c.message))),
+                    other => Err(Failed::from(format!("{other}: {}", c.message()))),
                 }
             })
         })

@@ -124,6 +124,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "source.q4_1 (whole-tile regrouping)", file: "gate/src/source/kernels/wide.rs", from: "((half * 16 + w) * 8 + 4 * parity + (pair & 3)) * 32 + 16 * (pair >> 2)", to: "((half * 16 + w) * 8 + 4 * parity + (pair & 3)) * 32", filter: "kernels::wide::codes_are_regrouped_where_the_main_loop_reads_them" },
     Mutant { check: "header length (checkpoint)", file: "gate/src/checkpoint.rs", from: "let n = container::header_length(prefix, file_len).map_err(|_| {", to: "let n = Ok::<u64, container::ContainerError>(u64::from_le_bytes(prefix)).map_err(|_| {", filter: "hostile::a_target_header_length_past_its_file_or_the_limit_is_refused_unread" },
     Mutant { check: "header length (shared)", file: "gate/src/container.rs", from: "    if 8 + n > file_len {", to: "    if false {", filter: "hostile::a_target_header_length_past_its_file_or_the_limit_is_refused_unread" },
+    Mutant { check: "container.parses evidence", file: "gate/src/package.rs", from: ".with_evidence(e),", to: ",", filter: "hostile::a_refused_container_names_its_refusal" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of

@@ -313,18 +313,18 @@ fn hint(dir: &Path, e: &dflash_gate::PackageError) -> &'static str {
 fn verdict_line(report: &Report) -> String {
     let verdict = report.verdict();
     let first = report
-        .checks
+        .checks()
         .iter()
-        .find(|c| c.outcome == verdict && verdict != Outcome::Pass);
+        .find(|c| c.outcome() == verdict && verdict != Outcome::Pass);
     let detail = match first {
-        Some(c) => format!("{}: {}", c.id, c.message),
+        Some(c) => format!("{}: {}", c.id(), c.message()),
         None => format!(
             "{} of {} checks passed",
             report.passed(),
-            report.checks.len()
+            report.checks().len()
         ),
     };
-    let line = format!("{:<10} {}  {detail}", verdict.label(), report.package);
+    let line = format!("{:<10} {}  {detail}", verdict.label(), report.package());
     format!("{}\n", dflash_gate::escape::line(&line))
 }
 

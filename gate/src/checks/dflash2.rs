@@ -9,10 +9,10 @@ use super::geometry::blocked_by_field;
 use super::{list, Forms, Inputs};
 use crate::container::TensorInfo;
 use crate::dtype::Dtype;
+use crate::evidence::{Dflash2Feature, Finding};
 use crate::family::{Feature, Form, Kind, Role, Switch};
 use crate::report::Check;
 use crate::tile::{GridGeometry, TileGrid};
-use serde_json::json;
 
 /// The feature checks, and the matrices found to be grids (for the tile checks).
 pub struct Features<'a> {
@@ -64,6 +64,7 @@ fn check_feature<'a>(
     let mut refused = Vec::new();
     let mut undecided = Vec::new();
     let mut proven = Vec::new();
+    let (mut refused_items, mut undecided_items) = (Vec::new(), Vec::new());
     for (role, spec) in &roles {
         let names = candidates(inputs, *role);
         let present: Vec<&TensorInfo> = names
@@ -81,6 +82,7 @@ fn check_feature<'a>(
                     "{} and {} are both present: one name per tensor",
                     first.name, second.name
                 ));
+                refused_items.push(Finding::new(&second.name, "two_names"));
                 continue;
             }
         };
@@ -88,27 +90,35 @@ fn check_feature<'a>(
             Ok(s) => s,
             Err(p) => {
                 undecided.push(format!("{}: {}", info.name, p.needs()));
+                undecided_items.push(Finding::new(&info.name, "needs_field"));
                 continue;
             }
         };
         match decide(inputs, info, &shape, spec.forms) {
             Ok(Found::Grid(g)) => {
-                proven.push(format!("{}: q4_1 grid", info.name));
+                proven.push(Finding::new(&info.name, "q4_1_grid"));
                 grids.push((info.name.clone(), g));
             }
             Ok(Found::Bf16(form)) => {
-                forms.set(&info.name, form.clone(), None);
-                proven.push(format!("{}: {form}", info.name));
+                forms.set(&info.name, form, None);
+                proven.push(Finding::new(&info.name, "bf16"));
             }
             Err(why) => {
                 forms.set(&info.name, format!("not an accepted form: {why}"), None);
                 refused.push(format!("{}: {why}", info.name));
+                refused_items.push(Finding::new(&info.name, "wrong_form"));
             }
         }
     }
     let total = roles.len();
     let [a, b] = feature.fields();
-    let evidence = json!({ "expected": total, "absent": absent, "refused": refused, "undecided": undecided, "proven": proven });
+    let evidence = Dflash2Feature {
+        expected: total,
+        absent: absent.clone(),
+        refused: refused_items,
+        undecided: undecided_items,
+        proven: proven.clone(),
+    };
     if !absent.is_empty() || !refused.is_empty() {
         let mut parts = Vec::new();
         if !refused.is_empty() {
@@ -139,7 +149,7 @@ fn check_feature<'a>(
         )
         .with_evidence(evidence);
     }
-    let gridded = proven.iter().filter(|p| p.ends_with("q4_1 grid")).count();
+    let gridded = proven.iter().filter(|p| p.kind == "q4_1_grid").count();
     Check::pass(
         id,
         format!(

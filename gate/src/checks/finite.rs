@@ -8,9 +8,9 @@
 
 use crate::container::{Container, TensorInfo};
 use crate::dtype::Dtype;
+use crate::evidence::{Bf16Finite, FirstNonFinite};
 use crate::parallel::WorkerPanic;
 use crate::report::Check;
-use serde_json::json;
 
 pub const ID: &str = crate::check_id::CheckId::BF16_FINITE;
 
@@ -131,21 +131,20 @@ fn value(bits: u16) -> &'static str {
 
 pub fn run(container: &Container<'_>) -> Result<Check, WorkerPanic> {
     let scan = scan(container)?;
-    let counts: serde_json::Map<String, serde_json::Value> = scan
-        .found
-        .iter()
-        .map(|f| (f.tensor.name.clone(), f.count.into()))
-        .collect();
-    let first = scan
-        .found
-        .first()
-        .map(|f| json!({ "tensor": f.tensor.name, "index": f.first.0, "value": value(f.first.1) }));
-    let evidence = json!({
-        "tensors": scan.tensors,
-        "elements": scan.elements,
-        "non_finite": counts,
-        "first": first,
-    });
+    let evidence = Bf16Finite {
+        tensors: scan.tensors,
+        elements: scan.elements,
+        non_finite: scan
+            .found
+            .iter()
+            .map(|f| (f.tensor.name.clone(), f.count))
+            .collect(),
+        first: scan.found.first().map(|f| FirstNonFinite {
+            tensor: f.tensor.name.clone(),
+            index: f.first.0,
+            value: value(f.first.1),
+        }),
+    };
     if let Some(f) = scan.found.first() {
         let names: Vec<&str> = scan.found.iter().map(|f| f.tensor.name.as_str()).collect();
         return Ok(Check::fail(

@@ -4,11 +4,11 @@ use super::geometry::blocked_by_field;
 use super::{list, Forms, Inputs};
 use crate::container::TensorInfo;
 use crate::dtype::Dtype;
+use crate::evidence::{FcShape, Finding, NormsBf16, NormsSizes};
 use crate::family::{Form, Role};
 use crate::report::Check;
 use crate::tile::median;
 use half::f16;
-use serde_json::json;
 
 pub const FC: &str = crate::check_id::CheckId::FC_SHAPE;
 pub const SIZES: &str = crate::check_id::CheckId::NORMS_SIZES;
@@ -46,7 +46,12 @@ fn fc(inputs: &Inputs<'_, '_>, forms: &mut Forms) -> Check {
     };
     let bytes = info.byte_len();
     let want_bytes = hidden.saturating_mul(cols).saturating_mul(2);
-    let evidence = json!({ "dtype": info.dtype.name(), "shape": info.shape, "bytes": bytes, "expected_bytes": want_bytes });
+    let evidence = FcShape {
+        dtype: info.dtype.name(),
+        shape: info.shape.clone(),
+        bytes,
+        expected_bytes: want_bytes,
+    };
     if info.dtype != Dtype::Bf16 {
         return Check::fail(
             FC,
@@ -97,6 +102,7 @@ fn sizes(inputs: &Inputs<'_, '_>, gains: &Result<Vec<(String, u64)>, Check>) -> 
     };
     let mut absent = Vec::new();
     let mut off = Vec::new();
+    let mut off_items = Vec::new();
     for (name, len) in gains {
         match inputs.container.get(name) {
             None => absent.push(name.clone()),
@@ -107,11 +113,21 @@ fn sizes(inputs: &Inputs<'_, '_>, gains: &Result<Vec<(String, u64)>, Check>) -> 
                     info.dtype,
                     info.shape_text()
                 ));
+                let kind = if info.dtype != Dtype::Bf16 {
+                    "not_bf16"
+                } else {
+                    "wrong_shape"
+                };
+                off_items.push(Finding::new(name, kind));
             }
             Some(_) => {}
         }
     }
-    let evidence = json!({ "expected": gains.len(), "absent": absent, "off_size": off });
+    let evidence = NormsSizes {
+        expected: gains.len(),
+        absent: absent.clone(),
+        off_size: off_items,
+    };
     if !absent.is_empty() || !off.is_empty() {
         let mut parts = Vec::new();
         if !off.is_empty() {
@@ -217,19 +233,29 @@ fn bf16_reading(
                 medians.push(median);
                 forms.set(&info.name, format!("bf16 gain, median |x| {median:.4}"), None);
             }
-            Reading::F16 { bf16_median, f16_median, non_finite } => as_f16.push(format!(
+            Reading::F16 { bf16_median, f16_median, non_finite } => as_f16.push((info.name.clone(), format!(
                 "{}: reads as f16, not bf16 (bf16 reading median |x| {bf16_median:.3e}, {non_finite} non-finite; f16 reading median {f16_median:.4})",
                 info.name
-            )),
-            Reading::Unclear { bf16_median, f16_median, non_finite } => unclear.push(format!(
+            ))),
+            Reading::Unclear { bf16_median, f16_median, non_finite } => unclear.push((info.name.clone(), format!(
                 "{}: neither reading is a gain (bf16 median |x| {bf16_median:.3e}, {non_finite} non-finite; f16 median {f16_median:.3e})",
                 info.name
-            )),
+            ))),
         }
     }
     let lo = medians.iter().copied().fold(f32::INFINITY, f32::min);
     let hi = medians.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let evidence = json!({ "read_as_bf16": medians.len(), "read_as_f16": as_f16, "unclear": unclear, "not_labelled_bf16": not_bf16 });
+    let names = |found: &[(String, String)]| found.iter().map(|(n, _)| n.clone()).collect();
+    let evidence = NormsBf16 {
+        read_as_bf16: medians.len(),
+        read_as_f16: names(&as_f16),
+        unclear: names(&unclear),
+        not_labelled_bf16: not_bf16.clone(),
+    };
+    let said = |found: &[(String, String)]| -> Vec<String> {
+        found.iter().map(|(_, s)| s.clone()).collect()
+    };
+    let (as_f16, unclear) = (said(&as_f16), said(&unclear));
     if !as_f16.is_empty() {
         return Check::fail(
             BF16,

@@ -3,8 +3,8 @@
 use super::GEOMETRY;
 pub use crate::config::Geometry;
 use crate::config::{DraftConfig, FieldProblem, HeadDimSource, LayerType, ProblemKind};
+use crate::evidence::ConfigGeometry;
 use crate::report::Check;
-use serde_json::json;
 
 /// The UNDECIDED (or blocked) check for a field problem met by check `id`.
 pub fn blocked_by_field(id: &str, problem: &FieldProblem) -> Check {
@@ -75,18 +75,18 @@ pub fn check_geometry(c: &DraftConfig) -> Check {
     let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
     // One evidence shape whatever the outcome: each field as read (null when it could not be), and
     // the problems found (none on a PASS).
-    let evidence = json!({
-        "problems": listed,
-        "hidden_size": c.hidden_size.clone().ok(),
-        "num_hidden_layers": c.num_hidden_layers.clone().ok(),
-        "num_attention_heads": c.num_attention_heads.clone().ok(),
-        "num_key_value_heads": c.num_key_value_heads.clone().ok(),
-        "head_dim": c.head_dim.clone().ok().map(|(d, _)| d),
-        "head_dim_derived": matches!(c.head_dim, Ok((_, HeadDimSource::Derived))),
-        "intermediate_size": c.intermediate_size.clone().ok(),
-        "block_size": c.block_size.clone().ok(),
-        "target_layer_ids": c.target_layer_ids.clone().ok(),
-    });
+    let evidence = ConfigGeometry {
+        problems: problems.iter().map(FieldProblem::finding).collect(),
+        hidden_size: c.hidden_size.clone().ok(),
+        num_hidden_layers: c.num_hidden_layers.clone().ok(),
+        num_attention_heads: c.num_attention_heads.clone().ok(),
+        num_key_value_heads: c.num_key_value_heads.clone().ok(),
+        head_dim: c.head_dim.clone().ok().map(|(d, _)| d),
+        head_dim_derived: matches!(c.head_dim, Ok((_, HeadDimSource::Derived))),
+        intermediate_size: c.intermediate_size.clone().ok(),
+        block_size: c.block_size.clone().ok(),
+        target_layer_ids: c.target_layer_ids.clone().ok(),
+    };
     if problems.iter().any(FieldProblem::is_invalid) {
         return Check::fail(
             GEOMETRY,

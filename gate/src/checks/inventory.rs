@@ -3,10 +3,10 @@
 use super::list;
 use super::Inputs;
 use crate::dtype::Dtype;
+use crate::evidence::{Finding, InventoryExplained};
 use crate::family::{looks_second_family, Role, Switch};
 use crate::report::Check;
 use crate::tile::GridGeometry;
-use serde_json::json;
 use std::collections::HashMap;
 
 pub const EXPLAINED: &str = crate::check_id::CheckId::INVENTORY_EXPLAINED;
@@ -19,6 +19,7 @@ pub fn run(inputs: &Inputs<'_, '_>) -> Check {
     let entries = &inputs.container.table.entries;
     let mut unexplained = Vec::new();
     let mut undecided = Vec::new();
+    let (mut unexplained_items, mut undecided_items) = (Vec::new(), Vec::new());
     let mut seen: HashMap<Role, &str> = HashMap::new();
     for e in entries {
         let role = inputs.naming.role(&e.name);
@@ -26,21 +27,31 @@ pub fn run(inputs: &Inputs<'_, '_>) -> Check {
             // A codebook with and without `.weight`, or a name and its alias: one role, two tensors.
             if let Some(first) = seen.get(&role) {
                 unexplained.push(format!("{} (a second name for {role}: {first})", e.name));
+                unexplained_items.push(Finding::new(&e.name, "second_name"));
                 continue;
             }
             seen.insert(role, &e.name);
         }
         match judge(inputs, e, role, layers) {
             Verdict::Explained => {}
-            Verdict::Undecided(why) => undecided.push(format!("{}: {why}", e.name)),
-            Verdict::Unexplained(why) => unexplained.push(match why {
-                Some(why) => format!("{} ({why})", e.name),
-                None => e.name.clone(),
-            }),
+            Verdict::Undecided(kind, why) => {
+                undecided.push(format!("{}: {why}", e.name));
+                undecided_items.push(Finding::new(&e.name, kind));
+            }
+            Verdict::Unexplained(kind, why) => {
+                unexplained.push(match why {
+                    Some(why) => format!("{} ({why})", e.name),
+                    None => e.name.clone(),
+                });
+                unexplained_items.push(Finding::new(&e.name, kind));
+            }
         }
     }
-    let evidence =
-        json!({ "tensors": entries.len(), "unexplained": unexplained, "undecided": undecided });
+    let evidence = InventoryExplained {
+        tensors: entries.len(),
+        unexplained: unexplained_items,
+        undecided: undecided_items,
+    };
     if !unexplained.is_empty() {
         return Check::fail(
             EXPLAINED,
@@ -72,12 +83,12 @@ pub fn run(inputs: &Inputs<'_, '_>) -> Check {
     .with_evidence(evidence)
 }
 
-/// What the inventory makes of one tensor.
+/// What the inventory makes of one tensor: a verdict other than explained carries why, as a token
+/// for the evidence and (when there is more to say than the name) as a sentence for the message.
 enum Verdict {
     Explained,
-    /// Unexplained, with why when there is more to say than its name.
-    Unexplained(Option<String>),
-    Undecided(String),
+    Unexplained(&'static str, Option<String>),
+    Undecided(&'static str, String),
 }
 
 /// A tensor is explained when its name parses to a role of the config's family, in a layer the config
@@ -90,21 +101,29 @@ fn judge(
 ) -> Verdict {
     let family = inputs.config.family();
     let Some(role) = role else {
-        return Verdict::Unexplained(
-            looks_second_family(&e.name)
-                .then(|| "a second-family (DFlash2) selector or convolution tensor".to_owned()),
-        );
+        return if looks_second_family(&e.name) {
+            Verdict::Unexplained(
+                "second_family",
+                Some("a second-family (DFlash2) selector or convolution tensor".to_owned()),
+            )
+        } else {
+            Verdict::Unexplained("no_role", None)
+        };
     };
     let second = |what: String| {
-        Verdict::Unexplained(Some(format!(
-            "a second-family (DFlash2) {what}, but config.json declares the {} family",
-            family.name
-        )))
+        Verdict::Unexplained(
+            "second_family",
+            Some(format!(
+                "a second-family (DFlash2) {what}, but config.json declares the {} family",
+                family.name
+            )),
+        )
     };
     if let Some(layer) = role.layer().filter(|l| *l >= layers) {
-        return Verdict::Unexplained(Some(format!(
-            "layer {layer}, but the config has {layers} layers"
-        )));
+        return Verdict::Unexplained(
+            "beyond_layers",
+            Some(format!("layer {layer}, but the config has {layers} layers")),
+        );
     }
     let Some(kind) = role.kind() else {
         return match role {
@@ -124,12 +143,13 @@ fn judge(
         (Switch::Feature(f), _) => match f.is_on(inputs.config) {
             Ok(true) => Verdict::Explained,
             Ok(false) => off(f, "tensor"),
-            Err(p) => Verdict::Undecided(p.needs()),
+            Err(p) => Verdict::Undecided("needs_field", p.needs()),
         },
         (_, Role::EmbedTokens) => match embed_problem(inputs, e) {
             Ok(()) => Verdict::Explained,
-            Err(Some(why)) => Verdict::Unexplained(Some(why)),
+            Err(Some(why)) => Verdict::Unexplained("embedding_form", Some(why)),
             Err(None) => Verdict::Undecided(
+                "needs_vocab_size",
                 "an embedding table, but config.json has no vocab_size to size it".to_owned(),
             ),
         },
@@ -140,10 +160,13 @@ fn judge(
 /// A feature's tensor (or scalar) in a package whose config does not switch the feature on.
 fn off(f: crate::family::Feature, what: &str) -> Verdict {
     let [a, b] = f.fields();
-    Verdict::Unexplained(Some(format!(
-        "a DFlash2 {} {what}, but config.json sets no {a}/{b}",
-        f.noun()
-    )))
+    Verdict::Unexplained(
+        "feature_off",
+        Some(format!(
+            "a DFlash2 {} {what}, but config.json sets no {a}/{b}",
+            f.noun()
+        )),
+    )
 }
 
 /// `Ok` when an embedding table is BF16 `[vocab, hidden]` or a q4_1 grid of that size; `Err(None)`

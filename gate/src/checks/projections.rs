@@ -4,11 +4,14 @@ use super::geometry::blocked_by_field;
 use super::{list, Forms, Inputs};
 use crate::config::Field;
 use crate::container::TensorInfo;
+use crate::evidence::{
+    BadHeader, BadPadding, Finding, ProjectionsPresent, ProjectionsTileGrid, TilesHeadersSane,
+    TilesPaddingZero, TilesQ41Signature,
+};
 use crate::family::Kind;
 use crate::parallel::WorkerPanic;
 use crate::report::{Check, GridCensus};
 use crate::tile::{GridGeometry, GridScan, TileGrid};
-use serde_json::json;
 
 pub const PRESENT: &str = crate::check_id::CheckId::PROJECTIONS_PRESENT;
 pub const TILE_GRID: &str = crate::check_id::CheckId::PROJECTIONS_TILE_GRID;
@@ -91,7 +94,7 @@ pub fn run<'a>(
             tiles: g.tiles(),
             real_groups: scan.real_groups,
             constant_groups: scan.constant_groups,
-            ratio_median: scan.ratio_median,
+            min_scale_median: scan.ratio_median,
             scale_range: scan.scale_range,
         };
         forms.set_grid(
@@ -131,7 +134,10 @@ fn present(slots: &[Slot<'_, '_>], layers: u64) -> Check {
         "all {layers} x 7 projections are in the container (absent: {})",
         list(&absent, 4)
     );
-    let evidence = json!({ "expected": slots.len(), "absent": absent });
+    let evidence = ProjectionsPresent {
+        expected: slots.len(),
+        absent: absent.iter().map(|n| (*n).to_owned()).collect(),
+    };
     if absent.is_empty() {
         Check::pass(PRESENT, message).with_evidence(evidence)
     } else {
@@ -152,23 +158,46 @@ fn tile_grid(slots: &[Slot<'_, '_>]) -> Check {
     let total = slots.len();
     let mut failed = Vec::new();
     let mut undecided = Vec::new();
+    // The same lists as evidence: each name with why as a token.
+    let (mut refused_items, mut undecided_items) = (Vec::new(), Vec::new());
     let mut proven = 0;
     for s in slots {
-        match (&s.grid, &s.geometry, s.info) {
-            (Some(Ok(_)), _, _) => proven += 1,
-            (Some(Err(why)), _, _) => failed.push(format!("{}: {why}", s.name)),
-            (None, Ok(None), Some(_)) => failed.push(format!(
-                "{}: the config's N x K has no q4_1 tile grid",
-                s.name
-            )),
-            (None, Err(p), Some(_)) => undecided.push(format!("{}: {}", s.name, p.needs())),
-            (None, Ok(Some(_)), Some(_)) => undecided.push(format!("{}: not read", s.name)),
-            (None, _, None) => {}
-        }
+        let (list, items, kind, why) = match (&s.grid, &s.geometry, s.info) {
+            (Some(Ok(_)), _, _) => {
+                proven += 1;
+                continue;
+            }
+            (Some(Err(why)), _, _) => (&mut failed, &mut refused_items, "not_a_grid", why.clone()),
+            (None, Ok(None), Some(_)) => (
+                &mut failed,
+                &mut refused_items,
+                "no_grid_geometry",
+                "the config's N x K has no q4_1 tile grid".to_owned(),
+            ),
+            (None, Err(p), Some(_)) => (
+                &mut undecided,
+                &mut undecided_items,
+                "needs_field",
+                p.needs(),
+            ),
+            (None, Ok(Some(_)), Some(_)) => (
+                &mut undecided,
+                &mut undecided_items,
+                "not_read",
+                "not read".to_owned(),
+            ),
+            (None, _, None) => continue,
+        };
+        list.push(format!("{}: {why}", s.name));
+        items.push(Finding::new(&s.name, kind));
     }
     let absent = slots.iter().filter(|s| s.info.is_none()).count();
-    let evidence =
-        json!({ "proven": proven, "expected": total, "refused": failed, "undecided": undecided });
+    let evidence = ProjectionsTileGrid {
+        proven,
+        expected: total,
+        refused: refused_items,
+        undecided: undecided_items,
+    };
     if !failed.is_empty() {
         let also = match (undecided.len(), absent) {
             (0, 0) => String::new(),
@@ -233,16 +262,21 @@ fn headers(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) 
         .iter()
         .zip(scans)
         .find_map(|((name, _), s)| s.first_bad.as_ref().map(|b| (*name, b)));
-    let evidence = json!({
-        "groups": groups,
-        "constant_groups": constant,
-        "bad_groups": bad,
-        "bad_tensors": bad_tensors,
-        "first_bad": first.map(|(name, b)| json!({
-            "tensor": name, "tile": b.tile, "column_group": b.column_group, "row": b.row,
-            "scale": f64::from(b.scale), "minimum": f64::from(b.minimum), "why": b.why,
-        })),
-    });
+    let evidence = TilesHeadersSane {
+        groups,
+        constant_groups: constant,
+        bad_groups: bad,
+        bad_tensors: bad_tensors.iter().map(|n| (*n).to_owned()).collect(),
+        first_bad: first.map(|(name, b)| BadHeader {
+            tensor: name.to_owned(),
+            tile: b.tile,
+            column_group: b.column_group,
+            row: b.row,
+            scale: f64::from(b.scale),
+            minimum: f64::from(b.minimum),
+            why: b.why.token(),
+        }),
+    };
     if let Some((name, b)) = first {
         return Check::fail(
             HEADERS,
@@ -279,7 +313,15 @@ fn padding(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) 
         .iter()
         .zip(scans)
         .find_map(|((name, _), s)| s.first_bad_padding.as_ref().map(|b| (*name, b)));
-    let evidence = json!({ "padding_groups": groups, "first_bad": first.map(|(n, b)| json!({"tensor": n, "tile": b.tile, "column_group": b.column_group, "row": b.row})) });
+    let evidence = TilesPaddingZero {
+        padding_groups: groups,
+        first_bad: first.map(|(n, b)| BadPadding {
+            tensor: n.to_owned(),
+            tile: b.tile,
+            column_group: b.column_group,
+            row: b.row,
+        }),
+    };
     if let Some((name, b)) = first {
         return Check::fail(
             PADDING,
@@ -306,6 +348,7 @@ fn padding(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) 
 fn signature(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) -> Check {
     let mut failed = Vec::new();
     let mut undecided = Vec::new();
+    let (mut refused_items, mut undecided_items) = (Vec::new(), Vec::new());
     let mut medians = Vec::new();
     for ((name, _), scan) in grids.iter().zip(scans) {
         match scan.ratio_median {
@@ -314,27 +357,39 @@ fn signature(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool
                 failed.push(format!(
                     "{name}: scale and minimum planes are zero in all {read} tiles read of {tiles}: a grid of no weights"
                 ));
+                refused_items.push(Finding::new(*name, "zero_planes"));
             }
             _ if scan.zero_minimum_plane => {
                 failed.push(format!(
                     "{name}: q4_0-style tile grid (zero minimum plane): not q4_1"
                 ));
+                refused_items.push(Finding::new(*name, "zero_minimum_plane"));
             }
-            None => undecided.push(format!("{name}: no group has a positive scale")),
+            None => {
+                undecided.push(format!("{name}: no group has a positive scale"));
+                undecided_items.push(Finding::new(*name, "no_positive_scale"));
+            }
             Some(m) if SIGNATURE_LO <= m && m <= SIGNATURE_HI => medians.push(m),
-            Some(m) => failed.push(format!(
-                "{name}: median minimum/scale {m:.3}, outside [{SIGNATURE_LO}, {SIGNATURE_HI}]"
-            )),
+            Some(m) => {
+                failed.push(format!(
+                    "{name}: median minimum/scale {m:.3}, outside [{SIGNATURE_LO}, {SIGNATURE_HI}]"
+                ));
+                refused_items.push(Finding::new(*name, "off_signature"));
+            }
         }
     }
     let lo = medians.iter().copied().fold(f32::INFINITY, f32::min);
     let hi = medians.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let per_tensor: serde_json::Map<String, serde_json::Value> = grids
-        .iter()
-        .zip(scans)
-        .map(|((n, _), s)| ((*n).to_owned(), json!(s.ratio_median.map(f64::from))))
-        .collect();
-    let evidence = json!({ "band": [SIGNATURE_LO, SIGNATURE_HI], "medians": per_tensor, "refused": failed, "undecided": undecided });
+    let evidence = TilesQ41Signature {
+        band: [SIGNATURE_LO, SIGNATURE_HI],
+        medians: grids
+            .iter()
+            .zip(scans)
+            .map(|((n, _), s)| ((*n).to_owned(), s.ratio_median.map(f64::from)))
+            .collect(),
+        refused: refused_items,
+        undecided: undecided_items,
+    };
     if !failed.is_empty() {
         return Check::fail(
             SIGNATURE,

@@ -4,9 +4,9 @@ use super::{Forms, Inputs};
 use crate::config::{Field, FieldProblem};
 use crate::container::TensorInfo;
 use crate::dtype::Dtype;
+use crate::evidence::{ScalarFloat, ScalarInts};
 use crate::family::Scalar;
 use crate::report::Check;
-use serde_json::json;
 
 /// Relative tolerance accepted for `embedding_scale` when the f32 values are not identical.
 pub const EMBEDDING_SCALE_REL_TOL: f64 = 1e-6;
@@ -116,7 +116,10 @@ fn compare(id: &str, scalar: Scalar, stored: &Stored, inputs: &Inputs<'_, '_>) -
                 ),
             )
             // The same evidence shape as a comparison's, the config's side as read.
-            .with_evidence(json!({ "container": got, "config": want.clone().ok().flatten() }));
+            .with_evidence(ScalarInts {
+                container: got.clone(),
+                config: want.clone().ok().flatten(),
+            });
         }
         match want {
             Err(p) => undecided(id, &p),
@@ -129,7 +132,10 @@ fn compare(id: &str, scalar: Scalar, stored: &Stored, inputs: &Inputs<'_, '_>) -
             ),
             Ok(Some(want)) => {
                 let (a, b) = (format!("{got:?}"), format!("{want:?}"));
-                let evidence = json!({ "container": got, "config": want });
+                let evidence = ScalarInts {
+                    container: got.clone(),
+                    config: Some(want.clone()),
+                };
                 let equal = got.len() == want.len()
                     && got
                         .iter()
@@ -204,8 +210,11 @@ fn compare_float(
 ) -> Check {
     let want32 = want as f32;
     let (a, b) = (format!("[{got}]"), format!("[{want}]"));
-    let evidence =
-        json!({ "container": finite(got), "config": want, "config_as_f32": finite(want32) });
+    let evidence = ScalarFloat {
+        container: got.into(),
+        config: want,
+        config_as_f32: want32.into(),
+    };
     for (whose, value) in [("the container's", got), ("config.json's (as f32)", want32)] {
         if !(value.is_finite() && (value > 0.0 || !positive)) {
             let want = if positive {
@@ -247,15 +256,6 @@ fn compare_float(
         ),
     )
     .with_evidence(evidence)
-}
-
-/// JSON has no infinity or NaN: such a value is carried as its text.
-fn finite(v: f32) -> serde_json::Value {
-    if v.is_finite() {
-        json!(f64::from(v))
-    } else {
-        json!(v.to_string())
-    }
 }
 
 fn undecided(id: &str, p: &FieldProblem) -> Check {

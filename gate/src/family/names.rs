@@ -4,6 +4,7 @@
 //! anything else is reported by name as unexplained, never guessed at. Parsing knows every family's
 //! names, so a second-family tensor in a first-family package can be named as such.
 
+use crate::report::RoleClass;
 use std::fmt;
 
 /// The seven projections of a layer, in the order the census lists them.
@@ -329,15 +330,15 @@ impl Role {
 
     /// A token for what the tensor is: `projection`, `gain`, `conv`, `fc`, `selector`, `scalar` or
     /// `embedding`. The JSON census's `role`, for programs to branch on; `Display` is the human label.
-    pub fn class(self) -> &'static str {
+    pub fn class(self) -> RoleClass {
         match self {
-            Role::Projection { .. } => "projection",
-            Role::LayerGain { .. } | Role::FinalNorm | Role::HiddenNorm => "gain",
-            Role::Conv { .. } => "conv",
-            Role::Fc => "fc",
-            Role::Selector(_) => "selector",
-            Role::Scalar(_) => "scalar",
-            Role::EmbedTokens => "embedding",
+            Role::Projection { .. } => RoleClass::Projection,
+            Role::LayerGain { .. } | Role::FinalNorm | Role::HiddenNorm => RoleClass::Gain,
+            Role::Conv { .. } => RoleClass::Conv,
+            Role::Fc => RoleClass::Fc,
+            Role::Selector(_) => RoleClass::Selector,
+            Role::Scalar(_) => RoleClass::Scalar,
+            Role::EmbedTokens => RoleClass::Embedding,
         }
     }
 

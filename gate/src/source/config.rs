@@ -17,7 +17,7 @@
 //! that states it, unless another field differs.
 
 use crate::report::Check;
-use serde_json::{json, Map, Number, Value};
+use serde_json::{Map, Number, Value};
 use std::collections::BTreeMap;
 
 pub const ID: &str = crate::check_id::CheckId::SOURCE_CONFIG;
@@ -200,13 +200,13 @@ pub fn compare(package: &Map<String, Value>, source: &[u8]) -> Check {
             skipped.join(", ")
         )
     };
-    let evidence = json!({
-        "fields": names.iter().map(|p| dotted(p)).collect::<Vec<_>>(),
-        "compared": equal,
-        "differing": differing,
-        "one_sided": one_sided,
-        "skipped": skipped,
-    });
+    let evidence = crate::evidence::SourceConfig {
+        fields: names.iter().map(|p| dotted(p)).collect(),
+        compared: equal.clone(),
+        differing: differing.clone(),
+        one_sided: one_sided.clone(),
+        skipped: skipped.clone(),
+    };
     let check = if !differing.is_empty() {
         Check::fail(
             ID,
@@ -291,6 +291,7 @@ fn shown(v: Option<&Value>) -> String {
 mod tests {
     use super::*;
     use crate::report::Outcome;
+    use serde_json::json;
 
     #[test]
     fn fields_compare_where_the_reader_finds_them() {

@@ -12,7 +12,7 @@ mod grid;
 mod scan;
 
 pub use grid::{tile_count, GridGeometry, TileGrid};
-pub use scan::{median, BadGroup, GridScan, ScanBuffers};
+pub use scan::{median, BadGroup, Defect, GridScan, ScanBuffers};
 
 /// Bytes in one tile: 512 of scales, 512 of minimums, 4,096 of codes.
 pub const TILE_BYTES: u64 = 5120;

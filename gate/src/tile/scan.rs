@@ -70,14 +70,7 @@ impl TileGrid<'_> {
         Some(GridScan {
             real_groups: groups,
             bad_groups: groups,
-            first_bad: Some(BadGroup::new(
-                0,
-                0,
-                0,
-                0.0,
-                0.0,
-                "scale and minimum planes are zero in every sampled tile: a grid of no weights (codes not read)",
-            )),
+            first_bad: Some(BadGroup::new(0, 0, 0, 0.0, 0.0, Defect::ZeroPlanes)),
             zero_planes: Some((sampled, self.geometry.tiles())),
             ..GridScan::default()
         })
@@ -360,8 +353,7 @@ impl Accumulator<'_> {
             if scan.first_bad_padding.is_none()
                 && (d_bits != 0 || m_bits != 0 || !codes_zero(tile, c, r))
             {
-                scan.first_bad_padding =
-                    Some(BadGroup::new(t, c, r, d, m, "padding group is not zero"));
+                scan.first_bad_padding = Some(BadGroup::new(t, c, r, d, m, Defect::PaddingNotZero));
             }
             return;
         }
@@ -374,17 +366,17 @@ impl Accumulator<'_> {
             return;
         }
         let why = if !d.is_finite() {
-            "scale is not finite"
+            Defect::ScaleNotFinite
         } else if d < 0.0 {
-            "scale is negative"
+            Defect::ScaleNegative
         } else if !m.is_finite() {
-            "minimum is not finite"
+            Defect::MinimumNotFinite
         } else if codes_zero(tile, c, r) {
             // d is zero here: ggml's quantizer gives that when a group's max equals its min.
             scan.constant_groups += 1;
             return;
         } else {
-            "zero scale over non-zero codes"
+            Defect::ZeroScaleOverCodes
         };
         scan.bad_groups += 1;
         if scan.first_bad.is_none() {
@@ -437,7 +429,45 @@ pub struct BadGroup {
     pub row: usize,
     pub scale: f32,
     pub minimum: f32,
-    pub why: &'static str,
+    pub why: Defect,
+}
+
+/// What is wrong with a group's header: a sentence for the message, a token for the evidence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Defect {
+    ScaleNotFinite,
+    ScaleNegative,
+    MinimumNotFinite,
+    ZeroScaleOverCodes,
+    PaddingNotZero,
+    /// Every sampled tile's scale and minimum planes are zero (the group is tile 0's first).
+    ZeroPlanes,
+}
+
+impl Defect {
+    pub fn token(self) -> &'static str {
+        match self {
+            Defect::ScaleNotFinite => "scale_not_finite",
+            Defect::ScaleNegative => "scale_negative",
+            Defect::MinimumNotFinite => "minimum_not_finite",
+            Defect::ZeroScaleOverCodes => "zero_scale_over_codes",
+            Defect::PaddingNotZero => "padding_not_zero",
+            Defect::ZeroPlanes => "zero_planes",
+        }
+    }
+}
+
+impl std::fmt::Display for Defect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Defect::ScaleNotFinite => "scale is not finite",
+            Defect::ScaleNegative => "scale is negative",
+            Defect::MinimumNotFinite => "minimum is not finite",
+            Defect::ZeroScaleOverCodes => "zero scale over non-zero codes",
+            Defect::PaddingNotZero => "padding group is not zero",
+            Defect::ZeroPlanes => "scale and minimum planes are zero in every sampled tile: a grid of no weights (codes not read)",
+        })
+    }
 }
 
 impl BadGroup {
@@ -447,7 +477,7 @@ impl BadGroup {
         row: usize,
         d: f32,
         m: f32,
-        why: &'static str,
+        why: Defect,
     ) -> BadGroup {
         BadGroup {
             tile,

@@ -68,7 +68,7 @@ fn a_known_tile_decodes_to_known_scales() {
     let bad = grid.scan(&mut keys).first_bad.unwrap();
     assert_eq!(
         (bad.tile, bad.column_group, bad.row, bad.why),
-        (0, 2, 1, "zero scale over non-zero codes")
+        (0, 2, 1, Defect::ZeroScaleOverCodes)
     );
     // The same byte in the low nibble belongs to row 0, whose scale is positive: no complaint.
     tile[1024 + col * 8] = 0x01;
@@ -224,7 +224,7 @@ fn naive_scan(bytes: &[u8], g: GridGeometry) -> GridScan {
                     && (db != 0 || mb != 0 || !codes_zero(tile, c, r))
                 {
                     scan.first_bad_padding =
-                        Some(BadGroup::new(t, c, r, d, m, "padding group is not zero"));
+                        Some(BadGroup::new(t, c, r, d, m, Defect::PaddingNotZero));
                 }
                 continue;
             }
@@ -235,16 +235,16 @@ fn naive_scan(bytes: &[u8], g: GridGeometry) -> GridScan {
                 scales.push(db);
                 None
             } else if !d.is_finite() {
-                Some("scale is not finite")
+                Some(Defect::ScaleNotFinite)
             } else if d < 0.0 {
-                Some("scale is negative")
+                Some(Defect::ScaleNegative)
             } else if !m.is_finite() {
-                Some("minimum is not finite")
+                Some(Defect::MinimumNotFinite)
             } else if codes_zero(tile, c, r) {
                 scan.constant_groups += 1;
                 None
             } else {
-                Some("zero scale over non-zero codes")
+                Some(Defect::ZeroScaleOverCodes)
             };
             if let Some(why) = why {
                 scan.bad_groups += 1;

@@ -64,6 +64,10 @@ fn pass_fail_and_undecided_reports_validate() {
         valid(&doc);
         assert_eq!((doc["kind"].as_str(), status), (Some("report"), code));
         assert_eq!(doc["verdict"], verdict);
+        assert_eq!(
+            doc["tool"],
+            json!({"name": "dflash-gate", "version": env!("CARGO_PKG_VERSION")})
+        );
         let counts: u64 = ["checks_passed", "checks_failed", "checks_undecided"]
             .iter()
             .map(|k| doc[k].as_u64().unwrap())
@@ -116,7 +120,8 @@ fn unreadable_packages_are_a_documented_error_shape() {
         assert_eq!(status, 2);
         assert_eq!(doc["kind"], "error");
         assert_eq!(doc["reason"], reason, "{doc}");
-        assert_eq!(doc["schema_version"], 2);
+        assert_eq!(doc["tool"]["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(doc["schema_version"], dflash_gate::SCHEMA_VERSION);
     }
 }
 
@@ -148,13 +153,13 @@ fn several_packages_are_an_array_even_when_all_holds_one() {
 /// What a drift is, and how to make it.
 type Drift = (&'static str, fn(&mut Value));
 
-/// The schema is closed: a report that gained, lost or renamed a field is refused, so the schema and
-/// the report types cannot drift apart unnoticed.
+/// The strict copy is closed: a report that gained, lost or renamed a field is refused, so the schema
+/// and the report types cannot drift apart unnoticed.
 #[test]
 fn drift_from_the_schema_is_refused() {
     let (good, _) = json(&[fixture().as_os_str()]);
     valid(&good);
-    let schema = gate_tests::schema::load().unwrap();
+    let schema = gate_tests::schema::strict().unwrap();
     let drifts: [Drift; 6] = [
         ("a report field added", |d| {
             d["new_field"] = json!(1);
@@ -183,6 +188,43 @@ fn drift_from_the_schema_is_refused() {
             "{what}: the schema did not notice"
         );
     }
+}
+
+/// The published schema admits what a later gate may add within the version (a field anywhere, a
+/// check id it does not list, with evidence of any shape), and still refuses what breaks it (a field
+/// removed, a kind changed); the strict copy refuses the additions.
+#[test]
+fn the_published_schema_admits_additions() {
+    let (good, _) = json(&[fixture().as_os_str()]);
+    let published = gate_tests::schema::load().unwrap();
+    let strict = gate_tests::schema::strict().unwrap();
+    let mut added = good.clone();
+    added["new_field"] = json!(1);
+    added["census"]["tensors"][0]["new_field"] = json!("x");
+    added["checks"][1]["evidence"]["new_field"] = json!(0);
+    added["checks"][1]["evidence"]["problems"] =
+        json!([{"field": "x", "kind": "missing", "new": 1}]);
+    let mut later = good["checks"][0].clone();
+    later["id"] = json!("later.check");
+    later["evidence"] = json!({"anything": [1, 2]});
+    added["checks"].as_array_mut().unwrap().push(later);
+    let errors = gate_tests::schema::errors(&published, &added);
+    assert!(
+        errors.is_empty(),
+        "the published schema refused additions: {errors:?}"
+    );
+    assert_eq!(
+        gate_tests::schema::errors(&strict, &added).len(),
+        5,
+        "the strict copy refuses each addition: {:?}",
+        gate_tests::schema::errors(&strict, &added)
+    );
+    let mut removed = good.clone();
+    removed.as_object_mut().unwrap().remove("checks_total");
+    assert!(!gate_tests::schema::errors(&published, &removed).is_empty());
+    let mut kind = good.clone();
+    kind["checks"][0]["kind"] = json!("report");
+    assert!(!gate_tests::schema::errors(&published, &kind).is_empty());
 }
 
 /// The checker itself refuses what a schema forbids, and a keyword it does not know.
@@ -215,9 +257,7 @@ fn the_checker_refuses_what_a_schema_forbids() {
 fn each_check_documents_one_evidence_shape() {
     let schema = gate_tests::schema::load().unwrap();
     let defs = schema["$defs"].as_object().unwrap();
-    let ids = schema["$defs"]["check"]["properties"]["id"]["enum"]
-        .as_array()
-        .unwrap();
+    let ids = schema["$defs"]["check_id"]["enum"].as_array().unwrap();
     for id in ids {
         let id = id.as_str().unwrap();
         let def = &defs[&format!("evidence:{id}")];

@@ -126,7 +126,12 @@ fn time_gate(draft: &Path, options: &dflash_gate::Options) -> (Duration, usize, 
         "{}",
         report.to_text(false)
     );
-    let elements = report.census.source_grids.iter().map(|g| g.elements).sum();
+    let elements = report
+        .census()
+        .source_grids
+        .iter()
+        .map(|g| g.elements)
+        .sum();
     (time, peak_heap, elements)
 }
 
@@ -359,7 +364,7 @@ fn pairing(cache: &Path, runs: usize) {
         if options.source.is_some() {
             let inventory = report.check(dflash_gate::CheckId::SOURCE_INVENTORY);
             assert_eq!(
-                inventory.map(|c| c.outcome),
+                inventory.map(|c| c.outcome()),
                 Some(dflash_gate::Outcome::Pass),
                 "every tensor paired"
             );

@@ -185,20 +185,20 @@ pub fn all() -> Vec<Arm> {
 // ---- census facts of the pass arms ----
 
 fn outcome(r: &Report, id: &str) -> Option<Outcome> {
-    r.check(id).map(|c| c.outcome)
+    r.check(id).map(|c| c.outcome())
 }
 
 fn form<'r>(r: &'r Report, name: &str) -> Result<&'r str, String> {
-    r.census
+    r.census()
         .tensors
         .iter()
         .find(|t| t.name == name)
-        .map(|t| t.form.as_str())
+        .map(|t| t.form_text.as_str())
         .ok_or_else(|| format!("{name} is not in the census"))
 }
 
 fn both_features(r: &Report) -> Result<(), String> {
-    expect_eq("census.family", r.census.family, Some("dflash2"))?;
+    expect_eq("census.family", r.census().family, Some("dflash2"))?;
     expect_eq(
         "dflash2.conv",
         outcome(r, "dflash2.conv"),
@@ -215,7 +215,11 @@ fn both_features(r: &Report) -> Result<(), String> {
     }
     expect_eq(
         "unexplained",
-        r.census.tensors.iter().filter(|t| t.role.is_none()).count(),
+        r.census()
+            .tensors
+            .iter()
+            .filter(|t| t.role.is_none())
+            .count(),
         0,
     )
 }
@@ -275,10 +279,10 @@ fn selector_only_census(r: &Report) -> Result<(), String> {
 }
 
 fn assistant_census(r: &Report) -> Result<(), String> {
-    expect_eq("census.family", r.census.family, Some("assistant_head"))?;
+    expect_eq("census.family", r.census().family, Some("assistant_head"))?;
     let first = r
         .check("config.is_dflash")
-        .map(|c| c.message.as_str())
+        .map(|c| c.message())
         .unwrap_or_default();
     if !first.contains("MuseGlimmerAssistantModel")
         || !first.contains("encoder.output_norm_enc.weight is hidden_norm")
@@ -288,11 +292,11 @@ fn assistant_census(r: &Report) -> Result<(), String> {
         ));
     }
     let role = |name: &str| {
-        r.census
+        r.census()
             .tensors
             .iter()
             .find(|t| t.name == name)
-            .and_then(|t| t.role.clone())
+            .and_then(|t| t.role_text.clone())
     };
     expect_eq(
         "encoder.fc.weight",
@@ -314,7 +318,7 @@ fn source_passes(r: &Report) -> Result<(), String> {
 fn source_compared(r: &Report) -> Result<(), String> {
     source_passes(r)?;
     let names: Vec<&str> = r
-        .census
+        .census()
         .source_grids
         .iter()
         .map(|g| g.name.as_str())

@@ -325,7 +325,7 @@ pub fn all() -> Vec<Arm> {
 // ---- census facts of the positive arms ----
 
 fn grids(r: &Report) -> Vec<&dflash_gate::GridCensus> {
-    r.census
+    r.census()
         .tensors
         .iter()
         .filter_map(|t| t.grid.as_ref())
@@ -334,7 +334,7 @@ fn grids(r: &Report) -> Vec<&dflash_gate::GridCensus> {
 
 fn medians_near_q4_1(r: &Report) -> Result<(), String> {
     for g in grids(r) {
-        let m = g.ratio_median.ok_or("a grid without a median")?;
+        let m = g.min_scale_median.ok_or("a grid without a median")?;
         if !(-7.9 <= m && m <= -7.1) {
             return Err(format!("median min/scale {m} is not near -7.5"));
         }
@@ -351,10 +351,11 @@ fn expect_eq<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) -> Res
 }
 
 fn small_census(r: &Report) -> Result<(), String> {
-    expect_eq("census.family", r.census.family, Some("dflash"))?;
+    expect_eq("census.family", r.census().family, Some("dflash"))?;
     let roles: BTreeMap<String, usize> =
-        r.census.tensors.iter().fold(BTreeMap::new(), |mut m, t| {
-            *m.entry(t.role.clone().unwrap_or_default()).or_default() += 1;
+        r.census().tensors.iter().fold(BTreeMap::new(), |mut m, t| {
+            *m.entry(t.role_text.clone().unwrap_or_default())
+                .or_default() += 1;
             m
         });
     for p in [
@@ -374,7 +375,7 @@ fn small_census(r: &Report) -> Result<(), String> {
 
 fn bolt_census(r: &Report) -> Result<(), String> {
     let g = grids(r);
-    expect_eq("tensors", r.census.tensors.len(), 64)?;
+    expect_eq("tensors", r.census().tensors.len(), 64)?;
     expect_eq("grids", g.len(), 35)?;
     expect_eq("tiles", g.iter().map(|g| g.tiles).sum::<u64>(), 40_000)?;
     expect_eq(
@@ -383,12 +384,12 @@ fn bolt_census(r: &Report) -> Result<(), String> {
         10_240_000,
     )?;
     // Spec section 6: this specification's scalar names in safetensors' own order.
-    expect_eq("header bytes", r.census.header_bytes, Some(6_792))?;
-    expect_eq("file bytes", r.census.file_bytes, Some(270_406_832))?;
+    expect_eq("header bytes", r.census().header_bytes, Some(6_792))?;
+    expect_eq("file bytes", r.census().file_bytes, Some(270_406_832))?;
     let by_role = |role: &str| {
         g.iter()
-            .zip(r.census.tensors.iter().filter(|t| t.grid.is_some()))
-            .filter(|(_, t)| t.role.as_deref() == Some(role))
+            .zip(r.census().tensors.iter().filter(|t| t.grid.is_some()))
+            .filter(|(_, t)| t.role_text.as_deref() == Some(role))
             .map(|(g, _)| g.tiles)
             .collect::<BTreeSet<u64>>()
     };
@@ -413,19 +414,19 @@ fn bolt_census(r: &Report) -> Result<(), String> {
 fn padded_census(r: &Report) -> Result<(), String> {
     expect_eq(
         "padding check ran",
-        r.check("tiles.padding_zero").map(|c| c.outcome),
+        r.check("tiles.padding_zero").map(|c| c.outcome()),
         Some(Outcome::Pass),
     )?;
     medians_near_q4_1(r)
 }
 
 fn aligned_census(r: &Report) -> Result<(), String> {
-    if r.census.aligned_gaps == 0 {
+    if r.census().aligned_gaps == 0 {
         return Err("the packer's gaps were not reported".into());
     }
     let parses = r
         .check("container.parses")
-        .map(|c| c.message.clone())
+        .map(|c| c.message())
         .unwrap_or_default();
     if !parses.contains("strict safetensors readers refuse this file") {
         return Err(format!(
@@ -451,9 +452,9 @@ fn target_checked(r: &Report) -> Result<(), String> {
         "target.mask_token",
         "target.tokenizer",
     ] {
-        expect_eq(id, r.check(id).map(|c| c.outcome), Some(Outcome::Pass))?;
+        expect_eq(id, r.check(id).map(|c| c.outcome()), Some(Outcome::Pass))?;
     }
-    if r.not_checked.contains(&NotChecked::TargetAgreement) {
+    if r.not_checked().contains(&NotChecked::TargetAgreement) {
         return Err("the target is still listed as not checked".into());
     }
     Ok(())
@@ -462,14 +463,14 @@ fn target_checked(r: &Report) -> Result<(), String> {
 fn manifest_checked(r: &Report) -> Result<(), String> {
     expect_eq(
         "manifest.sha256",
-        r.check("manifest.sha256").map(|c| c.outcome),
+        r.check("manifest.sha256").map(|c| c.outcome()),
         Some(Outcome::Pass),
     )?;
-    if r.not_checked.contains(&NotChecked::Provenance) {
+    if r.not_checked().contains(&NotChecked::Provenance) {
         return Err("provenance is still listed as not checked".into());
     }
     // The manifest proves bytes, not content: the right-weights line stays without --source.
-    if !r.not_checked.contains(&NotChecked::Content) {
+    if !r.not_checked().contains(&NotChecked::Content) {
         return Err(
             "--manifest removed the right-weights line, which only --source answers".into(),
         );
@@ -479,12 +480,16 @@ fn manifest_checked(r: &Report) -> Result<(), String> {
 
 fn embedding_explained(r: &Report) -> Result<(), String> {
     let t = r
-        .census
+        .census()
         .tensors
         .iter()
         .find(|t| t.name == "model.embed_tokens.weight")
         .ok_or("no embedding in the census")?;
-    expect_eq("embedding role", t.role.as_deref(), Some("embedding table"))
+    expect_eq(
+        "embedding role",
+        t.role_text.as_deref(),
+        Some("embedding table"),
+    )
 }
 
 fn own_embedding(s: &mut Scenario) {
@@ -871,10 +876,10 @@ pub fn run(arm: &Arm) -> Result<(), String> {
         Expect::Pass { facts } => {
             if report.verdict() != Outcome::Pass {
                 let bad: Vec<String> = report
-                    .checks
+                    .checks()
                     .iter()
-                    .filter(|c| c.outcome != Outcome::Pass)
-                    .map(|c| format!("{} {}: {}", c.outcome, c.id, c.message))
+                    .filter(|c| c.outcome() != Outcome::Pass)
+                    .map(|c| format!("{} {}: {}", c.outcome(), c.id(), c.message()))
                     .collect();
                 return Err(format!(
                     "expected PASS, got {}:\n  {}",
@@ -920,49 +925,50 @@ pub fn judge(
     let Some(hit) = bad.check(target) else {
         return Err(format!(
             "check {target} did not run; checks: {:?}",
-            bad.checks.iter().map(|c| &c.id).collect::<Vec<_>>()
+            bad.checks().iter().map(|c| c.id()).collect::<Vec<_>>()
         ));
     };
-    if hit.outcome != outcome {
+    if hit.outcome() != outcome {
         return Err(format!(
             "{target}: expected {outcome}, got {}: {}",
-            hit.outcome, hit.message
+            hit.outcome(),
+            hit.message()
         ));
     }
     for m in mentions {
-        if !hit.message.contains(m) {
-            return Err(format!("{target} does not name {m:?}: {}", hit.message));
+        if !hit.message().contains(m) {
+            return Err(format!("{target} does not name {m:?}: {}", hit.message()));
         }
     }
     let allowed: BTreeSet<&str> = also.iter().map(|(id, _, _)| *id).chain([target]).collect();
     for (id, want, why) in also {
-        let got = bad.check(id).map(|c| c.outcome);
+        let got = bad.check(id).map(|c| c.outcome());
         if got != Some(*want) {
             return Err(format!("{id} ({why}): expected {want}, got {got:?}"));
         }
     }
     let stops_the_run = matches!(target, "config.is_dflash" | "container.parses");
-    for c in &bad.checks {
-        if allowed.contains(c.id.as_str()) {
+    for c in bad.checks() {
+        if allowed.contains(c.id()) {
             continue;
         }
-        let before = good.check(&c.id).map(|g| g.outcome);
-        let blocked = c.outcome == Outcome::Undecided
-            && c.blocked_by
-                .as_deref()
-                .is_some_and(|b| changed(good, bad, b));
-        if before != Some(c.outcome) && !blocked {
+        let before = good.check(c.id()).map(|g| g.outcome());
+        let blocked = c.outcome() == Outcome::Undecided
+            && c.blocked_by().is_some_and(|b| changed(good, bad, b));
+        if before != Some(c.outcome()) && !blocked {
             return Err(format!(
                 "{} changed outcome ({before:?} -> {}) for another reason: {}",
-                c.id, c.outcome, c.message
+                c.id(),
+                c.outcome(),
+                c.message()
             ));
         }
     }
-    for g in &good.checks {
-        if bad.check(&g.id).is_none() && !stops_the_run {
+    for g in good.checks() {
+        if bad.check(g.id()).is_none() && !stops_the_run {
             return Err(format!(
                 "{} ran on the good package but not on the control",
-                g.id
+                g.id()
             ));
         }
     }
@@ -971,5 +977,5 @@ pub fn judge(
 
 /// True when check `id` has a different outcome on the control than on the good package.
 fn changed(good: &Report, bad: &Report, id: &str) -> bool {
-    good.check(id).map(|c| c.outcome) != bad.check(id).map(|c| c.outcome)
+    good.check(id).map(|c| c.outcome()) != bad.check(id).map(|c| c.outcome())
 }

@@ -63,7 +63,7 @@ fn sourced(name: &'static str, defect: fn(&mut Scenario), source: Source, expect
 }
 
 fn compared(r: &Report) -> Result<(), String> {
-    let grids = &r.census.source_grids;
+    let grids = &r.census().source_grids;
     if grids.len() != 14 {
         return Err(format!("{} grids compared, 14 expected", grids.len()));
     }
@@ -79,17 +79,17 @@ fn compared(r: &Report) -> Result<(), String> {
         }
     }
     for id in dflash_gate::__private::source::CHECKS {
-        if r.check(id).map(|c| c.outcome) != Some(Outcome::Pass) {
+        if r.check(id).map(|c| c.outcome()) != Some(Outcome::Pass) {
             return Err(format!("{id} did not run and pass"));
         }
     }
     if [NotChecked::Content, NotChecked::RealGroupCodes]
         .iter()
-        .any(|n| r.not_checked.contains(n))
+        .any(|n| r.not_checked().contains(n))
     {
         return Err("a NOT CHECKED line that --source answers survived it".into());
     }
-    if !r.not_checked.contains(&NotChecked::Provenance) {
+    if !r.not_checked().contains(&NotChecked::Provenance) {
         return Err("--source removed the provenance line, which only --manifest answers".into());
     }
     Ok(())
@@ -635,15 +635,16 @@ fn writer_fields_named(r: &Report) -> Result<(), String> {
     let check = r
         .check(dflash_gate::CheckId::SOURCE_CONFIG)
         .ok_or("no source.config")?;
-    let skipped = &check.evidence["skipped"];
+    let evidence = serde_json::to_value(check.evidence()).map_err(|e| e.to_string())?;
+    let skipped = &evidence["skipped"];
     if *skipped != serde_json::json!(["_name_or_path", "torch_dtype", "transformers_version"]) {
         return Err(format!("source.config skipped {skipped}"));
     }
     if !check
-        .message
+        .message()
         .contains("not compared, as a checkpoint and its package may state them differently: _name_or_path, torch_dtype, transformers_version")
     {
-        return Err(format!("source.config does not name what it skipped: {}", check.message));
+        return Err(format!("source.config does not name what it skipped: {}", check.message()));
     }
     Ok(())
 }
@@ -935,7 +936,7 @@ pub fn paths_agree() -> Vec<(String, AgreementTrial)> {
                     gate()?,
                     dflash_gate::__private::with_scalar_source_loop(gate)?,
                 );
-                let outcome = |r: &Report| r.check(dflash_gate::CheckId::SOURCE_Q4_1).map(|c| c.outcome);
+                let outcome = |r: &Report| r.check(dflash_gate::CheckId::SOURCE_Q4_1).map(|c| c.outcome());
                 if outcome(&wide) != outcome(&plain) {
                     return Err(format!(
                         "source.q4_1: {:?} through the whole-tile path, {:?} through the scalar loop",
@@ -943,7 +944,7 @@ pub fn paths_agree() -> Vec<(String, AgreementTrial)> {
                         outcome(&plain)
                     ));
                 }
-                let (a, b) = (&wide.census.source_grids, &plain.census.source_grids);
+                let (a, b) = (&wide.census().source_grids, &plain.census().source_grids);
                 if a.len() != b.len() {
                     return Err(format!("{} grids against {}", a.len(), b.len()));
                 }

@@ -46,10 +46,11 @@ fn expect_error(bend: fn(&Path), reason: &str, names: &str) -> Result<(), String
 fn expect_check(bend: fn(&Path), id: &str, outcome: Outcome, names: &str) -> Result<(), String> {
     let report = against(bend)?.map_err(|e| format!("the gate could not run: {e}"))?;
     let check = report.check(id).ok_or(format!("{id} did not run"))?;
-    if check.outcome != outcome || !check.message.contains(names) {
+    if check.outcome() != outcome || !check.message().contains(names) {
         return Err(format!(
             "{id}: expected {outcome} naming {names:?}, got {}: {}",
-            check.outcome, check.message
+            check.outcome(),
+            check.message()
         ));
     }
     Ok(())

@@ -50,10 +50,10 @@ pub fn verdict_text(report: &Report) -> String {
     let verdict = report.verdict();
     let ids = |outcome: Outcome| -> Vec<&str> {
         report
-            .checks
+            .checks()
             .iter()
-            .filter(|c| c.outcome == outcome)
-            .map(|c| c.id.as_str())
+            .filter(|c| c.outcome() == outcome)
+            .map(|c| c.id())
             .collect()
     };
     let mut named = Vec::new();

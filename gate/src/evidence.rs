@@ -1,0 +1,408 @@
+//! The machine-readable facts behind each check's message: one type per check id.
+//!
+//! A loader branches on these, so they hold numbers, names and tokens, never a sentence: prose lives
+//! in the check's `message`. Each type serializes to the `evidence:<id>` definition of
+//! `schema/report.schema.json`, and the suite validates every arm's report against a closed copy of
+//! that schema, so a field added here without the schema (or the other way round) fails a test.
+//!
+//! To give a new check its evidence:
+//! 1. write a struct here (`#[derive(Clone, Debug, PartialEq, Serialize)]`, fields named as the JSON
+//!    names them; a list of refused things is a `Vec<Finding>` whose `kind` tokens are `&'static str`
+//!    constants, a list of plain names a `Vec<String>`);
+//! 2. add a variant to [`Evidence`] and the struct's name to the `evidence!` list below (that writes
+//!    the `From` impl, so the check says `Check::fail(ID, message).with_evidence(TheStruct { .. })`);
+//! 3. add the `evidence:<id>` definition and its if/then rule to the schema (its `$comment` says
+//!    where), and a line to `docs/json.md`; an arm of the suite must produce the check, so that its
+//!    report is validated.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One check's evidence. Serialized untagged: the check's `id` says which shape it is.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum Evidence {
+    ConfigGeometry(ConfigGeometry),
+    ContainerParses(ContainerParses),
+    ProjectionsPresent(ProjectionsPresent),
+    ProjectionsTileGrid(ProjectionsTileGrid),
+    TilesHeadersSane(TilesHeadersSane),
+    TilesPaddingZero(TilesPaddingZero),
+    TilesQ41Signature(TilesQ41Signature),
+    /// Every integer `scalars.*` check.
+    ScalarInts(ScalarInts),
+    /// Every float `scalars.*` check (`embedding_scale`, `output_multiplier`,
+    /// `final_logit_softcapping`).
+    ScalarFloat(ScalarFloat),
+    FcShape(FcShape),
+    NormsSizes(NormsSizes),
+    NormsBf16(NormsBf16),
+    /// `dflash2.conv` and `dflash2.selector`.
+    Dflash2Feature(Dflash2Feature),
+    InventoryExplained(InventoryExplained),
+    Bf16Finite(Bf16Finite),
+    TargetHiddenSize(TargetHiddenSize),
+    TargetDepth(TargetDepth),
+    TargetVocab(TargetVocab),
+    TargetMaskToken(TargetMaskToken),
+    TargetTokenizer(TargetTokenizer),
+    ManifestSha256(ManifestSha256),
+    SourceConfig(SourceConfig),
+    SourceInventory(SourceInventory),
+    SourceBf16(SourceBf16),
+    SourceQ41(SourceQ41),
+}
+
+macro_rules! evidence {
+    ($($variant:ident),* $(,)?) => {
+        $(impl From<$variant> for Evidence {
+            fn from(e: $variant) -> Evidence {
+                Evidence::$variant(e)
+            }
+        })*
+    };
+}
+
+evidence!(
+    ConfigGeometry,
+    ContainerParses,
+    ProjectionsPresent,
+    ProjectionsTileGrid,
+    TilesHeadersSane,
+    TilesPaddingZero,
+    TilesQ41Signature,
+    ScalarInts,
+    ScalarFloat,
+    FcShape,
+    NormsSizes,
+    NormsBf16,
+    Dflash2Feature,
+    InventoryExplained,
+    Bf16Finite,
+    TargetHiddenSize,
+    TargetDepth,
+    TargetVocab,
+    TargetMaskToken,
+    TargetTokenizer,
+    ManifestSha256,
+    SourceConfig,
+    SourceInventory,
+    SourceBf16,
+    SourceQ41,
+);
+
+/// One thing a check refused or could not decide: what it is called, and why as a token (each
+/// list's tokens are enumerated in the schema). The sentence with the values is in the message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Finding {
+    pub name: String,
+    pub kind: &'static str,
+}
+
+impl Finding {
+    pub fn new(name: impl Into<String>, kind: &'static str) -> Finding {
+        Finding {
+            name: name.into(),
+            kind,
+        }
+    }
+}
+
+/// Why a config field let a check down: `missing`, `wrong_type` or `invalid`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct FieldFinding {
+    pub field: String,
+    pub kind: &'static str,
+}
+
+/// `config.geometry`: each field as read (null when it could not be), and the problems found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ConfigGeometry {
+    pub problems: Vec<FieldFinding>,
+    pub hidden_size: Option<u64>,
+    pub num_hidden_layers: Option<u64>,
+    pub num_attention_heads: Option<u64>,
+    pub num_key_value_heads: Option<u64>,
+    pub head_dim: Option<u64>,
+    pub head_dim_derived: bool,
+    pub intermediate_size: Option<u64>,
+    pub block_size: Option<u64>,
+    pub target_layer_ids: Option<Vec<u64>>,
+}
+
+/// `container.parses` on a FAIL: the refusal, as a `kind` token and the offsets, sizes and names it
+/// involves (a PASS has null evidence: its facts are the census's).
+pub type ContainerParses = crate::container::ContainerError;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ProjectionsPresent {
+    pub expected: usize,
+    pub absent: Vec<String>,
+}
+
+/// `projections.tile_grid`: `refused` kinds `not_a_grid`, `no_grid_geometry`; `undecided` kinds
+/// `needs_field`, `not_read`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ProjectionsTileGrid {
+    pub proven: usize,
+    pub expected: usize,
+    pub refused: Vec<Finding>,
+    pub undecided: Vec<Finding>,
+}
+
+/// Where the first broken tile header is.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct BadHeader {
+    pub tensor: String,
+    pub tile: u64,
+    pub column_group: usize,
+    pub row: usize,
+    pub scale: f64,
+    pub minimum: f64,
+    /// `scale_not_finite`, `scale_negative`, `minimum_not_finite`, `zero_scale_over_codes` or
+    /// `zero_planes`.
+    pub why: &'static str,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TilesHeadersSane {
+    pub groups: u64,
+    pub constant_groups: u64,
+    pub bad_groups: u64,
+    pub bad_tensors: Vec<String>,
+    pub first_bad: Option<BadHeader>,
+}
+
+/// Where the first padding group that is not zero is.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct BadPadding {
+    pub tensor: String,
+    pub tile: u64,
+    pub column_group: usize,
+    pub row: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TilesPaddingZero {
+    pub padding_groups: u64,
+    pub first_bad: Option<BadPadding>,
+}
+
+/// `tiles.q4_1_signature`: `refused` kinds `zero_planes`, `zero_minimum_plane`, `off_signature`;
+/// `undecided` kind `no_positive_scale`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TilesQ41Signature {
+    pub band: [f32; 2],
+    pub medians: BTreeMap<String, Option<f64>>,
+    pub refused: Vec<Finding>,
+    pub undecided: Vec<Finding>,
+}
+
+/// An integer scalar: the container's values as stored, the config's as read (null when absent).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ScalarInts {
+    pub container: Vec<i64>,
+    pub config: Option<Vec<u64>>,
+}
+
+/// A float JSON can carry, or the text of one it cannot (`inf`, `NaN`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Float {
+    Number(f64),
+    Text(String),
+}
+
+impl From<f32> for Float {
+    fn from(v: f32) -> Float {
+        if v.is_finite() {
+            Float::Number(f64::from(v))
+        } else {
+            Float::Text(v.to_string())
+        }
+    }
+}
+
+/// A float scalar: the container's f32, the config's value, and that value as f32.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ScalarFloat {
+    pub container: Float,
+    pub config: f64,
+    pub config_as_f32: Float,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct FcShape {
+    pub dtype: &'static str,
+    pub shape: Vec<u64>,
+    pub bytes: u64,
+    pub expected_bytes: u64,
+}
+
+/// `norms.sizes`: `off_size` kinds `not_bf16`, `wrong_shape`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct NormsSizes {
+    pub expected: usize,
+    pub absent: Vec<String>,
+    pub off_size: Vec<Finding>,
+}
+
+/// `norms.bf16`: the gains in each list, by name.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct NormsBf16 {
+    pub read_as_bf16: usize,
+    pub read_as_f16: Vec<String>,
+    pub unclear: Vec<String>,
+    pub not_labelled_bf16: Vec<String>,
+}
+
+/// `dflash2.*`: `refused` kinds `two_names`, `wrong_form`; `undecided` kind `needs_field`;
+/// `proven` kinds `q4_1_grid`, `bf16`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Dflash2Feature {
+    pub expected: usize,
+    pub absent: Vec<String>,
+    pub refused: Vec<Finding>,
+    pub undecided: Vec<Finding>,
+    pub proven: Vec<Finding>,
+}
+
+/// `inventory.explained`: `unexplained` kinds `no_role`, `second_name`, `second_family`,
+/// `beyond_layers`, `feature_off`, `embedding_form`; `undecided` kinds `needs_field`,
+/// `needs_vocab_size`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct InventoryExplained {
+    pub tensors: usize,
+    pub unexplained: Vec<Finding>,
+    pub undecided: Vec<Finding>,
+}
+
+/// The first non-finite value of `bf16.finite`: its tensor, element index, and `inf`, `-inf` or
+/// `NaN`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct FirstNonFinite {
+    pub tensor: String,
+    pub index: u64,
+    pub value: &'static str,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Bf16Finite {
+    pub tensors: usize,
+    pub elements: u64,
+    pub non_finite: BTreeMap<String, u64>,
+    pub first: Option<FirstNonFinite>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TargetHiddenSize {
+    pub draft: Option<u64>,
+    pub target: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TargetDepth {
+    pub taps: Vec<u64>,
+    pub target_layers: u64,
+    pub draft_num_target_layers: Option<u64>,
+}
+
+/// `target.vocab`: `problems` kinds `draft_vocab_size` (the two differ), `draft_field` (the draft's
+/// is unusable), `rows` and `padded_rows` (a table's rows disagree), named by field or table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TargetVocab {
+    pub target_vocab_size: u64,
+    pub draft_vocab_size: Option<u64>,
+    pub tables_read: Vec<&'static str>,
+    pub problems: Vec<Finding>,
+}
+
+/// `target.mask_token`, once both numbers are known: the draft's mask token, the vocabulary size it
+/// must be below, and whose that is (`target`, or `draft` when the target's could not be read).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TargetMaskToken {
+    pub mask_token_id: u64,
+    pub vocab_size: u64,
+    pub vocab_size_from: &'static str,
+}
+
+/// `target.tokenizer`: what the target's tokenizer.json is: `present`, `absent`, `dangling` (a link
+/// to nothing), `not_regular` or `unexamined`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TargetTokenizer {
+    pub tokenizer: &'static str,
+}
+
+/// `manifest.sha256`: files by name; `unreadable` kinds are the error document's `reason` tokens.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ManifestSha256 {
+    pub listed: usize,
+    pub hashed_bytes: u64,
+    pub mismatched: Vec<String>,
+    pub missing: Vec<String>,
+    pub unreadable: Vec<Finding>,
+    pub outside_the_package: Vec<String>,
+    pub unlisted: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct SourceConfig {
+    pub fields: Vec<String>,
+    pub compared: Vec<String>,
+    pub differing: Vec<String>,
+    pub one_sided: Vec<String>,
+    pub skipped: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct SourceInventory {
+    pub paired: usize,
+    pub missing: Vec<String>,
+    pub extra: Vec<String>,
+    pub misshapen: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct SourceBf16 {
+    pub compared: Vec<String>,
+    pub differing: BTreeMap<String, u64>,
+    pub not_compared: Vec<String>,
+}
+
+/// `source.q4_1`: per grid, by name.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct SourceQ41 {
+    pub max_error_steps: BTreeMap<String, f64>,
+    pub relative_rms: BTreeMap<String, f64>,
+    pub out_of_bound: BTreeMap<String, u64>,
+}
