@@ -537,7 +537,7 @@ pub unsafe extern "C" fn dflash_gate_evaluate(
                 text(weight_name, weight_name_len)?,
             )
         };
-        let name = dflash_gate::escape::name(OsStr::new(name));
+        let name = dflash_gate::__private::escape::name(OsStr::new(name));
         let mut files = Vec::new();
         let config = match config.is_null() {
             true => Err("no config.json: the package must hold one".to_owned()),

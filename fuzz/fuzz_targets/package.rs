@@ -21,6 +21,6 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(verdicts, [format!("VERDICT      {}", report.verdict())], "{text}");
         assert!(text
             .lines()
-            .all(|l| l.chars().count() <= dflash_gate::escape::MAX_LINE_CHARS + 64));
+            .all(|l| l.chars().count() <= dflash_gate::__private::escape::MAX_LINE_CHARS + 64));
     }
 });

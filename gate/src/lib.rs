@@ -29,7 +29,8 @@ mod config;
 mod container;
 mod dtype;
 mod error;
-pub mod escape;
+mod escape;
+mod evaluation;
 pub mod evidence;
 mod family;
 mod files;
@@ -46,8 +47,9 @@ mod tile;
 
 pub use check_id::CheckId;
 pub use error::PackageError;
+pub use evaluation::evaluate;
 pub use files::FileError;
-pub use package::{evaluate, gate, Options};
+pub use package::{gate, Options};
 pub use report::{
     error_json, Census, Check, Evidence, FileCensus, FileUse, GridCensus, NotChecked, Outcome,
     Report, RoleClass, SourceGridCensus, TensorCensus, Tool, SCHEMA_VERSION, TOOL,
@@ -73,6 +75,8 @@ pub mod __private {
         container,
         dtype,
         error,
+        escape,
+        evaluation,
         family,
         files,
         gguf,

@@ -2,10 +2,10 @@
 
 use crate::error::PackageError;
 use crate::escape;
+use crate::evaluation::Evaluation;
 use crate::evidence::{Finding, ManifestSha256};
 use crate::files::{self, FileError};
 use crate::limits::MAX_MANIFEST_BYTES;
-use crate::package::Evaluation;
 use crate::report::{Check, NotChecked, Outcome};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;

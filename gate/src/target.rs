@@ -8,11 +8,11 @@ use crate::container::TensorInfo;
 use crate::dtype::Dtype;
 use crate::error::PackageError;
 use crate::escape;
+use crate::evaluation::Evaluation;
 use crate::evidence::{
     Finding, TargetDepth, TargetHiddenSize, TargetMaskToken, TargetTokenizer, TargetVocab,
 };
 use crate::files::{self, FileError, WeightFile};
-use crate::package::Evaluation;
 use crate::report::{Check, NotChecked};
 use crate::tile::{TILE_BYTES, TILE_COLS, TILE_ROWS};
 use serde_json::Value;

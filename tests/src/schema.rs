@@ -26,7 +26,7 @@ pub fn load() -> Result<Value, String> {
 }
 
 /// The committed schema closed: every object schema that lists `properties` and says nothing of
-/// others gets `additionalProperties: false` ([`close`]), and a check's `id` must be one of
+/// others gets `additionalProperties: false` (`close`), and a check's `id` must be one of
 /// `$defs/check_id`.
 pub fn strict() -> Result<Value, String> {
     let mut schema = load()?;

@@ -261,7 +261,7 @@ fn forged_lines() -> Result<(), Failed> {
             .tensors
             .push(gate_tests::defects::stray(name, vec![2]));
     }
-    let long = "n".repeat(3 * dflash_gate::escape::MAX_LINE_CHARS);
+    let long = "n".repeat(3 * dflash_gate::__private::escape::MAX_LINE_CHARS);
     package
         .tensors
         .push(gate_tests::defects::stray(&long, vec![2]));
@@ -300,7 +300,7 @@ fn forged_lines() -> Result<(), Failed> {
         }
         if let Some(l) = text
             .lines()
-            .find(|l| l.chars().count() > dflash_gate::escape::MAX_LINE_CHARS + 64)
+            .find(|l| l.chars().count() > dflash_gate::__private::escape::MAX_LINE_CHARS + 64)
         {
             return Err(format!("a line of {} characters", l.chars().count()).into());
         }

@@ -88,7 +88,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "gguf duplicate key", file: "gate/src/gguf.rs", from: "if !keys.insert(key) {", to: "if !keys.insert(key) && false {", filter: "gguf::rules_on_a_real_file" },
     Mutant { check: "gguf trailing bytes", file: "gate/src/gguf.rs", from: "if file_len > limit {", to: "if false {", filter: "gguf::rules_on_a_real_file" },
     Mutant { check: "gguf f16 dequant", file: "gate/src/gguf/dequant.rs", from: "f16::from_bits(u16::from_le_bytes(bytes)).to_f32()", to: "f16::from_bits(u16::from_be_bytes(bytes)).to_f32()", filter: "gguf::round_trip_f16_gains" },
-    Mutant { check: "usage error escaping", file: "gate/src/bin/dflash-gate.rs", from: "let why = dflash_gate::escape::line(&why);", to: "let why = why;", filter: "cli::usage_errors_escape" },
+    Mutant { check: "usage error escaping", file: "gate/src/bin/dflash-gate.rs", from: "let why = dflash_gate::__private::escape::line(&why);", to: "let why = why;", filter: "cli::usage_errors_escape" },
     Mutant { check: "files read are still named", file: "gate/src/files.rs", from: "if (named.dev(), named.ino()) != (self.identity.dev, self.identity.ino) {", to: "if false {", filter: "hostile::a_file_renamed_into_place" },
     Mutant { check: "files read are still named", file: "gate/src/files.rs", from: "        self.seen().unchanged()?;", to: "        // the name is not consulted", filter: "hostile::a_file_renamed_into_place" },
     Mutant { check: "manifest link rule (hub)", file: "gate/src/files.rs", from: "roots.push(blobs);", to: "drop(blobs);", filter: "hostile::a_hub_cache_snapshot" },
@@ -124,7 +124,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "source.q4_1 (whole-tile regrouping)", file: "gate/src/source/kernels/wide.rs", from: "((half * 16 + w) * 8 + 4 * parity + (pair & 3)) * 32 + 16 * (pair >> 2)", to: "((half * 16 + w) * 8 + 4 * parity + (pair & 3)) * 32", filter: "kernels::wide::codes_are_regrouped_where_the_main_loop_reads_them" },
     Mutant { check: "header length (checkpoint)", file: "gate/src/checkpoint.rs", from: "let n = container::header_length(prefix, file_len).map_err(|_| {", to: "let n = Ok::<u64, container::ContainerError>(u64::from_le_bytes(prefix)).map_err(|_| {", filter: "hostile::a_target_header_length_past_its_file_or_the_limit_is_refused_unread" },
     Mutant { check: "header length (shared)", file: "gate/src/container.rs", from: "    if 8 + n > file_len {", to: "    if false {", filter: "hostile::a_target_header_length_past_its_file_or_the_limit_is_refused_unread" },
-    Mutant { check: "container.parses evidence", file: "gate/src/package.rs", from: ".with_evidence(e),", to: ",", filter: "hostile::a_refused_container_names_its_refusal" },
+    Mutant { check: "container.parses evidence", file: "gate/src/evaluation.rs", from: ".with_evidence(e),", to: ",", filter: "hostile::a_refused_container_names_its_refusal" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of

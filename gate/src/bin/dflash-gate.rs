@@ -121,7 +121,7 @@ fn main() -> ExitCode {
         }
         Err(why) => {
             // `why` quotes the command line: an argument may hold a newline or a terminal escape.
-            let why = dflash_gate::escape::line(&why);
+            let why = dflash_gate::__private::escape::line(&why);
             say(&format!("dflash-gate: {why}\nusage: dflash-gate [options] <package-dir>...\nfor more, run 'dflash-gate --help'"));
             return ExitCode::from(2);
         }
@@ -229,11 +229,11 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
                     let line = format!("skipped {}: {why}", dir.display());
                     say(&format!(
                         "dflash-gate: {}",
-                        dflash_gate::escape::line(&line)
+                        dflash_gate::__private::escape::line(&line)
                     ));
                 }
                 let line = format!("{:<10} {}  {why}", "SKIPPED", dir.display());
-                format!("{}\n", dflash_gate::escape::line(&line))
+                format!("{}\n", dflash_gate::__private::escape::line(&line))
             }
         };
         if !args.json
@@ -281,13 +281,16 @@ fn not_gated(
 ) -> String {
     gated.count(2);
     let why = format!("{e}{}", hint(dir, e));
-    say(&format!("dflash-gate: {}", dflash_gate::escape::line(&why)));
+    say(&format!(
+        "dflash-gate: {}",
+        dflash_gate::__private::escape::line(&why)
+    ));
     if args.json {
         documents.push(dflash_gate::error_json(&dir.to_string_lossy(), e));
     }
     if args.many {
         let line = format!("ERROR      {}  {why}", dir.display());
-        format!("{}\n", dflash_gate::escape::line(&line))
+        format!("{}\n", dflash_gate::__private::escape::line(&line))
     } else {
         String::new()
     }
@@ -325,7 +328,7 @@ fn verdict_line(report: &Report) -> String {
         ),
     };
     let line = format!("{:<10} {}  {detail}", verdict.label(), report.package());
-    format!("{}\n", dflash_gate::escape::line(&line))
+    format!("{}\n", dflash_gate::__private::escape::line(&line))
 }
 
 /// Orders exit statuses by badness: 2 (could not run) over 1 (fail) over 3 (undecided) over 0.

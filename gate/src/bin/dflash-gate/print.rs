@@ -2,7 +2,7 @@
 //! form, colour, and a stdout that tells a reader who left from a report that was lost.
 //!
 //! The library's [`dflash_gate::Report::to_text`] is the report; this only adds to the verdict line and
-//! colours line prefixes. Every line it sees has been through `dflash_gate::escape::line`, so a line's start
+//! colours line prefixes. Every line it sees has been through `dflash_gate::__private::escape::line`, so a line's start
 //! is the gate's own label, never text from a package: colouring by prefix cannot be steered by a
 //! tensor name.
 
@@ -68,7 +68,7 @@ pub fn verdict_text(report: &Report) -> String {
     } else {
         format!("VERDICT      {verdict} ({})", named.join("; "))
     };
-    dflash_gate::escape::line(&line)
+    dflash_gate::__private::escape::line(&line)
 }
 
 /// The human report of one package: the library's text with the verdict line naming what failed, or
