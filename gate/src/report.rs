@@ -179,6 +179,12 @@ pub struct SourceGridCensus {
     /// RMS of (dequantized - source) over RMS of source: about 0.08 for a faithful 4-bit grid.
     pub relative_rms: f64,
     pub out_of_bound: u64,
+    /// Compared exactly, group for block, with a Q4_1 GGUF tensor (`--source FILE.gguf`); the
+    /// largest error and the relative RMS are then not measured (NaN, null in JSON).
+    pub exact: bool,
+    pub groups_compared: u64,
+    /// Groups unlike their GGUF block (exact grids only: a bounded comparison counts elements).
+    pub groups_differing: Option<u64>,
 }
 
 impl Census {
@@ -280,6 +286,9 @@ impl Census {
                         "max_error_steps": f64::from(g.max_error_steps),
                         "relative_rms": g.relative_rms,
                         "out_of_bound": g.out_of_bound,
+                        "comparison": if g.exact { "exact" } else { "bounded" },
+                        "groups_compared": g.groups_compared,
+                        "groups_differing": g.groups_differing,
                     })
                 })
                 .collect();
@@ -434,6 +443,15 @@ impl Report {
                 ));
             }
             for g in &self.census.source_grids {
+                if g.exact {
+                    line(format!(
+                        "  source {:<41} exact: {} of {} groups differ from their GGUF blocks",
+                        g.name,
+                        g.groups_differing.unwrap_or_default(),
+                        g.groups_compared
+                    ));
+                    continue;
+                }
                 line(format!(
                     "  source {:<41} largest error {:.3} steps, relative RMS {:.4}, {} of {} out of bound",
                     g.name, g.max_error_steps, g.relative_rms, g.out_of_bound, g.elements

@@ -9,9 +9,13 @@
 
 mod bf16;
 mod config;
+pub mod gguf;
 pub mod kernels;
+mod origin;
 mod q4_1;
 mod values;
+
+pub use origin::Source;
 
 use crate::checkpoint::Checkpoint;
 use crate::checks::Forms;
@@ -147,13 +151,7 @@ pub fn checks(
     };
     let mut checks = vec![config::compare(&draft.json, &source.headers.config)];
     let Some(container) = &evaluation.container else {
-        checks.extend(CHECKS[1..].iter().map(|id| {
-            Check::blocked(
-                *id,
-                crate::checks::PARSES,
-                "the weight file was not read or did not parse",
-            )
-        }));
+        checks.extend(blocked_by_parses());
         return Ok((checks, Vec::new()));
     };
     // Every lookup by name is indexed (the container's and the checkpoint's tables are searched by
@@ -229,6 +227,17 @@ pub fn checks(
     let (q4_1, grids) = compare_grids(&pairs, scalar)?;
     checks.push(q4_1);
     Ok((checks, grids))
+}
+
+/// The checks after `source.config`, when the weight file was not read or did not parse.
+fn blocked_by_parses() -> impl Iterator<Item = Check> {
+    CHECKS[1..].iter().map(|id| {
+        Check::blocked(
+            *id,
+            crate::checks::PARSES,
+            "the weight file was not read or did not parse",
+        )
+    })
 }
 
 fn inventory(
@@ -398,6 +407,9 @@ fn compare_grids(
             max_error_steps: o.stats.max_steps,
             relative_rms: o.relative_rms(),
             out_of_bound: o.stats.out,
+            exact: false,
+            groups_compared: o.elements / kernels::GROUP as u64,
+            groups_differing: None,
         })
         .collect();
     let per_grid = |f: fn(&SourceGridCensus) -> serde_json::Value| {

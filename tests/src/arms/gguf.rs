@@ -1,0 +1,440 @@
+//! Arms for `--source FILE.gguf` (spec section 12): a package against the GGUF it was converted from.
+//! Each control starts from a faithful pair (the GGUF written beside the package, the package's grids
+//! made from its blocks as FastFlowLM's converter makes them) and breaks one thing. A grid from a
+//! Q4_1 tensor is compared exactly, so controls the bound of `--source DIR` lets through (another
+//! quantizer's codes from the same weights, scales rounded by truncation, one code one step off) fail
+//! here by name.
+
+use super::source::{
+    checks_passed, fc_unblocked, gain_from_other_layer, gain_missing, layers_swapped,
+    nibbles_swapped, other_weights, planes_row_major, sourced, tiles_column_block_major, Source,
+    FAITHFUL,
+};
+use super::{fail, none, Arm, Expect, SEED};
+use crate::defects::{proj, Scenario};
+use crate::synth::gguf::{
+    gguf_for, grid_from_blocks_rounding, q4_1_blocks, GgufFile, GgufNames, GgufOptions,
+};
+use crate::synth::source::{grid_source, quantize, Quantizer};
+use crate::synth::{set_code, Encoding, Package};
+use dflash_gate::__private::family::Projection;
+use dflash_gate::__private::gguf::GgmlType;
+use dflash_gate::__private::tile::{GridGeometry, TILE_BYTES};
+use dflash_gate::{CheckId, Outcome, Report};
+use std::path::{Path, PathBuf};
+
+/// How an arm's GGUF is written, and what is done to it before it is.
+#[derive(Clone, Copy)]
+pub struct GgufSource {
+    pub options: GgufOptions,
+    pub bend: fn(&mut GgufFile),
+    /// `--source` names the directory holding the file, not the file.
+    pub by_dir: bool,
+}
+
+fn unbent(_: &mut GgufFile) {}
+
+impl GgufSource {
+    /// The same GGUF, unbent: the control's good twin.
+    pub fn faithful(self) -> GgufSource {
+        GgufSource {
+            bend: unbent,
+            ..self
+        }
+    }
+
+    /// Writes `draft.gguf` into `dir` (the package's grids made from it); the path `--source` names.
+    pub fn write(&self, package: &mut Package, dir: &Path) -> Result<PathBuf, String> {
+        let mut file =
+            gguf_for(package, self.options, SEED).map_err(|e| format!("writing the GGUF: {e}"))?;
+        (self.bend)(&mut file);
+        let path = dir.join("draft.gguf");
+        std::fs::write(&path, file.bytes()).map_err(|e| format!("writing the GGUF: {e}"))?;
+        Ok(if self.by_dir { dir.to_owned() } else { path })
+    }
+}
+
+pub const OPTIONS: GgufOptions = GgufOptions::DEFAULT;
+
+pub const GGUF: GgufSource = GgufSource {
+    options: OPTIONS,
+    bend: unbent,
+    by_dir: false,
+};
+
+fn with(g: GgufSource) -> Source {
+    Source {
+        gguf: Some(g),
+        ..FAITHFUL
+    }
+}
+
+fn gguf_arm(name: &'static str, defect: fn(&mut Scenario), g: GgufSource, expect: Expect) -> Arm {
+    sourced(name, defect, with(g), expect)
+}
+
+fn bent(bend: fn(&mut GgufFile)) -> GgufSource {
+    GgufSource { bend, ..GGUF }
+}
+
+fn encoded(name: &'static str, encoding: Encoding, expect: Expect) -> Arm {
+    Arm {
+        encoding,
+        ..gguf_arm(name, none, GGUF, expect)
+    }
+}
+
+/// The small geometry's 14 grids each compared exactly, every group equal to its block.
+fn exact(r: &Report) -> Result<(), String> {
+    checks_passed(r)?;
+    let grids = &r.census.source_grids;
+    if grids.len() != 14 {
+        return Err(format!("{} grids compared, 14 expected", grids.len()));
+    }
+    for g in grids {
+        if !(g.exact
+            && g.groups_differing == Some(0)
+            && g.groups_compared * 32 == g.elements
+            && g.elements > 0)
+        {
+            return Err(format!(
+                "{g:?} is not an exact grid with no group differing"
+            ));
+        }
+    }
+    let message = &r
+        .check(CheckId::SOURCE_Q4_1)
+        .ok_or("no source.q4_1")?
+        .message;
+    if !message.contains(
+        "every one of the 14 grids from Q4_1 GGUF tensors is their blocks re-laid exactly",
+    ) {
+        return Err(format!(
+            "source.q4_1 does not say it compared exactly: {message}"
+        ));
+    }
+    Ok(())
+}
+
+/// The 14 grids of a Q8_0 GGUF, each held to the bound (the converter re-quantized them).
+fn bounded(r: &Report) -> Result<(), String> {
+    checks_passed(r)?;
+    let grids = &r.census.source_grids;
+    if grids.len() != 14 {
+        return Err(format!("{} grids compared, 14 expected", grids.len()));
+    }
+    for g in grids {
+        if g.exact
+            || g.groups_differing.is_some()
+            || g.out_of_bound != 0
+            || g.relative_rms.is_nan()
+            || g.relative_rms >= 0.15
+        {
+            return Err(format!("{g:?} is not a bounded grid within its bound"));
+        }
+    }
+    Ok(())
+}
+
+pub fn arms() -> Vec<Arm> {
+    let d = Encoding::default();
+    let q4_1 = CheckId::SOURCE_Q4_1;
+    let bf16 = CheckId::SOURCE_BF16;
+    let inventory = CheckId::SOURCE_INVENTORY;
+    let config = CheckId::SOURCE_CONFIG;
+    vec![
+        gguf_arm("pass::gguf_q4_1", none, GGUF, Expect::Pass { facts: exact }),
+        gguf_arm(
+            "pass::gguf_in_a_directory",
+            none,
+            GgufSource { by_dir: true, ..GGUF },
+            Expect::Pass { facts: exact },
+        ),
+        gguf_arm(
+            "pass::gguf_f16_gains_f32_fc_aligned_64",
+            none,
+            GgufSource {
+                options: GgufOptions {
+                    gains: GgmlType::F16,
+                    fc: GgmlType::F32,
+                    alignment: 64,
+                    ..OPTIONS
+                },
+                ..GGUF
+            },
+            Expect::Pass { facts: exact },
+        ),
+        encoded("pass::gguf_grids_3d", Encoding { tiles_3d: true, ..d }, Expect::Pass { facts: exact }),
+        encoded("pass::gguf_fc_2d", Encoding { fc_row_blocked: false, ..d }, Expect::Pass { facts: exact }),
+        encoded("pass::gguf_package_aligned", Encoding { aligned: true, ..d }, Expect::Pass { facts: exact }),
+        gguf_arm(
+            "pass::gguf_checkpoint_names_prefixed",
+            none,
+            GgufSource {
+                options: GgufOptions { names: GgufNames::Prefixed, ..OPTIONS },
+                ..GGUF
+            },
+            Expect::Pass { facts: exact },
+        ),
+        gguf_arm(
+            "pass::gguf_checkpoint_names_bare",
+            none,
+            GgufSource {
+                options: GgufOptions { names: GgufNames::Bare, ..OPTIONS },
+                ..GGUF
+            },
+            Expect::Pass { facts: exact },
+        ),
+        gguf_arm(
+            "pass::gguf_q8_0_requantized",
+            none,
+            GgufSource {
+                options: GgufOptions { matrices: GgmlType::Q8_0, tokenizer: false, ..OPTIONS },
+                ..GGUF
+            },
+            Expect::Pass { facts: bounded },
+        ),
+        gguf_arm(
+            "control::gguf_tiles_column_block_major",
+            tiles_column_block_major,
+            GGUF,
+            fail(q4_1, &[
+                "model.layers.0.mlp.down_proj.weight is not GGUF tensor blk.0.ffn_down.weight's Q4_1 blocks re-laid",
+                "first at tile 1, group 0, row 0, column 256: ",
+                "groups differ; 1 of 14 grids from Q4_1 tensors differ",
+            ]),
+        ),
+        gguf_arm(
+            "control::gguf_nibbles_swapped",
+            nibbles_swapped,
+            GGUF,
+            fail(q4_1, &["model.layers.1.self_attn.q_proj.weight is not GGUF tensor blk.1.attn_q.weight's", "tile 0, group 0, row 0, column ", ": code "]),
+        ),
+        gguf_arm(
+            "control::gguf_planes_row_major",
+            planes_row_major,
+            GGUF,
+            fail(q4_1, &["model.layers.0.mlp.up_proj.weight is not GGUF tensor blk.0.ffn_up.weight's", "scale ", "GGUF's rounded to bf16"]),
+        ),
+        gguf_arm(
+            "control::gguf_layers_swapped",
+            layers_swapped,
+            GGUF,
+            fail(q4_1, &["model.layers.0.self_attn.o_proj.weight is not GGUF tensor blk.0.attn_output.weight's", "2 of 14 grids from Q4_1 tensors differ"]),
+        ),
+        gguf_arm(
+            "control::gguf_grid_from_other_weights",
+            other_weights,
+            GGUF,
+            fail(q4_1, &["model.layers.1.mlp.gate_proj.weight is not GGUF tensor blk.1.ffn_gate.weight's", "1 of 14 grids"]),
+        ),
+        // Refitted from the same weights: within the bound (pass::source_refitting_quantizer passes
+        // the same grids against the checkpoint), and not the GGUF's blocks.
+        gguf_arm(
+            "control::gguf_another_quantizers_codes",
+            refitted,
+            GGUF,
+            fail(q4_1, &["model.layers.0.mlp.gate_proj.weight is not GGUF tensor blk.0.ffn_gate.weight's", "1 of 14 grids"]),
+        ),
+        gguf_arm(
+            "control::gguf_scales_truncated",
+            scales_truncated,
+            GGUF,
+            fail(q4_1, &["model.layers.1.self_attn.v_proj.weight is not GGUF tensor blk.1.attn_v.weight's", ": scale ", "GGUF's rounded to bf16"]),
+        ),
+        // One code moved one step toward its source value: against the checkpoint it is within the
+        // bound (pass::source_one_code_one_step_off_within_the_bound), against the GGUF it is named.
+        gguf_arm(
+            "control::gguf_one_code_one_step_off",
+            one_code_one_step_off,
+            GGUF,
+            fail(q4_1, &["model.layers.0.self_attn.k_proj.weight is not GGUF tensor blk.0.attn_k.weight's", "tile 1, group 3, row 37, column ", "code 8, GGUF's 7; 1 of its 1024 groups differ"]),
+        ),
+        sourced(
+            "pass::source_one_code_one_step_off_within_the_bound",
+            one_code_one_step_off,
+            FAITHFUL,
+            Expect::Pass { facts: checks_passed },
+        ),
+        gguf_arm(
+            "control::gguf_fc_unblocked",
+            fc_unblocked,
+            GGUF,
+            fail(bf16, &["model.fc.weight (read row-blocked) differs from source fc.weight at row 0, column 1"]),
+        ),
+        gguf_arm(
+            "control::gguf_gain_from_other_layer",
+            gain_from_other_layer,
+            GGUF,
+            fail(bf16, &["model.layers.0.input_layernorm.weight differs from source blk.0.attn_norm.weight", "1 of 11 BF16 tensors"]),
+        ),
+        gguf_arm(
+            "control::gguf_tensor_missing_from_package",
+            gain_missing,
+            GGUF,
+            Expect::Refused {
+                check: inventory,
+                outcome: Outcome::Fail,
+                mentions: &["GGUF tensor blk.1.attn_k_norm.weight has no package counterpart"],
+                also: &[("norms.sizes", Outcome::Fail, "the package's own check sees the gain missing too")],
+            },
+        ),
+        gguf_arm(
+            "control::gguf_tensor_missing_from_gguf",
+            none,
+            bent(without_ffn_norm),
+            fail(inventory, &["model.layers.1.post_attention_layernorm.weight has no GGUF tensor (llama.cpp's name: blk.1.ffn_norm.weight)"]),
+        ),
+        gguf_arm(
+            "control::gguf_mixed_spellings",
+            none,
+            bent(one_name_checkpoint_style),
+            fail(inventory, &["GGUF tensor layers.1.mlp.up_proj.weight is in the checkpoint's bare names, the file's others in llama.cpp's names"]),
+        ),
+        gguf_arm(
+            "control::gguf_k_quant_tensor",
+            none,
+            bent(up_proj_as_q4_k),
+            Expect::Refused {
+                check: q4_1,
+                outcome: Outcome::Undecided,
+                mentions: &["model.layers.0.mlp.up_proj.weight (GGUF blk.0.ffn_up.weight is q4_K, which the gate does not dequantize)"],
+                also: &[],
+            },
+        ),
+        gguf_arm(
+            "control::gguf_not_dflash",
+            none,
+            bent(architecture_llama),
+            fail(config, &["general.architecture is \"llama\", not dflash"]),
+        ),
+        gguf_arm(
+            "control::gguf_target_layers_plus_one",
+            none,
+            bent(target_layers_plus_one),
+            Expect::Refused {
+                check: config,
+                outcome: Outcome::Undecided,
+                mentions: &["dflash.target_layers is [2, 4, 6] while the package's target_layer_ids are [1, 3, 5]: every one plus one, which llama.cpp's writers differ on"],
+                also: &[],
+            },
+        ),
+        gguf_arm(
+            "control::gguf_target_layers_differ",
+            none,
+            bent(target_layers_other),
+            fail(config, &["dflash.target_layers: GGUF [1, 3, 6], package target_layer_ids [1, 3, 5]"]),
+        ),
+        gguf_arm(
+            "control::gguf_rms_epsilon_differs",
+            none,
+            bent(epsilon_other),
+            fail(config, &["dflash.attention.layer_norm_rms_epsilon: GGUF 0.00001, package rms_norm_eps 0.000001 (as f32)"]),
+        ),
+    ]
+}
+
+fn refitted(s: &mut Scenario) {
+    let name = proj(0, Projection::Gate);
+    let (n, k, values) = grid_source(&s.package, &name, SEED).expect("a grid's source");
+    s.package.tensor_mut(&name).data = quantize(n, k, &values, Quantizer::Refit);
+}
+
+/// Layer 1's v_proj made from its GGUF blocks with every `d` and `m` truncated to bf16 (the top
+/// 16 bits of the f32) instead of rounded to nearest.
+fn scales_truncated(s: &mut Scenario) {
+    let name = proj(1, Projection::V);
+    let (n, k, values) = grid_source(&s.package, &name, SEED).expect("a grid's source");
+    s.package.tensor_mut(&name).data =
+        grid_from_blocks_rounding(n, k, &q4_1_blocks(&values), |x| (x.to_bits() >> 16) as u16);
+}
+
+/// Row 37 of layer 0's k_proj (128 x 256: tile 1, row 5), group 3: the code of the element furthest
+/// from its code's value moved one step toward its source value, so its error stays under a step.
+fn one_code_one_step_off(s: &mut Scenario) {
+    let name = proj(0, Projection::K);
+    let (n, k, values) = grid_source(&s.package, &name, SEED).expect("a grid's source");
+    let g = GridGeometry::new(n, k).expect("grid");
+    assert_eq!(g.col_blocks, 1, "k_proj is one column block");
+    let (row, c) = (37usize, 3usize);
+    let (t, r) = (row / 32, row % 32);
+    let data = &mut s.package.tensor_mut(&name).data;
+    let tile = &mut data[t * TILE_BYTES as usize..(t + 1) * TILE_BYTES as usize];
+    let plane = |at: usize| half::bf16::from_le_bytes([tile[at], tile[at + 1]]).to_f32();
+    let (d, m) = (plane(2 * (c * 32 + r)), plane(512 + 2 * (c * 32 + r)));
+    let code = |tile: &[u8], col: usize| {
+        let byte = tile[1024 + (r / 16) * 2048 + col * 8 + (r % 16) / 2];
+        if r % 2 == 0 {
+            byte & 0x0f
+        } else {
+            byte >> 4
+        }
+    };
+    let (col, q, step) = (c * 32..c * 32 + 32)
+        .map(|col| {
+            let q = code(tile, col);
+            let x = (values[row * k as usize + col] - m) / d - f32::from(q);
+            (col, q, x)
+        })
+        .filter(|&(_, q, x)| (x > 0.0 && q < 15) || (x < 0.0 && q > 0))
+        .max_by(|a, b| a.2.abs().total_cmp(&b.2.abs()))
+        .expect("a code that can move toward its source value");
+    set_code(tile, col, r, if step > 0.0 { q + 1 } else { q - 1 });
+}
+
+fn without_ffn_norm(f: &mut GgufFile) {
+    f.tensors.retain(|t| t.0 != "blk.1.ffn_norm.weight");
+}
+
+fn one_name_checkpoint_style(f: &mut GgufFile) {
+    let t = f
+        .tensors
+        .iter_mut()
+        .find(|t| t.0 == "blk.1.ffn_up.weight")
+        .expect("up_proj");
+    t.0 = "layers.1.mlp.up_proj.weight".into();
+}
+
+/// Layer 0's up_proj (K = 256, one Q4_K block per row) as a Q4_K tensor of the right size.
+fn up_proj_as_q4_k(f: &mut GgufFile) {
+    let t = f
+        .tensors
+        .iter_mut()
+        .find(|t| t.0 == "blk.0.ffn_up.weight")
+        .expect("up_proj");
+    let rows = t.1[1] as usize;
+    assert_eq!(t.1[0], 256, "one Q4_K block a row");
+    t.2 = GgmlType::Q4_K;
+    t.3 = vec![0; rows * GgmlType::Q4_K.type_size() as usize];
+}
+
+fn architecture_llama(f: &mut GgufFile) {
+    let mut value = 5u64.to_le_bytes().to_vec();
+    value.extend_from_slice(b"llama");
+    assert!(f.replace("general.architecture", 8, &value));
+}
+
+fn target_layers(f: &mut GgufFile, layers: &[i32]) {
+    let mut value = 5u32.to_le_bytes().to_vec();
+    value.extend_from_slice(&(layers.len() as u64).to_le_bytes());
+    for l in layers {
+        value.extend_from_slice(&l.to_le_bytes());
+    }
+    assert!(f.replace("dflash.target_layers", 9, &value));
+}
+
+fn target_layers_plus_one(f: &mut GgufFile) {
+    target_layers(f, &[2, 4, 6]);
+}
+
+fn target_layers_other(f: &mut GgufFile) {
+    target_layers(f, &[1, 3, 6]);
+}
+
+fn epsilon_other(f: &mut GgufFile) {
+    assert!(f.replace(
+        "dflash.attention.layer_norm_rms_epsilon",
+        6,
+        &1e-5f32.to_le_bytes()
+    ));
+}
