@@ -35,6 +35,9 @@ fn main() -> ExitCode {
     for (name, body) in gate_tests::arms::source::unreadable() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }
+    for (name, body) in gate_tests::arms::gguf::trials() {
+        trials.push(Trial::test(name, move || body().map_err(Failed::from)));
+    }
     for (name, body) in gate_tests::arms::source::paths_agree() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }

@@ -331,6 +331,15 @@ pub fn arms() -> Vec<Arm> {
             bent(epsilon_other),
             fail(config, &["dflash.attention.layer_norm_rms_epsilon: GGUF 0.00001, package rms_norm_eps 0.000001 (as f32)"]),
         ),
+        gguf_arm(
+            "control::gguf_non_finite_scale",
+            none,
+            bent(nan_scale_in_gguf),
+            fail(q4_1, &[
+                "model.layers.1.self_attn.k_proj.weight is not GGUF tensor blk.1.attn_k.weight's",
+                "tile 0, group 1, row 1, column 32: GGUF block 9 has a non-finite f16 scale or minimum (d NaN",
+            ]),
+        ),
     ]
 }
 
@@ -437,4 +446,400 @@ fn epsilon_other(f: &mut GgufFile) {
         6,
         &1e-5f32.to_le_bytes()
     ));
+}
+
+/// A GGUF block's f16 scale as a NaN (the package's group stays the finite one it was made from).
+fn nan_scale_in_gguf(f: &mut GgufFile) {
+    let t = f
+        .tensors
+        .iter_mut()
+        .find(|t| t.0 == "blk.1.attn_k.weight")
+        .expect("k_proj");
+    // Block 9: row 1, the second block of its row (K = 256: 8 blocks a row).
+    t.3[9 * 20..9 * 20 + 2].copy_from_slice(&0x7e00u16.to_le_bytes());
+}
+
+/// A trial: `Err` says what the gate got wrong.
+pub type Trial = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+/// A source the gate must refuse (exit 2): what is done to the source directory after the GGUF is
+/// written there, and the path `--source` then names; the reason and what the message names.
+struct Refused {
+    name: &'static str,
+    after: After,
+    reason: &'static str,
+    mentions: &'static [&'static str],
+    /// The reader's rule, for a GGUF it refuses (empty otherwise).
+    rule: &'static str,
+}
+
+/// What is done to the source: the directory bent (the path `--source` names returned), or the
+/// GGUF's bytes edited in place (the reader must refuse it).
+#[derive(Clone, Copy)]
+enum After {
+    Dir(fn(&Path) -> PathBuf),
+    Bytes(fn(&mut Vec<u8>, &dflash_gate::__private::gguf::Header)),
+}
+
+/// The source directory bent by `after` (which returns the path `--source` names).
+const fn bent_dir(
+    name: &'static str,
+    after: fn(&Path) -> PathBuf,
+    mentions: &'static [&'static str],
+) -> Refused {
+    Refused {
+        name,
+        after: After::Dir(after),
+        reason: "malformed",
+        mentions,
+        rule: "",
+    }
+}
+
+/// A GGUF edited so that the reader refuses it for the rule `mention` names.
+const fn reader(
+    name: &'static str,
+    edit: fn(&mut Vec<u8>, &dflash_gate::__private::gguf::Header),
+    mention: &'static str,
+) -> Refused {
+    Refused {
+        name,
+        after: After::Bytes(edit),
+        reason: "malformed",
+        mentions: &["draft.gguf"],
+        rule: mention,
+    }
+}
+
+/// The source directory's GGUF as bytes, edited by `edit`, written back; the file's path.
+fn edit_gguf(
+    dir: &Path,
+    edit: impl FnOnce(&mut Vec<u8>, &dflash_gate::__private::gguf::Header),
+) -> PathBuf {
+    let path = dir.join("draft.gguf");
+    let mut bytes = std::fs::read(&path).expect("the GGUF");
+    let header = dflash_gate::__private::gguf::parse(&bytes).expect("a faithful GGUF parses");
+    edit(&mut bytes, &header);
+    std::fs::write(&path, bytes).expect("write the GGUF");
+    path
+}
+
+fn find(bytes: &[u8], needle: &[u8]) -> usize {
+    bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .expect("in the file")
+}
+
+/// Where the second tensor's info has its ggml type; its offset is 4 bytes on.
+fn second_type_at(bytes: &[u8], h: &dflash_gate::__private::gguf::Header) -> usize {
+    let t = &h.tensors[1];
+    let mut name = (t.name.len() as u64).to_le_bytes().to_vec();
+    name.extend_from_slice(t.name.as_bytes());
+    find(bytes, &name) + name.len() + 4 + 8 * t.dims.len()
+}
+
+/// The source directory's GGUF under another name; its path.
+fn renamed(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::rename(dir.join("draft.gguf"), &path).expect("rename");
+    path
+}
+
+/// The second tensor's offset moved by `delta` bytes.
+fn move_second(bytes: &mut [u8], h: &dflash_gate::__private::gguf::Header, delta: i64) {
+    let at = second_type_at(bytes, h) + 4;
+    let offset = h.tensors[1]
+        .offset
+        .checked_add_signed(delta)
+        .expect("an offset");
+    put(bytes, at, &offset.to_le_bytes());
+}
+
+fn put(bytes: &mut [u8], at: usize, with: &[u8]) {
+    bytes[at..at + with.len()].copy_from_slice(with);
+}
+
+const MALFORMED: &[&str] = &["draft.gguf", "is not a GGUF the gate reads"];
+
+const REFUSED: &[Refused] = &[
+    bent_dir(
+        "gguf::refused::both_a_gguf_and_a_checkpoint",
+        |dir| {
+            std::fs::write(dir.join("model.safetensors"), b"").expect("write");
+            dir.to_owned()
+        },
+        &["holds both a GGUF (draft.gguf) and a safetensors checkpoint (model.safetensors): the gate does not pick"],
+    ),
+    bent_dir(
+        "gguf::refused::two_ggufs",
+        |dir| {
+            std::fs::copy(dir.join("draft.gguf"), dir.join("other.gguf")).expect("copy");
+            dir.to_owned()
+        },
+        &["holds 2 GGUF files (draft.gguf, other.gguf): the gate does not pick"],
+    ),
+    bent_dir(
+        "gguf::refused::a_shard_named",
+        |dir| renamed(dir, "draft-00001-of-00002.gguf"),
+        &["draft-00001-of-00002.gguf is one shard of a split GGUF: sharded GGUFs are not read"],
+    ),
+    bent_dir(
+        "gguf::refused::a_directory_of_shards",
+        |dir| {
+            renamed(dir, "draft-00001-of-00002.gguf");
+            std::fs::write(dir.join("draft-00002-of-00002.gguf"), b"").expect("write");
+            dir.to_owned()
+        },
+        &["holds a split GGUF (draft-00001-of-00002.gguf, draft-00002-of-00002.gguf): sharded GGUFs are not read"],
+    ),
+    bent_dir(
+        "gguf::refused::a_file_not_a_gguf",
+        |dir| renamed(dir, "draft.bin"),
+        &["draft.bin", "is a file but not a .gguf"],
+    ),
+    bent_dir(
+        "gguf::refused::truncated",
+        |dir| {
+            let path = dir.join("draft.gguf");
+            let bytes = std::fs::read(&path).expect("read");
+            std::fs::write(&path, &bytes[..bytes.len() / 2]).expect("write");
+            path
+        },
+        &["draft.gguf", "past the end of the"],
+    ),
+    reader(
+        "gguf::refused::bad_magic",
+        |b, _| put(b, 0, b"GGUX"),
+        "at byte 0: starts with GGUX, not the magic GGUF",
+    ),
+    reader(
+        "gguf::refused::version_1",
+        |b, _| put(b, 4, &1u32.to_le_bytes()),
+        "at byte 4: is GGUF version 1",
+    ),
+    reader(
+        "gguf::refused::big_endian",
+        |b, _| put(b, 4, &3u32.to_be_bytes()),
+        "a big-endian GGUF, which the gate does not read",
+    ),
+    // A million tensor infos (under the reader's cap) need more bytes than the file has.
+    reader(
+        "gguf::refused::a_count_past_the_end",
+        |b, _| put(b, 8, &1_000_000u64.to_le_bytes()),
+        "the file is truncated or a length in it is false",
+    ),
+    reader(
+        "gguf::refused::a_length_past_the_end",
+        |b, _| {
+                // general.architecture's value: u32 type 8, then the string's u64 length.
+                let at = find(b, b"general.architecture") + "general.architecture".len() + 4;
+                put(b, at, &(1u64 << 40).to_le_bytes())
+            },
+        "the file is truncated or a length in it is false",
+    ),
+    reader(
+        "gguf::refused::a_duplicate_key",
+        |b, _| {
+            let at = find(b, b"dflash.block_size");
+            put(b, at, b"dflash.vocab_size")
+        },
+        "metadata key dflash.vocab_size appears twice",
+    ),
+    reader(
+        "gguf::refused::a_misaligned_offset",
+        |b, h| move_second(b, h, 1),
+        "not a multiple of the alignment 32",
+    ),
+    reader(
+        "gguf::refused::an_overlapping_offset",
+        |b, h| move_second(b, h, -32),
+        "inside the previous tensor",
+    ),
+    reader(
+        "gguf::refused::a_gap",
+        |b, h| move_second(b, h, 32),
+        "leaving a gap after the previous tensor",
+    ),
+    reader(
+        "gguf::refused::an_unknown_type",
+        |b, h| {
+            let at = second_type_at(b, h);
+            put(b, at, &4u32.to_le_bytes())
+        },
+        "has ggml type 4, which ggml does not define",
+    ),
+    reader(
+        "gguf::refused::a_dimension_product_overflows",
+        |b, h| {
+                // The second tensor (a gain: one dimension) 2^62 long: its bytes overflow.
+                let at = second_type_at(b, h) - 8;
+                assert_eq!(h.tensors[1].dims.len(), 1, "a gain");
+                put(b, at, &(1u64 << 62).to_le_bytes())
+            },
+        "overflows ggml's int64",
+    ),
+];
+
+/// A package and its faithful GGUF under `root`: the package's directory and the options that
+/// compare it with the GGUF.
+fn faithful_pair(
+    root: &Path,
+    base: super::Base,
+) -> Result<(PathBuf, dflash_gate::Options), String> {
+    super::prepare_arm(
+        root,
+        base,
+        Encoding::default(),
+        none,
+        super::Extra::Source(with(GGUF)),
+    )
+}
+
+fn refused(case: &Refused) -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (dir, mut options) = faithful_pair(root.path(), super::Base::Small)?;
+    let source = root.path().join("source");
+    options.source = Some(match case.after {
+        After::Dir(bend) => bend(&source),
+        After::Bytes(edit) => edit_gguf(&source, edit),
+    });
+    let err = match dflash_gate::gate(&dir, &options) {
+        Ok(r) => {
+            return Err(format!(
+                "the gate ran ({}) over a source it must refuse",
+                r.verdict()
+            ))
+        }
+        Err(e) => e,
+    };
+    let text = err.to_string();
+    if err.reason() != case.reason || !text.starts_with("--source ") {
+        return Err(format!(
+            "expected --source ... with reason {}, got {}: {text}",
+            case.reason,
+            err.reason()
+        ));
+    }
+    if let Some(m) = case.mentions.iter().find(|m| !text.contains(*m)) {
+        return Err(format!("the error does not name {m:?}: {text}"));
+    }
+    // A file the reader refuses is named with the reader's words and the rule.
+    if matches!(case.after, After::Bytes(_))
+        && !MALFORMED
+            .iter()
+            .chain([&case.rule])
+            .all(|m| text.contains(m))
+    {
+        return Err(format!(
+            "the error is not the reader's refusal for {:?}: {text}",
+            case.rule
+        ));
+    }
+    Ok(())
+}
+
+/// The faithful pair gated, then the GGUF rewritten with its metadata edited by `edit` and gated
+/// again: `check` must have `outcome` naming `mentions`, and nothing else change.
+fn metadata_edited(
+    edit: impl FnOnce(&mut GgufFile),
+    outcome: Outcome,
+    mentions: &[&str],
+) -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (dir, options) = faithful_pair(root.path(), super::Base::Small)?;
+    let gate = || dflash_gate::gate(&dir, &options).map_err(|e| e.to_string());
+    let good = gate()?;
+    let mut package = Package::generate(&super::Base::Small.geometry(), Encoding::default(), SEED);
+    let mut file = gguf_for(&mut package, OPTIONS, SEED).map_err(|e| e.to_string())?;
+    edit(&mut file);
+    std::fs::write(root.path().join("source/draft.gguf"), file.bytes())
+        .map_err(|e| e.to_string())?;
+    let bad = gate()?;
+    super::judge(&good, &bad, CheckId::SOURCE_CONFIG, outcome, mentions, &[])
+}
+
+/// The keys section 12.2 requires, and the config field each stands for.
+const REQUIRED: [(&str, &str); 5] = [
+    ("dflash.block_count", "num_hidden_layers"),
+    ("dflash.embedding_length", "hidden_size"),
+    ("dflash.feed_forward_length", "intermediate_size"),
+    ("dflash.attention.head_count", "num_attention_heads"),
+    ("dflash.attention.head_count_kv", "num_key_value_heads"),
+];
+
+/// A DFlash2 package against a GGUF: its convolutions and selector have no GGUF names, so
+/// source.inventory is UNDECIDED naming them, never PASS; the rest is compared as usual.
+fn dflash2_against_gguf() -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (dir, options) = faithful_pair(root.path(), super::Base::Dflash2)?;
+    let r = dflash_gate::gate(&dir, &options).map_err(|e| e.to_string())?;
+    let inventory = r
+        .check(CheckId::SOURCE_INVENTORY)
+        .ok_or("no source.inventory")?;
+    if inventory.outcome != Outcome::Undecided
+        || !inventory.message.contains("the second family's tensors have no settled GGUF names, so these could not be paired: ")
+        || !inventory.message.contains("model.layers.0.attention_conv.base_kernel")
+    {
+        return Err(format!("source.inventory: {} {}", inventory.outcome, inventory.message));
+    }
+    for c in &r.checks {
+        if c.id != CheckId::SOURCE_INVENTORY && c.outcome != Outcome::Pass {
+            return Err(format!("{} {}: {}", c.id, c.outcome, c.message));
+        }
+    }
+    Ok(())
+}
+
+/// Every trial of this module, named.
+pub fn trials() -> Vec<(String, Trial)> {
+    let mut out: Vec<(String, Trial)> = REFUSED
+        .iter()
+        .map(|case| {
+            (
+                format!("arms::{}", case.name),
+                Box::new(move || refused(case)) as Trial,
+            )
+        })
+        .collect();
+    for (key, field) in REQUIRED {
+        let absent: Trial = Box::new(move || {
+            metadata_edited(
+                |f| assert!(f.remove(key)),
+                Outcome::Fail,
+                &[&format!(
+                    "{key} is absent (required: the package's {field})"
+                )],
+            )
+        });
+        out.push((format!("arms::gguf::config::{key}_absent"), absent));
+        let different: Trial = Box::new(move || {
+            let mut expected = None;
+            let bad = {
+                let mut package =
+                    Package::generate(&super::Base::Small.geometry(), Encoding::default(), SEED);
+                let file = gguf_for(&mut package, OPTIONS, SEED).map_err(|e| e.to_string())?;
+                let (_, _, value) = file
+                    .metadata
+                    .iter()
+                    .find(|(k, _, _)| k == key)
+                    .ok_or("no such key")?;
+                let v = u32::from_le_bytes(value[..4].try_into().map_err(|_| "a u32")?);
+                expected.replace(format!("{key}: GGUF {}, package {field} {v}", v + 1));
+                v + 1
+            };
+            let expected = expected.unwrap_or_default();
+            metadata_edited(
+                |f| assert!(f.replace(key, 4, &bad.to_le_bytes())),
+                Outcome::Fail,
+                &[&expected],
+            )
+        });
+        out.push((format!("arms::gguf::config::{key}_differs"), different));
+    }
+    out.push((
+        "arms::gguf::dflash2_package_undecided".into(),
+        Box::new(dflash2_against_gguf),
+    ));
+    out
 }
