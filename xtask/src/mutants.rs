@@ -121,6 +121,17 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "not_checked kept (absent manifest)", file: "gate/src/manifest.rs", from: "let answered = if check.outcome == Outcome::Undecided {", to: "let answered = if false {", filter: "hostile::an_absent_manifest_leaves_provenance" },
     Mutant { check: "weight file link rule", file: "gate/src/package.rs", from: "inside.admits(&file)?;\n            Ok((escape::name(name), file.into_bytes()?))", to: "Ok((escape::name(name), file.into_bytes()?))", filter: "hostile::a_config_or_weight_file_linking_out" },
     Mutant { check: "config.json link rule", file: "gate/src/package.rs", from: "inside.admits(&file)?;\n        Ok((file.read_all(MAX_CONFIG_BYTES)?, file))", to: "Ok((file.read_all(MAX_CONFIG_BYTES)?, file))", filter: "hostile::a_config_or_weight_file_linking_out" },
+    Mutant { check: "source.q4_1 exact codes (GGUF)", file: "gate/src/source/gguf/exact.rs", from: "} else if codes_differ != 0 {", to: "} else if false {", filter: "arms::control::gguf_one_code_one_step_off" },
+    Mutant { check: "source.q4_1 exact scales (GGUF)", file: "gate/src/source/gguf/exact.rs", from: "} else if pd != widened(d) {", to: "} else if false {", filter: "arms::control::gguf_planes_row_major" },
+    Mutant { check: "source.q4_1 nearest-even widening (GGUF)", file: "gate/src/source/gguf/exact.rs", from: "    f32_to_bf16(f16(f16_bits))\n", to: "    (f16(f16_bits).to_bits() >> 16) as u16\n", filter: "arms::control::gguf_scales_truncated" },
+    Mutant { check: "source.q4_1 non-finite GGUF block", file: "gate/src/source/gguf/exact.rs", from: "if not_finite(d) || not_finite(m) {", to: "if false {", filter: "arms::control::gguf_non_finite_scale" },
+    Mutant { check: "worker panic (source.q4_1 exact)", file: "gate/src/source/gguf/exact.rs", from: "            (j, outcome)\n        },\n    )?;", to: "            (j, outcome)\n        },\n    ).unwrap_or_default();", filter: "hostile::a_worker_panic_in_source_q4_1_against_a_gguf" },
+    Mutant { check: "source.q4_1 undecided type (GGUF)", file: "gate/src/source/gguf.rs", from: "} else if !undecided.is_empty() {", to: "} else if false {", filter: "arms::control::gguf_k_quant_tensor" },
+    Mutant { check: "source.config target_layers plus one (GGUF)", file: "gate/src/source/gguf/config.rs", from: "} else if same(1) {", to: "} else if false {", filter: "arms::control::gguf_target_layers_plus_one" },
+    Mutant { check: "source.config required key (GGUF)", file: "gate/src/source/gguf/config.rs", from: "            if required {", to: "            if false {", filter: "arms::gguf::config::dflash.block_count_absent" },
+    Mutant { check: "source.inventory names (GGUF)", file: "gate/src/source/gguf/names.rs", from: "(\"ffn_norm\", \"post_attention_layernorm\"),", to: "(\"ffn_norm\", \"input_layernorm\"),", filter: "arms::pass::gguf_q4_1" },
+    Mutant { check: "source.inventory unpaired (GGUF)", file: "gate/src/source/gguf.rs", from: "if is_second_family(&info.name) {", to: "if false {", filter: "arms::gguf::dflash2_package_undecided" },
+    Mutant { check: "--source refuses both kinds", file: "gate/src/source/origin.rs", from: ".filter(|n| has_extension(n, \"safetensors\") || *n == INDEX_FILE)", to: ".filter(|_| false)", filter: "arms::gguf::refused::both_a_gguf_and_a_checkpoint" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of

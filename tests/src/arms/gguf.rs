@@ -62,6 +62,12 @@ pub const GGUF: GgufSource = GgufSource {
     by_dir: false,
 };
 
+/// The faithful GGUF as an arm's source.
+pub const SOURCE: Source = Source {
+    gguf: Some(GGUF),
+    ..FAITHFUL
+};
+
 fn with(g: GgufSource) -> Source {
     Source {
         gguf: Some(g),
