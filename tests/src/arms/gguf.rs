@@ -92,10 +92,19 @@ fn encoded(name: &'static str, encoding: Encoding, expect: Expect) -> Arm {
 
 /// The small geometry's 14 grids each compared exactly, every group equal to its block.
 fn exact(r: &Report) -> Result<(), String> {
+    exact_grids(r, 14)
+}
+
+/// The padded geometry's 7 grids (rows and columns in part-filled tiles) each compared exactly.
+fn exact_padded(r: &Report) -> Result<(), String> {
+    exact_grids(r, 7)
+}
+
+fn exact_grids(r: &Report, count: usize) -> Result<(), String> {
     checks_passed(r)?;
     let grids = &r.census.source_grids;
-    if grids.len() != 14 {
-        return Err(format!("{} grids compared, 14 expected", grids.len()));
+    if grids.len() != count {
+        return Err(format!("{} grids compared, {count} expected", grids.len()));
     }
     for g in grids {
         if !(g.exact
@@ -112,9 +121,9 @@ fn exact(r: &Report) -> Result<(), String> {
         .check(CheckId::SOURCE_Q4_1)
         .ok_or("no source.q4_1")?
         .message;
-    if !message.contains(
-        "every one of the 14 grids from Q4_1 GGUF tensors is their blocks re-laid exactly",
-    ) {
+    if !message.contains(&format!(
+        "every one of the {count} grids from Q4_1 GGUF tensors is their blocks re-laid exactly"
+    )) {
         return Err(format!(
             "source.q4_1 does not say it compared exactly: {message}"
         ));
@@ -200,6 +209,21 @@ pub fn arms() -> Vec<Arm> {
             },
             Expect::Pass { facts: bounded },
         ),
+        Arm {
+            base: super::Base::Padded,
+            ..gguf_arm("pass::gguf_padded_geometry", none, GGUF, Expect::Pass { facts: exact_padded })
+        },
+        // Row 70, column 270 of the padded k_proj (80 x 288): a tile of 16 real rows and one real
+        // group, compared group by group.
+        Arm {
+            base: super::Base::Padded,
+            ..gguf_arm(
+                "control::gguf_padded_code_flipped",
+                padded_code_flipped,
+                GGUF,
+                fail(q4_1, &["model.layers.0.self_attn.k_proj.weight is not GGUF tensor blk.0.attn_k.weight's", "tile 5, group 0, row 70, column 270: code ", "1 of its 720 groups differ"]),
+            )
+        },
         gguf_arm(
             "control::gguf_tiles_column_block_major",
             tiles_column_block_major,
@@ -395,6 +419,14 @@ fn one_code_one_step_off(s: &mut Scenario) {
         .max_by(|a, b| a.2.abs().total_cmp(&b.2.abs()))
         .expect("a code that can move toward its source value");
     set_code(tile, col, r, if step > 0.0 { q + 1 } else { q - 1 });
+}
+
+fn padded_code_flipped(s: &mut Scenario) {
+    let t = s.package.tensor_mut(&proj(0, Projection::K));
+    let tile = &mut t.data[5 * TILE_BYTES as usize..6 * TILE_BYTES as usize];
+    let (col, r) = (270 - 256, 70 - 64);
+    let byte = 1024 + (r / 16) * 2048 + col * 8 + (r % 16) / 2;
+    tile[byte] ^= 0x01;
 }
 
 fn without_ffn_norm(f: &mut GgufFile) {
