@@ -797,6 +797,49 @@ fn metadata_edited(
     super::judge(&good, &bad, CheckId::SOURCE_CONFIG, outcome, mentions, &[])
 }
 
+/// The compared keys stored in other integer types (u64, i64, u16, u8) and the epsilon as an f64,
+/// each with the config's value: compared by value (floats as f32), so source.config still passes.
+fn other_types_same_values() -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (dir, options) = faithful_pair(root.path(), super::Base::Small)?;
+    let mut package = Package::generate(&super::Base::Small.geometry(), Encoding::default(), SEED);
+    let mut file = gguf_for(&mut package, OPTIONS, SEED).map_err(|e| e.to_string())?;
+    let g = super::Base::Small.geometry();
+    let retyped = [
+        file.replace("dflash.block_count", 10, &g.layers.to_le_bytes()),
+        file.replace(
+            "dflash.embedding_length",
+            11,
+            &(g.hidden as i64).to_le_bytes(),
+        ),
+        file.replace(
+            "dflash.attention.head_count",
+            2,
+            &(g.heads as u16).to_le_bytes(),
+        ),
+        file.replace("dflash.attention.head_count_kv", 0, &[g.kv_heads as u8]),
+        file.replace(
+            "dflash.attention.layer_norm_rms_epsilon",
+            12,
+            &1e-6f64.to_le_bytes(),
+        ),
+    ];
+    if retyped.contains(&false) {
+        return Err("a key to retype is not in the GGUF".into());
+    }
+    std::fs::write(root.path().join("source/draft.gguf"), file.bytes())
+        .map_err(|e| e.to_string())?;
+    let r = dflash_gate::gate(&dir, &options).map_err(|e| e.to_string())?;
+    let config = r.check(CheckId::SOURCE_CONFIG).ok_or("no source.config")?;
+    if config.outcome != Outcome::Pass {
+        return Err(format!(
+            "source.config {}: {}",
+            config.outcome, config.message
+        ));
+    }
+    Ok(())
+}
+
 /// The keys section 12.2 requires, and the config field each stands for.
 const REQUIRED: [(&str, &str); 5] = [
     ("dflash.block_count", "num_hidden_layers"),
@@ -878,6 +921,10 @@ pub fn trials() -> Vec<(String, Trial)> {
     out.push((
         "arms::gguf::dflash2_package_undecided".into(),
         Box::new(dflash2_against_gguf),
+    ));
+    out.push((
+        "arms::gguf::config::other_integer_and_float_types_compare_by_value".into(),
+        Box::new(other_types_same_values),
     ));
     out
 }
