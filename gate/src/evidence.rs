@@ -379,6 +379,10 @@ pub struct SourceConfig {
     pub differing: Vec<String>,
     pub one_sided: Vec<String>,
     pub skipped: Vec<String>,
+    /// Only against a GGUF: keys whose value cannot decide the comparison (`target_layers` one
+    /// above every id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undecided: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -388,6 +392,10 @@ pub struct SourceInventory {
     pub missing: Vec<String>,
     pub extra: Vec<String>,
     pub misshapen: Vec<String>,
+    /// Only against a GGUF: tensors that could not be paired, since the second family's tensors
+    /// have no settled GGUF names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unpaired: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -405,4 +413,20 @@ pub struct SourceQ41 {
     pub max_error_steps: BTreeMap<String, f64>,
     pub relative_rms: BTreeMap<String, f64>,
     pub out_of_bound: BTreeMap<String, u64>,
+    /// Only against a GGUF: each grid compared exactly with its Q4_1 tensor, by package name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact: Option<BTreeMap<String, ExactGrid>>,
+    /// Only against a GGUF: grids not compared, their tensors of a type the gate cannot dequantize.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undecided: Option<Vec<String>>,
+}
+
+/// One grid of `source.q4_1` compared group for block with a Q4_1 GGUF tensor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ExactGrid {
+    /// The GGUF tensor's name.
+    pub gguf: String,
+    pub groups_compared: u64,
+    pub groups_differing: u64,
 }

@@ -51,8 +51,8 @@ pub use evaluation::evaluate;
 pub use files::FileError;
 pub use package::{gate, Options};
 pub use report::{
-    error_json, Census, Check, Evidence, FileCensus, FileUse, GridCensus, NotChecked, Outcome,
-    Report, RoleClass, SourceGridCensus, TensorCensus, Tool, SCHEMA_VERSION, TOOL,
+    error_json, Census, Check, Comparison, Evidence, FileCensus, FileUse, GridCensus, NotChecked,
+    Outcome, Report, RoleClass, SourceGridCensus, TensorCensus, Tool, SCHEMA_VERSION, TOOL,
 };
 
 /// Not part of the API: the gate's insides, for its own binary, test suite, benches and fuzz

@@ -23,7 +23,8 @@ pub struct Options {
     pub target: Option<PathBuf>,
     /// Verify `MANIFEST.sha256`.
     pub manifest: bool,
-    /// Compare every weight with the checkpoint the package was converted from (`source.*`).
+    /// Compare every weight with what the package was converted from (`source.*`): a checkpoint
+    /// directory, a `.gguf` file, or a directory holding one.
     pub source: Option<PathBuf>,
 }
 
@@ -40,9 +41,10 @@ impl Options {
         self
     }
 
-    /// Also compares every weight with the checkpoint in `dir` (`--source`).
-    pub fn with_source(mut self, dir: impl Into<PathBuf>) -> Options {
-        self.source = Some(dir.into());
+    /// Also compares every weight with the checkpoint in `path`, or the GGUF at `path` (a `.gguf`
+    /// file, or a directory holding exactly one) (`--source`).
+    pub fn with_source(mut self, path: impl Into<PathBuf>) -> Options {
+        self.source = Some(path.into());
         self
     }
 }
@@ -81,11 +83,11 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         answered(&mut evaluation.report, checks, &crate::target::ANSWERS);
     }
     if let Some(source_dir) = &options.source {
-        let source = crate::checkpoint::Checkpoint::open(source_dir)
-            .map_err(|e| e.from_option("--source"))?;
-        let (checks, grids) =
-            crate::source::checks(&evaluation, &source, crate::source::scalar_source_loop())
-                .map_err(|p| PackageError::internal(dir, p))?;
+        let source =
+            crate::source::Source::open(source_dir).map_err(|e| e.from_option("--source"))?;
+        let (checks, grids) = source
+            .checks(&evaluation, crate::source::scalar_source_loop())
+            .map_err(|p| PackageError::internal(dir, p))?;
         evaluation.report.census.source_grids = grids;
         // A refused draft was not compared, so it answered nothing.
         let answers = match evaluation.draft {

@@ -297,6 +297,23 @@ pub struct SourceGridCensus {
     /// RMS of (dequantized - source) over RMS of source: about 0.08 for a faithful 4-bit grid.
     pub relative_rms: f64,
     pub out_of_bound: u64,
+    /// Exact (group for block, with a Q4_1 GGUF tensor: `--source FILE.gguf`) or bounded; for an
+    /// exact grid the largest error and the relative RMS are not measured (NaN, null in JSON).
+    pub comparison: Comparison,
+    pub groups_compared: u64,
+    /// Groups unlike their GGUF block (exact grids only: a bounded comparison counts elements).
+    pub groups_differing: Option<u64>,
+}
+
+/// How a grid was compared with its source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Comparison {
+    /// Every code and scale equal to its GGUF block's (section 12.3).
+    Exact,
+    /// Every element within the section 11 bound, and the RMS ceiling.
+    Bounded,
 }
 
 impl Census {
@@ -551,6 +568,15 @@ impl Report {
                 ));
             }
             for g in &self.census.source_grids {
+                if g.comparison == Comparison::Exact {
+                    line(format!(
+                        "  source {:<41} exact: {} of {} groups differ from their GGUF blocks",
+                        g.name,
+                        g.groups_differing.unwrap_or_default(),
+                        g.groups_compared
+                    ));
+                    continue;
+                }
                 line(format!(
                     "  source {:<41} largest error {:.3} steps, relative RMS {:.4}, {} of {} out of bound",
                     g.name, g.max_error_steps, g.relative_rms, g.out_of_bound, g.elements

@@ -9,9 +9,13 @@
 
 mod bf16;
 mod config;
+pub mod gguf;
 pub mod kernels;
+mod origin;
 mod q4_1;
 mod values;
+
+pub use origin::Source;
 
 use crate::checkpoint::Checkpoint;
 use crate::checks::Forms;
@@ -146,13 +150,7 @@ pub fn checks(
     };
     let mut checks = vec![config::compare(&draft.json, &source.headers.config)];
     let Some(container) = &evaluation.container else {
-        checks.extend(CHECKS[1..].iter().map(|id| {
-            Check::blocked(
-                *id,
-                crate::checks::PARSES,
-                "the weight file was not read or did not parse",
-            )
-        }));
+        checks.extend(blocked_by_parses());
         return Ok((checks, Vec::new()));
     };
     // Every lookup by name is indexed (the container's and the checkpoint's tables are searched by
@@ -230,6 +228,17 @@ pub fn checks(
     Ok((checks, grids))
 }
 
+/// The checks after `source.config`, when the weight file was not read or did not parse.
+fn blocked_by_parses() -> impl Iterator<Item = Check> {
+    CHECKS[1..].iter().map(|id| {
+        Check::blocked(
+            *id,
+            crate::checks::PARSES,
+            "the weight file was not read or did not parse",
+        )
+    })
+}
+
 fn inventory(
     pairs: &[Pair<'_>],
     missing: &[String],
@@ -241,6 +250,7 @@ fn inventory(
         missing: missing.to_vec(),
         extra: extra.to_vec(),
         misshapen: misshapen.to_vec(),
+        unpaired: None,
     };
     let problems: Vec<&String> = missing.iter().chain(extra).chain(misshapen).collect();
     if problems.is_empty() {
@@ -401,6 +411,9 @@ fn compare_grids(
             max_error_steps: o.stats.max_steps,
             relative_rms: o.relative_rms(),
             out_of_bound: o.stats.out,
+            comparison: crate::report::Comparison::Bounded,
+            groups_compared: o.elements / kernels::GROUP as u64,
+            groups_differing: None,
         })
         .collect();
     let evidence = crate::evidence::SourceQ41 {
@@ -416,6 +429,8 @@ fn compare_grids(
             .iter()
             .map(|g| (g.name.clone(), g.out_of_bound))
             .collect(),
+        exact: None,
+        undecided: None,
     };
     let worst_steps = census
         .iter()

@@ -36,6 +36,9 @@ fn main() -> ExitCode {
     for (name, body) in gate_tests::arms::source::unreadable() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }
+    for (name, body) in gate_tests::arms::gguf::trials() {
+        trials.push(Trial::test(name, move || body().map_err(Failed::from)));
+    }
     // Without the whole-tile path both runs take the scalar loop: agreeing would prove nothing.
     let wide_absent = kernels::wide_absent();
     for (name, body) in gate_tests::arms::source::paths_agree() {

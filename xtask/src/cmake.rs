@@ -84,7 +84,7 @@ const MODULE_HEAD: &str = r#"# DFlashGate.cmake: ctest rows for dflash-gate, bui
 #
 #   enable_testing()                    # the project's own (or include(CTest)): rows need it
 #   include(path/to/DFlashGate.cmake)   # the checkout's cmake/, or a copy from `cargo xtask cmake --out`
-#   dflash_gate_add_package(<name> <package-dir> [TARGET <dir>] [SOURCE <dir>] [MANIFEST] [TIMEOUT <s>])
+#   dflash_gate_add_package(<name> <package-dir> [TARGET <dir>] [SOURCE <dir or .gguf>] [MANIFEST] [TIMEOUT <s>])
 #   dflash_gate_add_suite_row()         # optional: the gate's own test suite, in one row
 #   dflash_gate_add_arm_rows()          # optional: one row per trial of the gate's own test suite
 #
@@ -99,7 +99,7 @@ const CONFIG_HEAD: &str = r#"# DFlashGateConfig.cmake: find_package(DFlashGate) 
 #
 #   enable_testing()                        # the project's own (or include(CTest)): rows need it
 #   find_package(DFlashGate @REQUEST@ REQUIRED)   # CMAKE_PREFIX_PATH=<prefix> for <prefix>/lib/cmake/DFlashGate
-#   dflash_gate_add_package(<name> <package-dir> [TARGET <dir>] [SOURCE <dir>] [MANIFEST] [TIMEOUT <s>])
+#   dflash_gate_add_package(<name> <package-dir> [TARGET <dir>] [SOURCE <dir or .gguf>] [MANIFEST] [TIMEOUT <s>])
 #   dflash_gate_add_suite_row()             # optional: the gate's own test suite, in one row
 #   dflash_gate_add_arm_rows()              # optional: one row per trial of the gate's own test suite
 #

@@ -125,6 +125,20 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "header length (checkpoint)", file: "gate/src/checkpoint.rs", from: "let n = container::header_length(prefix, file_len).map_err(|_| {", to: "let n = Ok::<u64, container::ContainerError>(u64::from_le_bytes(prefix)).map_err(|_| {", filter: "hostile::a_target_header_length_past_its_file_or_the_limit_is_refused_unread" },
     Mutant { check: "header length (shared)", file: "gate/src/container.rs", from: "    if 8 + n > file_len {", to: "    if false {", filter: "hostile::a_target_header_length_past_its_file_or_the_limit_is_refused_unread" },
     Mutant { check: "container.parses evidence", file: "gate/src/evaluation.rs", from: ".with_evidence(e),", to: ",", filter: "hostile::a_refused_container_names_its_refusal" },
+    Mutant { check: "source.q4_1 exact codes (GGUF)", file: "gate/src/source/gguf/exact.rs", from: "} else if mask & (1 << c) != 0 {", to: "} else if false {", filter: "arms::control::gguf_one_code_one_step_off" },
+    Mutant { check: "source.q4_1 exact codes, whole tiles (GGUF)", file: "gate/src/source/gguf/exact.rs", from: "let differ = region_differs(&pairs, held);", to: "let differ = 0u64;", filter: "arms::control::gguf_one_code_one_step_off" },
+    Mutant { check: "source.q4_1 exact codes, part-filled tiles (GGUF)", file: "gate/src/source/gguf/exact.rs", from: "*mask |= u8::from(differs) << c;", to: "*mask |= 0;", filter: "arms::control::gguf_padded_code_flipped" },
+    Mutant { check: "source.q4_1 exact scales (GGUF)", file: "gate/src/source/gguf/exact.rs", from: "} else if pd != wd {", to: "} else if false {", filter: "arms::control::gguf_planes_row_major" },
+    Mutant { check: "source.q4_1 exact scales, whole tiles (GGUF)", file: "gate/src/source/gguf/exact.rs", from: "    differ == 0 && infinite == 0\n", to: "    infinite == 0\n", filter: "arms::control::gguf_scales_truncated" },
+    Mutant { check: "source.q4_1 nearest-even widening (GGUF)", file: "gate/src/source/gguf/exact.rs", from: "    f32_to_bf16(f16(f16_bits))\n", to: "    (f16(f16_bits).to_bits() >> 16) as u16\n", filter: "arms::control::gguf_scales_truncated" },
+    Mutant { check: "source.q4_1 non-finite GGUF block", file: "gate/src/source/gguf/exact.rs", from: "if not_finite(d) || not_finite(m) {", to: "if false {", filter: "arms::control::gguf_non_finite_scale" },
+    Mutant { check: "worker panic (source.q4_1 exact)", file: "gate/src/source/gguf/exact.rs", from: "            (j, outcome)\n        },\n    )?;", to: "            (j, outcome)\n        },\n    ).unwrap_or_default();", filter: "hostile::a_worker_panic_in_source_q4_1_against_a_gguf" },
+    Mutant { check: "source.q4_1 undecided type (GGUF)", file: "gate/src/source/gguf.rs", from: "} else if !undecided.is_empty() {", to: "} else if false {", filter: "arms::control::gguf_k_quant_tensor" },
+    Mutant { check: "source.config target_layers plus one (GGUF)", file: "gate/src/source/gguf/config.rs", from: "} else if same(1) {", to: "} else if false {", filter: "arms::control::gguf_target_layers_plus_one" },
+    Mutant { check: "source.config required key (GGUF)", file: "gate/src/source/gguf/config.rs", from: "            if required {", to: "            if false {", filter: "arms::gguf::config::dflash.block_count_absent" },
+    Mutant { check: "source.inventory names (GGUF)", file: "gate/src/source/gguf/names.rs", from: "(\"ffn_norm\", \"post_attention_layernorm\"),", to: "(\"ffn_norm\", \"input_layernorm\"),", filter: "arms::pass::gguf_q4_1" },
+    Mutant { check: "source.inventory unpaired (GGUF)", file: "gate/src/source/gguf.rs", from: "if is_second_family(&info.name) {", to: "if false {", filter: "arms::gguf::dflash2_package_undecided" },
+    Mutant { check: "--source refuses both kinds", file: "gate/src/source/origin.rs", from: ".filter(|n| has_extension(n, \"safetensors\") || *n == INDEX_FILE)", to: ".filter(|_| false)", filter: "arms::gguf::refused::both_a_gguf_and_a_checkpoint" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of

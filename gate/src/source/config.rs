@@ -206,6 +206,7 @@ pub fn compare(package: &Map<String, Value>, source: &[u8]) -> Check {
         differing: differing.clone(),
         one_sided: one_sided.clone(),
         skipped: skipped.clone(),
+        undecided: None,
     };
     let check = if !differing.is_empty() {
         Check::fail(

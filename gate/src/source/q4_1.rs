@@ -79,15 +79,7 @@ impl Outcome {
 /// Compares every job, in order; `scalar` selects the plain loop (the bench's baseline). A worker
 /// that panicked is an error, never a grid compared in part.
 pub fn compare(jobs: &[Job<'_>], scalar: bool) -> Result<Vec<Outcome>, parallel::WorkerPanic> {
-    let mut items = Vec::new();
-    for (j, job) in jobs.iter().enumerate() {
-        let tiles = job.grid.geometry.tiles();
-        let mut t = 0;
-        while t < tiles {
-            items.push((j, t, (t + TILES_PER_ITEM).min(tiles)));
-            t += TILES_PER_ITEM;
-        }
-    }
+    let items = items(jobs.iter().map(|j| j.grid.geometry.tiles()));
     let parts = parallel::map(
         super::Q4_1,
         &items,
@@ -99,6 +91,20 @@ pub fn compare(jobs: &[Job<'_>], scalar: bool) -> Result<Vec<Outcome>, parallel:
         outcomes[j].add(part);
     }
     Ok(outcomes)
+}
+
+/// The work items of grids of `tiles` tiles each: (grid, first tile, end), [`TILES_PER_ITEM`] tiles
+/// at most.
+pub(super) fn items(tiles: impl Iterator<Item = u64>) -> Vec<(usize, u64, u64)> {
+    let mut items = Vec::new();
+    for (j, tiles) in tiles.enumerate() {
+        let mut t = 0;
+        while t < tiles {
+            items.push((j, t, (t + TILES_PER_ITEM).min(tiles)));
+            t += TILES_PER_ITEM;
+        }
+    }
+    items
 }
 
 /// Row and column where tile `t` starts: tiles are stored row-block-major (spec section 4.1).

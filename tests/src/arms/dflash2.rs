@@ -73,6 +73,7 @@ fn faithful(omit: Option<&'static str>) -> Source {
             ..SourceOptions::default()
         },
         after: untouched,
+        gguf: None,
     }
 }
 

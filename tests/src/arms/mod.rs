@@ -6,6 +6,7 @@
 //! another reason turns red.
 
 mod dflash2;
+pub mod gguf;
 mod hostile;
 
 use crate::defects::{
@@ -319,6 +320,7 @@ pub fn all() -> Vec<Arm> {
     .chain(hostile::all())
     .chain(dflash2::all())
     .chain(source::arms())
+    .chain(gguf::arms())
     .collect()
 }
 
@@ -831,15 +833,21 @@ pub fn prepare_arm(
     if let Extra::Source(source) = extra {
         let source_dir = root.join("source");
         std::fs::create_dir(&source_dir).map_err(|e| e.to_string())?;
-        crate::synth::source::write_source(
-            &mut scenario.package,
-            &source_dir,
-            source.options,
-            SEED,
-        )
-        .map_err(|e| format!("writing the source: {e}"))?;
+        let path = match source.gguf {
+            Some(gguf) => gguf.write(&mut scenario.package, &source_dir)?,
+            None => {
+                crate::synth::source::write_source(
+                    &mut scenario.package,
+                    &source_dir,
+                    source.options,
+                    SEED,
+                )
+                .map_err(|e| format!("writing the source: {e}"))?;
+                source_dir.clone()
+            }
+        };
         (source.after)(&source_dir);
-        options.source = Some(source_dir);
+        options.source = Some(path);
     }
     defect(&mut scenario);
     let dir = root.join("draft");

@@ -30,25 +30,44 @@ pub struct GgufOptions {
     /// The target's tokenizer in the metadata (`tokenizer.ggml.*`, one string per vocabulary entry),
     /// as a real draft GGUF carries it.
     pub tokenizer: bool,
+    /// How the tensors are named: llama.cpp's, or the checkpoint's own.
+    pub names: GgufNames,
+}
+
+/// A GGUF's spelling of its tensor names (spec section 12.2): one per file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GgufNames {
+    /// `blk.{i}.attn_q.weight`, `output_norm.weight`, ...
+    Llama,
+    /// `model.layers.{i}.self_attn.q_proj.weight`, ...
+    Prefixed,
+    /// `layers.{i}.self_attn.q_proj.weight`, ...
+    Bare,
+}
+
+impl GgufOptions {
+    /// A converter's usual GGUF: Q4_1 matrices, F32 gains, BF16 fc, llama.cpp's names, a tokenizer.
+    pub const DEFAULT: GgufOptions = GgufOptions {
+        matrices: GgmlType::Q4_1,
+        gains: GgmlType::F32,
+        fc: GgmlType::BF16,
+        alignment: 32,
+        tokenizer: true,
+        names: GgufNames::Llama,
+    };
 }
 
 impl Default for GgufOptions {
     fn default() -> GgufOptions {
-        GgufOptions {
-            matrices: GgmlType::Q4_1,
-            gains: GgmlType::F32,
-            fc: GgmlType::BF16,
-            alignment: 32,
-            tokenizer: true,
-        }
+        GgufOptions::DEFAULT
     }
 }
 
 /// A GGUF in the making: metadata entries as bytes, then tensors, written by [`GgufFile::bytes`].
 #[derive(Clone, Debug, Default)]
 pub struct GgufFile {
-    metadata: Vec<u8>,
-    metadata_count: u64,
+    /// Key, value type, value (encoded), in file order.
+    pub metadata: Vec<(String, u32, Vec<u8>)>,
     /// Name, dimensions (ne0 first), ggml type, data.
     pub tensors: Vec<(String, Vec<u64>, GgmlType, Vec<u8>)>,
     pub alignment: u64,
@@ -69,10 +88,25 @@ impl GgufFile {
 
     /// A metadata entry of value type `ty` whose value is `value` (already encoded).
     pub fn raw(&mut self, key: &str, ty: u32, value: &[u8]) {
-        string(&mut self.metadata, key);
-        self.metadata.extend_from_slice(&ty.to_le_bytes());
-        self.metadata.extend_from_slice(value);
-        self.metadata_count += 1;
+        self.metadata.push((key.to_owned(), ty, value.to_vec()));
+    }
+
+    /// Takes a metadata entry out; `false` when there was none.
+    pub fn remove(&mut self, key: &str) -> bool {
+        let before = self.metadata.len();
+        self.metadata.retain(|(k, _, _)| k != key);
+        self.metadata.len() != before
+    }
+
+    /// Replaces a metadata entry's value (and type) where it stands; `false` when there was none.
+    pub fn replace(&mut self, key: &str, ty: u32, value: &[u8]) -> bool {
+        match self.metadata.iter_mut().find(|(k, _, _)| k == key) {
+            Some(entry) => {
+                *entry = (key.to_owned(), ty, value.to_vec());
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn u32(&mut self, key: &str, v: u32) {
@@ -118,8 +152,12 @@ impl GgufFile {
         let mut out = b"GGUF".to_vec();
         out.extend_from_slice(&3u32.to_le_bytes());
         out.extend_from_slice(&(self.tensors.len() as u64).to_le_bytes());
-        out.extend_from_slice(&self.metadata_count.to_le_bytes());
-        out.extend_from_slice(&self.metadata);
+        out.extend_from_slice(&(self.metadata.len() as u64).to_le_bytes());
+        for (key, ty, value) in &self.metadata {
+            string(&mut out, key);
+            out.extend_from_slice(&ty.to_le_bytes());
+            out.extend_from_slice(value);
+        }
         let mut offset = 0u64;
         for (name, dims, ty, data) in &self.tensors {
             string(&mut out, name);
@@ -171,6 +209,28 @@ pub fn gguf_name(role: Role) -> Option<String> {
     })
 }
 
+/// The name a GGUF written with `names` gives a package role.
+pub fn named(role: Role, names: GgufNames) -> Option<String> {
+    match names {
+        GgufNames::Llama => gguf_name(role),
+        GgufNames::Bare | GgufNames::Prefixed => {
+            // The same tensors as llama.cpp's names cover, under the checkpoint's names.
+            gguf_name(role)?;
+            let bare = dflash_gate::__private::family::Naming::BARE.name(role);
+            Some(if names == GgufNames::Prefixed {
+                format!("model.{bare}")
+            } else {
+                bare
+            })
+        }
+    }
+}
+
+/// ggml's reference Q4_1 blocks of row-major values (32 to a block).
+pub fn q4_1_blocks(values: &[f32]) -> Vec<u8> {
+    values.chunks_exact(32).flat_map(q4_1_block).collect()
+}
+
 /// One q4_1 block as ggml's reference quantizer (`quantize_row_q4_1_ref`) writes it: `d` and `m` in
 /// f16, codes chosen against the unrounded `f32` ones.
 fn q4_1_block(x: &[f32]) -> [u8; 20] {
@@ -204,6 +264,12 @@ fn q8_0_block(x: &[f32]) -> [u8; 34] {
 /// The package's q4_1 grid of an N x K matrix whose GGUF blocks (row-major, K / 32 per row) are
 /// `blocks`: each group's codes copied, `d` and `m` rounded from f16 to bf16 (spec section 12).
 pub fn grid_from_blocks(n: u64, k: u64, blocks: &[u8]) -> Vec<u8> {
+    grid_from_blocks_rounding(n, k, blocks, |x| bf16::from_f32(x).to_bits())
+}
+
+/// [`grid_from_blocks`] with `d` and `m` made bf16 by `round` (a converter's other rounding, for a
+/// negative control).
+pub fn grid_from_blocks_rounding(n: u64, k: u64, blocks: &[u8], round: fn(f32) -> u16) -> Vec<u8> {
     let g = GridGeometry::new(n, k).expect("grid geometry");
     let mut out = vec![0u8; g.bytes() as usize];
     let per_row = (k / 32) as usize;
@@ -215,7 +281,7 @@ pub fn grid_from_blocks(n: u64, k: u64, blocks: &[u8]) -> Vec<u8> {
         let (c, r) = ((col % TILE_COLS as usize) / 32, row % TILE_ROWS as usize);
         let widen = |at: usize| {
             let h = f16::from_bits(u16::from_le_bytes([block[at], block[at + 1]]));
-            bf16::from_f32(h.to_f32()).to_bits().to_le_bytes()
+            round(h.to_f32()).to_le_bytes()
         };
         let group = c * 32 + r;
         tile[2 * group..2 * group + 2].copy_from_slice(&widen(0));
@@ -292,7 +358,7 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
         let Some(role) = naming.role(&t.name) else {
             continue;
         };
-        let Some(name) = gguf_name(role) else {
+        let Some(name) = named(role, options.names) else {
             continue;
         };
         entries.push((i, role, name));
@@ -312,7 +378,7 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
                 let values = source_matrix(n, k, matrix_seed(seed, i));
                 let blocks: Vec<u8> = match options.matrices {
                     GgmlType::Q8_0 => values.chunks_exact(32).flat_map(q8_0_block).collect(),
-                    _ => values.chunks_exact(32).flat_map(q4_1_block).collect(),
+                    _ => q4_1_blocks(&values),
                 };
                 t.data = match options.matrices {
                     GgmlType::Q8_0 => {

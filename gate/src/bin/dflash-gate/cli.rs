@@ -52,9 +52,9 @@ pub const OPTIONS: &[Opt] = &[
     Opt {
         long: "--source",
         short: None,
-        takes: Takes::One("DIR"),
+        takes: Takes::One("PATH"),
         help:
-            "also compare every weight with the checkpoint it was converted from (source.* checks)",
+            "also compare every weight with what it was converted from: a checkpoint directory, or a .gguf file (source.* checks)",
     },
     Opt {
         long: "--manifest",

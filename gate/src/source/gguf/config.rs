@@ -1,0 +1,289 @@
+//! `source.config` against a GGUF: the metadata keys of section 12.2 against the package's config.
+//! Integers compare by value whatever integer type the file stores them in; floats as f32 (a GGUF
+//! stores f32, a config a decimal). A required key the file lacks is a FAIL naming it; a key the
+//! file states and the config does not cannot be compared (UNDECIDED, unless another differs).
+//! `target_layers` one above every tap is UNDECIDED: llama.cpp's writers differ on whether they add
+//! that one, so the file alone cannot say which it meant.
+
+use crate::config::DraftConfig;
+use crate::escape::escape;
+use crate::gguf::{Header, Value};
+use crate::report::Check;
+use serde_json::Map;
+
+/// What a key's counterpart in the package config is.
+enum Package {
+    Integer(u64),
+    Float(f64),
+    /// The config does not state it (or states it unreadably, as config.geometry says).
+    Absent(String),
+}
+
+/// A key after `{a}.`, the config field it is compared with, whether the file must have it.
+const KEYS: [(&str, &str, bool); 14] = [
+    ("block_count", "num_hidden_layers", true),
+    ("embedding_length", "hidden_size", true),
+    ("feed_forward_length", "intermediate_size", true),
+    ("attention.head_count", "num_attention_heads", true),
+    ("attention.head_count_kv", "num_key_value_heads", true),
+    ("attention.key_length", "head_dim", false),
+    ("attention.value_length", "head_dim", false),
+    ("attention.layer_norm_rms_epsilon", "rms_norm_eps", false),
+    ("rope.freq_base", "rope_theta", false),
+    ("context_length", "max_position_embeddings", false),
+    ("vocab_size", "vocab_size", false),
+    ("block_size", "block_size", false),
+    ("mask_token_id", "mask_token_id", false),
+    ("target_hidden_size", "hidden_size", false),
+];
+
+fn stated<T: Copy>(field: &str, value: &crate::config::Field<T>) -> Result<T, String> {
+    value
+        .as_ref()
+        .copied()
+        .map_err(|_| format!("the package config has no readable {field}"))
+}
+
+fn optional(field: &str, value: &crate::config::Field<Option<u64>>) -> Package {
+    match stated(field, value) {
+        Ok(Some(v)) => Package::Integer(v),
+        Ok(None) => Package::Absent(format!("the package config does not state {field}")),
+        Err(why) => Package::Absent(why),
+    }
+}
+
+/// A field of the config's JSON that the draft reader does not read itself.
+fn from_json(json: &Map<String, serde_json::Value>, field: &str, float: bool) -> Package {
+    match json.get(field) {
+        None => Package::Absent(format!("the package config does not state {field}")),
+        Some(v) if float => v.as_f64().map_or_else(
+            || Package::Absent(format!("the package config's {field} is not a number")),
+            Package::Float,
+        ),
+        Some(v) => v.as_u64().map_or_else(
+            || {
+                Package::Absent(format!(
+                    "the package config's {field} is not a whole number"
+                ))
+            },
+            Package::Integer,
+        ),
+    }
+}
+
+fn package_value(
+    config: &DraftConfig,
+    json: &Map<String, serde_json::Value>,
+    field: &str,
+) -> Package {
+    let integer = |r: Result<u64, String>| r.map_or_else(Package::Absent, Package::Integer);
+    match field {
+        "num_hidden_layers" => integer(stated(field, &config.num_hidden_layers)),
+        "hidden_size" => integer(stated(field, &config.hidden_size)),
+        "intermediate_size" => integer(stated(field, &config.intermediate_size)),
+        "num_attention_heads" => integer(stated(field, &config.num_attention_heads)),
+        "num_key_value_heads" => integer(stated(field, &config.num_key_value_heads)),
+        "head_dim" => integer(stated(field, &config.head_dim).map(|(d, _)| d)),
+        "block_size" => integer(stated(field, &config.block_size)),
+        "vocab_size" => optional(field, &config.vocab_size),
+        "mask_token_id" => optional(field, &config.mask_token_id),
+        "rms_norm_eps" | "rope_theta" => from_json(json, field, true),
+        _ => from_json(json, field, false),
+    }
+}
+
+/// What the comparison found, key by key, in the evidence's shape.
+#[derive(Default)]
+struct Found {
+    fields: Vec<String>,
+    compared: Vec<String>,
+    differing: Vec<String>,
+    one_sided: Vec<String>,
+    undecided: Vec<String>,
+}
+
+pub fn compare(
+    config: &DraftConfig,
+    json: &Map<String, serde_json::Value>,
+    header: &Header,
+) -> Check {
+    let mut found = Found::default();
+    let arch_key = "general.architecture";
+    found.fields.push(arch_key.to_owned());
+    let arch = header.architecture();
+    match arch {
+        Some("dflash") => found.compared.push(arch_key.to_owned()),
+        Some(other) => found
+            .differing
+            .push(format!("{arch_key} is \"{}\", not dflash", escape(other))),
+        None => found.differing.push(format!(
+            "{arch_key} is absent or not a string (required: dflash)"
+        )),
+    }
+    // The keys are the file's own architecture's, whatever it is: read as it wrote them.
+    let prefix = arch.unwrap_or("dflash");
+    for (key, field, required) in KEYS {
+        let key = format!("{prefix}.{key}");
+        let Some(kept) = header.get(&key) else {
+            if required {
+                found.fields.push(escape(&key).into_owned());
+                found.differing.push(format!(
+                    "{} is absent (required: the package's {field})",
+                    escape(&key)
+                ));
+            }
+            continue;
+        };
+        let key = escape(&key).into_owned();
+        found.fields.push(key.clone());
+        let package = package_value(config, json, field);
+        let gguf = match &kept.value {
+            Value::Integer(i) => Some(*i as f64),
+            Value::Float(f) => Some(*f),
+            _ => None,
+        };
+        let Some(g) = gguf else {
+            found.differing.push(format!(
+                "{key} is a {} ({}), not a number",
+                kept.ty,
+                describe(&kept.value)
+            ));
+            continue;
+        };
+        match (package, &kept.value) {
+            (Package::Absent(why), _) => found
+                .one_sided
+                .push(format!("{key} (stated by the GGUF only: {why})")),
+            (Package::Integer(p), Value::Integer(g)) => {
+                if *g == i128::from(p) {
+                    found.compared.push(key);
+                } else {
+                    found
+                        .differing
+                        .push(format!("{key}: GGUF {g}, package {field} {p}"));
+                }
+            }
+            (Package::Integer(p), _) => found.differing.push(format!(
+                "{key} is a {} ({g}), the package's {field} the integer {p}",
+                kept.ty
+            )),
+            (Package::Float(p), _) => {
+                // As f32, so that a config's decimal and the file's f32 of it are one value; a NaN
+                // equals nothing.
+                if (g as f32) == (p as f32) {
+                    found.compared.push(key);
+                } else {
+                    found.differing.push(format!(
+                        "{key}: GGUF {}, package {field} {} (as f32)",
+                        g as f32, p as f32
+                    ));
+                }
+            }
+        }
+    }
+    target_layers(config, header, prefix, &mut found);
+    verdict(found)
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("\"{}\"", escape(s)),
+        Value::Bool(b) => b.to_string(),
+        Value::Array { element, count, .. } => format!("an array of {count} {element}"),
+        Value::Integer(i) => i.to_string(),
+        Value::Float(f) => f.to_string(),
+    }
+}
+
+/// `{a}.target_layers` against `target_layer_ids`: equal, every one plus one (UNDECIDED), or not.
+fn target_layers(config: &DraftConfig, header: &Header, prefix: &str, found: &mut Found) {
+    let key = escape(&format!("{prefix}.target_layers")).into_owned();
+    let Some(kept) = header.get(&format!("{prefix}.target_layers")) else {
+        return;
+    };
+    found.fields.push(key.clone());
+    let Ok(taps) = &config.target_layer_ids else {
+        found.one_sided.push(format!(
+            "{key} (stated by the GGUF only: the package config has no readable target_layer_ids)"
+        ));
+        return;
+    };
+    let Value::Array {
+        integers: Some(layers),
+        ..
+    } = &kept.value
+    else {
+        found.differing.push(format!(
+            "{key} is {}, not an array of layer ids",
+            describe(&kept.value)
+        ));
+        return;
+    };
+    let same = |offset: i128| {
+        layers.len() == taps.len()
+            && layers
+                .iter()
+                .zip(taps.iter())
+                .all(|(&l, &t)| l == i128::from(t) + offset)
+    };
+    let shown = |v: &[i128]| format!("{v:?}");
+    let taps_shown = format!("{taps:?}");
+    if same(0) {
+        found.compared.push(key);
+    } else if same(1) {
+        found.undecided.push(format!(
+            "{key} is {} while the package's target_layer_ids are {taps_shown}: every one plus one, which llama.cpp's writers differ on (some store the hidden state's index, one above the layer's), so the file alone does not say which it means",
+            shown(layers)
+        ));
+    } else {
+        found.differing.push(format!(
+            "{key}: GGUF {}, package target_layer_ids {taps_shown}",
+            shown(layers)
+        ));
+    }
+}
+
+fn verdict(found: Found) -> Check {
+    let evidence = crate::evidence::SourceConfig {
+        fields: found.fields.clone(),
+        compared: found.compared.clone(),
+        differing: found.differing.clone(),
+        one_sided: found.one_sided.clone(),
+        skipped: Vec::new(),
+        undecided: Some(found.undecided.clone()),
+    };
+    let id = super::super::CONFIG;
+    if !found.differing.is_empty() {
+        return Check::fail(
+            id,
+            format!(
+                "the GGUF's metadata differs from the package config: {}",
+                found.differing.join("; ")
+            ),
+        )
+        .with_evidence(evidence);
+    }
+    let open: Vec<&String> = found.undecided.iter().chain(&found.one_sided).collect();
+    if !open.is_empty() {
+        return Check::undecided(
+            id,
+            format!(
+                "cannot decide: {}",
+                open.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        )
+        .with_evidence(evidence);
+    }
+    Check::pass(
+        id,
+        format!(
+            "the GGUF's metadata equals the package config: {} keys compared ({})",
+            found.compared.len(),
+            found.compared.join(", ")
+        ),
+    )
+    .with_evidence(evidence)
+}

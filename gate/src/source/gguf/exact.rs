@@ -1,0 +1,561 @@
+//! `source.q4_1` against a Q4_1 GGUF tensor: exact. FastFlowLM's converter copies each ggml block's
+//! codes into the tile unchanged and widens its f16 `d` and `m` to bf16 (nearest-even), so a
+//! faithful grid's every real group *is* its block: 32 codes equal, `d` and `m` the block's rounded.
+//! Nothing is dequantized: each code byte of the tile and each byte of the GGUF is read once, on
+//! every core, with no allocation per group.
+
+use crate::dtype::f32_to_bf16;
+use crate::parallel;
+use crate::tile::{GridGeometry, TileGrid, TILE_BYTES, TILE_COLS, TILE_ROWS};
+
+/// ggml's `block_q4_1`: f16 `d`, f16 `m`, 16 bytes of codes.
+const BLOCK: usize = 20;
+const GROUP: u64 = 32;
+
+/// One grid and the Q4_1 GGUF tensor it was converted from (already proven the same N x K).
+pub struct Job<'a> {
+    pub name: &'a str,
+    pub gguf_name: &'a str,
+    pub grid: TileGrid<'a>,
+    /// The GGUF tensor's blocks, row-major: `K / 32` per row.
+    pub blocks: &'a [u8],
+}
+
+/// What differs in a group.
+#[derive(Clone, Debug, PartialEq)]
+pub enum What {
+    /// The GGUF block's f16 scale or minimum is an infinity or a NaN: no faithful copy exists.
+    NotFinite {
+        block: u64,
+        d: u16,
+        m: u16,
+    },
+    Scale {
+        package: u16,
+        gguf: u16,
+    },
+    Minimum {
+        package: u16,
+        gguf: u16,
+    },
+    Code {
+        col: u64,
+        package: u8,
+        gguf: u8,
+    },
+}
+
+/// The first differing group, located every way a reader may look for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Difference {
+    pub tile: u64,
+    /// 32-column group inside the tile (0..8).
+    pub group: usize,
+    pub row: u64,
+    /// The group's first column.
+    pub col: u64,
+    pub what: What,
+}
+
+fn bf16(bits: u16) -> f32 {
+    crate::dtype::bf16_to_f32(bits)
+}
+
+fn f16(bits: u16) -> f32 {
+    half::f16::from_bits(bits).to_f32()
+}
+
+impl Difference {
+    pub fn describe(&self) -> String {
+        let at = format!("tile {}, group {}, row {}", self.tile, self.group, self.row);
+        match &self.what {
+            What::NotFinite { block, d, m } => format!(
+                "{at}, column {}: GGUF block {block} has a non-finite f16 scale or minimum (d {}, m {}), which no bf16 copy is faithful to",
+                self.col,
+                f16(*d),
+                f16(*m)
+            ),
+            What::Scale { package, gguf } => format!(
+                "{at}, column {}: scale {} (bf16 0x{package:04x}), GGUF's rounded to bf16 {} (0x{gguf:04x})",
+                self.col,
+                bf16(*package),
+                bf16(*gguf)
+            ),
+            What::Minimum { package, gguf } => format!(
+                "{at}, column {}: minimum {} (bf16 0x{package:04x}), GGUF's rounded to bf16 {} (0x{gguf:04x})",
+                self.col,
+                bf16(*package),
+                bf16(*gguf)
+            ),
+            What::Code { col, package, gguf } => {
+                format!("{at}, column {col}: code {package}, GGUF's {gguf}")
+            }
+        }
+    }
+}
+
+/// What one grid's comparison found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// Real groups compared (padding groups are `tiles.padding_zero`'s).
+    pub groups: u64,
+    pub differing: u64,
+    pub first: Option<Difference>,
+}
+
+impl Outcome {
+    fn add(&mut self, other: Outcome) {
+        self.groups += other.groups;
+        self.differing += other.differing;
+        if self.first.is_none() {
+            self.first = other.first;
+        }
+    }
+}
+
+/// Compares every job, in order. A worker that panicked is an error, never a grid compared in part.
+pub fn compare(jobs: &[Job<'_>]) -> Result<Vec<Outcome>, parallel::WorkerPanic> {
+    let items = crate::source::q4_1::items(jobs.iter().map(|j| j.grid.geometry.tiles()));
+    let parts = parallel::map(
+        crate::source::Q4_1,
+        &items,
+        || (),
+        |_, &(j, from, to)| {
+            let mut outcome = Outcome::default();
+            for t in from..to {
+                tile(&jobs[j], t, &mut outcome);
+            }
+            (j, outcome)
+        },
+    )?;
+    let mut outcomes = vec![Outcome::default(); jobs.len()];
+    for (j, part) in parts {
+        outcomes[j].add(part);
+    }
+    Ok(outcomes)
+}
+
+/// The bf16 a converter stores for an f16 `d` or `m`: widened, rounded to nearest-even.
+pub fn widened(f16_bits: u16) -> u16 {
+    f32_to_bf16(f16(f16_bits))
+}
+
+/// [`widened`] for every f16, made once (128 KiB): two lookups per group instead of two software
+/// conversions, which cost more than the rest of the group's comparison.
+fn widening() -> &'static [u16; 1 << 16] {
+    static TABLE: std::sync::OnceLock<Box<[u16; 1 << 16]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = Box::new([0u16; 1 << 16]);
+        for (bits, out) in table.iter_mut().enumerate() {
+            *out = widened(bits as u16);
+        }
+        table
+    })
+}
+
+fn not_finite(f16_bits: u16) -> bool {
+    f16_bits & 0x7c00 == 0x7c00
+}
+
+/// Code `j` (0..32) of a block: element `j` is `qs[j] & 0xF`, element `j + 16` is `qs[j] >> 4`.
+#[inline(always)]
+fn code(block: &[u8; BLOCK], j: usize) -> u8 {
+    if j < 16 {
+        block[4 + j] & 0x0f
+    } else {
+        block[4 + j - 16] >> 4
+    }
+}
+
+/// One block, when the GGUF has it (always, for a pair whose shapes were proven equal).
+#[inline(always)]
+fn block<'a>(job: &Job<'a>, index: u64) -> Option<&'a [u8; BLOCK]> {
+    let at = usize::try_from(index).ok()?.checked_mul(BLOCK)?;
+    job.blocks.get(at..at.checked_add(BLOCK)?)?.try_into().ok()
+}
+
+/// Tile `t` of a job: which groups' codes differ (a bit per group, per row), then each group's
+/// scale and minimum against its block's, every real group counted.
+fn tile(job: &Job<'_>, t: u64, outcome: &mut Outcome) {
+    let g: GridGeometry = job.grid.geometry;
+    let at = (t * TILE_BYTES) as usize;
+    let Some(tile) = job
+        .grid
+        .bytes()
+        .get(at..at + TILE_BYTES as usize)
+        .and_then(|b| <&[u8; TILE_BYTES as usize]>::try_from(b).ok())
+    else {
+        return;
+    };
+    let table = widening();
+    let (row0, col0) = (
+        (t / g.col_blocks) * TILE_ROWS,
+        (t % g.col_blocks) * TILE_COLS,
+    );
+    let rows = (g.n - row0).min(TILE_ROWS) as usize;
+    let groups = ((g.k - col0).min(TILE_COLS) / GROUP) as usize;
+    let per_row = g.k / GROUP;
+    let index = |r: usize, c: usize| (row0 + r as u64) * per_row + col0 / GROUP + c as u64;
+    let masks = match whole_rows(job, tile, rows, groups, index(0, 0), per_row) {
+        // The common case, a faithful whole tile, is counted without a group's bookkeeping.
+        Some((masks, true)) if masks == [0; TILE_ROWS as usize] => {
+            outcome.groups += (rows * groups) as u64;
+            return;
+        }
+        Some((masks, _)) => masks,
+        None => partial_codes(job, tile, rows, groups, &index),
+    };
+    let header = |plane: usize, c: usize, r: usize| {
+        let i = plane + 2 * (c * 32 + r);
+        u16::from_le_bytes([tile[i], tile[i + 1]])
+    };
+    for (r, mask) in masks.iter().enumerate().take(rows) {
+        for c in 0..groups {
+            outcome.groups += 1;
+            let (pd, pm) = (header(0, c, r), header(512, c, r));
+            let what = match block(job, index(r, c)) {
+                None => Some(What::NotFinite {
+                    block: index(r, c),
+                    d: 0x7e00,
+                    m: 0x7e00,
+                }),
+                Some(blk) => {
+                    let (d, m) = (
+                        u16::from_le_bytes([blk[0], blk[1]]),
+                        u16::from_le_bytes([blk[2], blk[3]]),
+                    );
+                    let (wd, wm) = (table[d as usize], table[m as usize]);
+                    if not_finite(d) || not_finite(m) {
+                        Some(What::NotFinite {
+                            block: index(r, c),
+                            d,
+                            m,
+                        })
+                    } else if pd != wd {
+                        Some(What::Scale {
+                            package: pd,
+                            gguf: wd,
+                        })
+                    } else if pm != wm {
+                        Some(What::Minimum {
+                            package: pm,
+                            gguf: wm,
+                        })
+                    } else if mask & (1 << c) != 0 {
+                        Some(first_code(tile, r, c, blk, col0))
+                    } else {
+                        None
+                    }
+                }
+            };
+            let Some(what) = what else { continue };
+            outcome.differing += 1;
+            if outcome.first.is_none() {
+                outcome.first = Some(Difference {
+                    tile: t,
+                    group: c,
+                    row: row0 + r as u64,
+                    col: col0 + c as u64 * GROUP,
+                    what,
+                });
+            }
+        }
+    }
+}
+
+/// Where the code byte of row `r` (its pair's), column `col` of a tile is.
+fn code_byte(r: usize, col: usize) -> usize {
+    1024 + (r / 16) * 2048 + col * 8 + (r % 16) / 2
+}
+
+/// The code-difference masks of a tile whose 32 rows and 8 groups are all real and whose blocks
+/// are all in the file (`None` otherwise), and whether every scale and minimum equals its block's
+/// widened and every block's is finite. Per row half and group, the 256 code bytes the 16 rows'
+/// blocks make are compared with the tile's ([`region_differs`]).
+fn whole_rows(
+    job: &Job<'_>,
+    tile: &[u8; TILE_BYTES as usize],
+    rows: usize,
+    groups: usize,
+    first: u64,
+    per_row: u64,
+) -> Option<([u8; TILE_ROWS as usize], bool)> {
+    const ROW_BLOCKS: usize = 8 * BLOCK;
+    if rows != TILE_ROWS as usize || groups != 8 {
+        return None;
+    }
+    let mut blocks: [&[u8; ROW_BLOCKS]; TILE_ROWS as usize] =
+        [&[0; ROW_BLOCKS]; TILE_ROWS as usize];
+    for (r, row) in blocks.iter_mut().enumerate() {
+        let at = usize::try_from(first + r as u64 * per_row)
+            .ok()?
+            .checked_mul(BLOCK)?;
+        *row = job
+            .blocks
+            .get(at..at.checked_add(ROW_BLOCKS)?)?
+            .try_into()
+            .ok()?;
+    }
+    let mut masks = [0u8; TILE_ROWS as usize];
+    for half in 0..2 {
+        for c in 0..8 {
+            let at = code_byte(16 * half, c * 32);
+            let held: &[u8; 256] = tile[at..at + 256].try_into().ok()?;
+            let mut pairs = [(&[0u8; 16], &[0u8; 16]); 8];
+            for (rp, pair) in pairs.iter_mut().enumerate() {
+                let r = 16 * half + 2 * rp;
+                let qs = |r: usize| -> Option<&[u8; 16]> {
+                    blocks[r][c * BLOCK + 4..c * BLOCK + BLOCK].try_into().ok()
+                };
+                *pair = (qs(r)?, qs(r + 1)?);
+            }
+            let differ = region_differs(&pairs, held);
+            for (rp, byte) in differ.to_le_bytes().into_iter().enumerate() {
+                let r = 16 * half + 2 * rp;
+                masks[r] |= u8::from(byte & 0x0f != 0) << c;
+                masks[r + 1] |= u8::from(byte >> 4 != 0) << c;
+            }
+        }
+    }
+    Some((masks, headers_equal(&blocks, tile)))
+}
+
+/// Whether every group's `d` and `m` in the tile are its block's widened, and every block's are
+/// finite (`d` and `m` of group `c`, row `r` are element `c * 32 + r` of their planes).
+fn headers_equal(
+    blocks: &[&[u8; 8 * BLOCK]; TILE_ROWS as usize],
+    tile: &[u8; TILE_BYTES as usize],
+) -> bool {
+    let table = widening();
+    let (mut differ, mut infinite) = (0u16, 0u16);
+    for c in 0..8 {
+        for (r, row) in blocks.iter().enumerate() {
+            let b = &row[c * BLOCK..c * BLOCK + 4];
+            let (d, m) = (
+                u16::from_le_bytes([b[0], b[1]]),
+                u16::from_le_bytes([b[2], b[3]]),
+            );
+            let i = 2 * (c * 32 + r);
+            let pd = u16::from_le_bytes([tile[i], tile[i + 1]]);
+            let pm = u16::from_le_bytes([tile[512 + i], tile[513 + i]]);
+            differ |= (pd ^ table[d as usize]) | (pm ^ table[m as usize]);
+            infinite |= u16::from(not_finite(d) | not_finite(m));
+        }
+    }
+    differ == 0 && infinite == 0
+}
+
+/// Byte `rp` of the result: the bits that differ, over one group's 32 columns, between the code
+/// bytes of row pair `rp` the tile holds (`held[j * 8 + rp]`: column `j`, low nibble the pair's
+/// first row) and those its two blocks `pairs[rp]` make.
+fn region_differs(pairs: &[(&[u8; 16], &[u8; 16]); 8], held: &[u8; 256]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: SSE2 is part of every x86_64 processor.
+        unsafe { region_differs_sse2(pairs, held) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    region_differs_scalar(pairs, held)
+}
+
+/// [`region_differs`] a byte at a time: the reference the vector path is tested against.
+#[cfg(any(test, not(target_arch = "x86_64")))]
+fn region_differs_scalar(pairs: &[(&[u8; 16], &[u8; 16]); 8], held: &[u8; 256]) -> u64 {
+    let mut expected = [0u8; 256];
+    for (rp, (a, b)) in pairs.iter().enumerate() {
+        for j in 0..16 {
+            expected[j * 8 + rp] = (a[j] & 0x0f) | (b[j] << 4);
+            expected[(j + 16) * 8 + rp] = (a[j] >> 4) | (b[j] & 0xf0);
+        }
+    }
+    let mut differ = 0u64;
+    for (e, h) in expected
+        .as_chunks::<8>()
+        .0
+        .iter()
+        .zip(held.as_chunks::<8>().0)
+    {
+        differ |= u64::from_le_bytes(*e) ^ u64::from_le_bytes(*h);
+    }
+    differ
+}
+
+/// [`region_differs`] with 16-byte vectors: each row pair's 32 expected code bytes made at once
+/// from its two blocks, then the 8 x 16 byte matrices transposed into the tile's column-major
+/// order by unpacks, and compared.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn region_differs_sse2(pairs: &[(&[u8; 16], &[u8; 16]); 8], held: &[u8; 256]) -> u64 {
+    use core::arch::x86_64::*;
+    let load = |bytes: &[u8; 16]| {
+        // SAFETY: an unaligned 16-byte load of a 16-byte array (SSE2 is part of x86_64).
+        unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
+    };
+    let (low, high) = (_mm_set1_epi8(0x0f), _mm_set1_epi8(0xf0u8 as i8));
+    let mut lo = [_mm_setzero_si128(); 8];
+    let mut hi = [_mm_setzero_si128(); 8];
+    for (rp, (a, b)) in pairs.iter().enumerate() {
+        let (a, b) = (load(a), load(b));
+        // Columns 0..16: a's low nibbles, b's low nibbles above them; columns 16..32: the highs.
+        lo[rp] = _mm_or_si128(
+            _mm_and_si128(a, low),
+            _mm_and_si128(_mm_slli_epi16(b, 4), high),
+        );
+        hi[rp] = _mm_or_si128(
+            _mm_and_si128(_mm_srli_epi16(a, 4), low),
+            _mm_and_si128(b, high),
+        );
+    }
+    // Rows rp (8) by columns j (16) into 16 eight-byte columns: bytes, then pairs, then quads.
+    let transpose = |m: &[__m128i; 8]| -> [__m128i; 8] {
+        let b = [
+            _mm_unpacklo_epi8(m[0], m[1]),
+            _mm_unpackhi_epi8(m[0], m[1]),
+            _mm_unpacklo_epi8(m[2], m[3]),
+            _mm_unpackhi_epi8(m[2], m[3]),
+            _mm_unpacklo_epi8(m[4], m[5]),
+            _mm_unpackhi_epi8(m[4], m[5]),
+            _mm_unpacklo_epi8(m[6], m[7]),
+            _mm_unpackhi_epi8(m[6], m[7]),
+        ];
+        let w = [
+            _mm_unpacklo_epi16(b[0], b[2]),
+            _mm_unpackhi_epi16(b[0], b[2]),
+            _mm_unpacklo_epi16(b[1], b[3]),
+            _mm_unpackhi_epi16(b[1], b[3]),
+            _mm_unpacklo_epi16(b[4], b[6]),
+            _mm_unpackhi_epi16(b[4], b[6]),
+            _mm_unpacklo_epi16(b[5], b[7]),
+            _mm_unpackhi_epi16(b[5], b[7]),
+        ];
+        [
+            _mm_unpacklo_epi32(w[0], w[4]),
+            _mm_unpackhi_epi32(w[0], w[4]),
+            _mm_unpacklo_epi32(w[1], w[5]),
+            _mm_unpackhi_epi32(w[1], w[5]),
+            _mm_unpacklo_epi32(w[2], w[6]),
+            _mm_unpackhi_epi32(w[2], w[6]),
+            _mm_unpacklo_epi32(w[3], w[7]),
+            _mm_unpackhi_epi32(w[3], w[7]),
+        ]
+    };
+    let mut differ = _mm_setzero_si128();
+    for (half, m) in [transpose(&lo), transpose(&hi)].iter().enumerate() {
+        for (i, v) in m.iter().enumerate() {
+            let at = half * 128 + i * 16;
+            let chunk: &[u8; 16] = held[at..at + 16].try_into().unwrap_or(&[0; 16]);
+            differ = _mm_or_si128(differ, _mm_xor_si128(*v, load(chunk)));
+        }
+    }
+    let mut lanes = [0u8; 16];
+    // SAFETY: an unaligned 16-byte store into a 16-byte array.
+    unsafe { _mm_storeu_si128(lanes.as_mut_ptr().cast(), differ) };
+    let (first, second) = lanes.split_at(8);
+    u64::from_le_bytes(first.try_into().unwrap_or_default())
+        | u64::from_le_bytes(second.try_into().unwrap_or_default())
+}
+
+/// The code-difference masks of any tile, group by group (a tile with padding rows or groups, or
+/// at the end of a GGUF that lacks a block; a missing block is named by the caller).
+fn partial_codes(
+    job: &Job<'_>,
+    tile: &[u8; TILE_BYTES as usize],
+    rows: usize,
+    groups: usize,
+    index: &impl Fn(usize, usize) -> u64,
+) -> [u8; TILE_ROWS as usize] {
+    let mut masks = [0u8; TILE_ROWS as usize];
+    for (r, mask) in masks.iter_mut().enumerate().take(rows) {
+        let shift = 4 * (r % 2);
+        for c in 0..groups {
+            let Some(blk) = block(job, index(r, c)) else {
+                continue;
+            };
+            let differs =
+                (0..32).any(|j| (tile[code_byte(r, c * 32 + j)] >> shift) & 0x0f != code(blk, j));
+            *mask |= u8::from(differs) << c;
+        }
+    }
+    masks
+}
+
+/// The first code of group `c` in row `r` that differs from its block's.
+fn first_code(tile: &[u8], r: usize, c: usize, blk: &[u8; BLOCK], col0: u64) -> What {
+    let nibble = |j: usize| (tile[code_byte(r, c * 32 + j)] >> (4 * (r % 2))) & 0x0f;
+    let j = (0..32).find(|&j| nibble(j) != code(blk, j)).unwrap_or(0);
+    What::Code {
+        col: col0 + (c * 32 + j) as u64,
+        package: nibble(j),
+        gguf: code(blk, j),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The vector path against the byte-at-a-time one, on random blocks and code bytes, with
+    /// the tile's bytes made to agree and then one nibble at a time made to differ.
+    #[test]
+    fn the_vector_region_comparison_is_the_scalar_one() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        };
+        for round in 0..200 {
+            let blocks: Vec<([u8; 16], [u8; 16])> = (0..8)
+                .map(|_| {
+                    (
+                        core::array::from_fn(|_| next()),
+                        core::array::from_fn(|_| next()),
+                    )
+                })
+                .collect();
+            let pairs: [(&[u8; 16], &[u8; 16]); 8] =
+                core::array::from_fn(|i| (&blocks[i].0, &blocks[i].1));
+            let mut held = [0u8; 256];
+            for (rp, (a, b)) in pairs.iter().enumerate() {
+                for j in 0..16 {
+                    held[j * 8 + rp] = (a[j] & 0x0f) | (b[j] << 4);
+                    held[(j + 16) * 8 + rp] = (a[j] >> 4) | (b[j] & 0xf0);
+                }
+            }
+            assert_eq!(region_differs(&pairs, &held), 0);
+            let at = usize::from(next());
+            let bit = 1u8 << (round % 8);
+            held[at] ^= bit;
+            let want = region_differs_scalar(&pairs, &held);
+            assert_eq!(want, u64::from(bit) << (8 * (at % 8)));
+            assert_eq!(region_differs(&pairs, &held), want, "byte {at}, bit {bit}");
+        }
+    }
+
+    #[test]
+    fn the_table_is_the_widening() {
+        let table = widening();
+        for bits in (0..=u16::MAX)
+            .step_by(7)
+            .chain([0x7c00, 0xfc00, 0x7e00, 0x3c01])
+        {
+            assert_eq!(table[bits as usize], widened(bits), "{bits:#06x}");
+        }
+    }
+
+    #[test]
+    fn the_widening_rounds_to_nearest_even_and_keeps_signs_and_zero() {
+        // f16 1 + 2^-8 + 2^-10 lies above the halfway point between two bf16 values: up, not truncated.
+        let f = half::f16::from_f32(1.0 + 1.0 / 256.0 + 1.0 / 1024.0).to_bits();
+        assert_eq!(widened(f), 0x3f81);
+        // Exactly halfway (1 + 2^-8): to even, down.
+        assert_eq!(
+            widened(half::f16::from_f32(1.0 + 1.0 / 256.0).to_bits()),
+            0x3f80
+        );
+        assert_eq!(widened(0x0000), 0x0000);
+        assert_eq!(widened(0x8000), 0x8000);
+        assert!(not_finite(0x7c00) && not_finite(0xfe00) && !not_finite(0x7bff));
+    }
+}
