@@ -990,6 +990,27 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// Reads past `count` strings, checked as [`Reader::skip_value`] checks each, in one loop: a
+    /// tokenizer's vocabulary is hundreds of thousands of short strings, and read one value at a
+    /// time their dispatch was most of a draft GGUF's header time. A string that is not plain
+    /// ASCII, or that runs past the end, is left to `skip_value`, which reads or names it.
+    fn skip_strings(&mut self, count: u64, key: &str) -> Result<(), GgufError> {
+        for _ in 0..count {
+            let rest = &self.bytes[self.pos..];
+            if let Some((len, after)) = rest.split_first_chunk::<8>() {
+                let text = usize::try_from(u64::from_le_bytes(*len))
+                    .ok()
+                    .and_then(|n| after.get(..n));
+                if let Some(text) = text.filter(|t| t.is_ascii()) {
+                    self.pos += 8 + text.len();
+                    continue;
+                }
+            }
+            self.skip_value(ValueType::String, key, 0)?;
+        }
+        Ok(())
+    }
+
     /// Reads past one value of type `ty`, checking it: strings UTF-8, bools 0 or 1, arrays' counts
     /// held against the bytes left before a single element is read, nesting bounded.
     fn skip_value(&mut self, ty: ValueType, key: &str, depth: usize) -> Result<(), GgufError> {
@@ -1018,6 +1039,10 @@ impl<'a> Reader<'a> {
                         if element == ValueType::Bool {
                             check_bools(values, at, key)?;
                         }
+                    }
+                    None if element == ValueType::String => {
+                        self.fits(count, element.min_size(), what)?;
+                        self.skip_strings(count, key)?;
                     }
                     None => {
                         self.fits(count, element.min_size(), what)?;

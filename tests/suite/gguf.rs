@@ -206,6 +206,11 @@ fn rules() -> Result<(), String> {
             |r| matches!(r, Rule::UnknownType { id: 4, .. }),
         ),
         (
+            "a token that is not UTF-8",
+            edit(&good, find(b"tok7")? + 2, b"\xff"),
+            |r| matches!(r, Rule::NotUtf8 { what } if what.contains("tokenizer.ggml.tokens")),
+        ),
+        (
             "trailing bytes",
             [good.as_slice(), &[0; 32]].concat(),
             |r| matches!(r, Rule::Trailing { .. }),

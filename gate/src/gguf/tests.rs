@@ -777,3 +777,38 @@ fn a_long_key_over_many_elements_costs_only_the_files_bytes() {
         bytes.len()
     );
 }
+
+/// An array of strings is read in one loop (the tokenizer's fast path), and still holds every
+/// string to the rules one string is held to: UTF-8 that is not ASCII is read, bytes that are not
+/// UTF-8 are refused naming the key, and a length past the end is refused before it is used.
+#[test]
+fn an_array_of_strings_is_held_to_the_rules_of_one_string() {
+    let array = |strings: &[&[u8]]| {
+        let mut out = 8u32.to_le_bytes().to_vec();
+        out.extend_from_slice(&(strings.len() as u64).to_le_bytes());
+        for text in strings {
+            out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+            out.extend_from_slice(text);
+        }
+        out
+    };
+    let tokens = |strings: &[&[u8]]| {
+        let mut kvs = good_kvs();
+        kvs.push(kv("tokenizer.ggml.tokens", 9, &array(strings)));
+        file(&kvs, &good_infos(), 32, &good_data())
+    };
+    parse(&tokens(&[b"a", "\u{e9}t\u{e9}".as_bytes(), b"", b"tok"])).expect("UTF-8 strings");
+    let e = refused(&tokens(&[b"a", b"b\xff", b"c"]));
+    assert!(
+        matches!(&e.rule, Rule::NotUtf8 { what } if what.contains("tokenizer.ggml.tokens")),
+        "{e}"
+    );
+    let mut past = good_kvs();
+    let mut value = array(&[b"a"]);
+    // The second string claims more bytes than the file has left.
+    value[4..12].copy_from_slice(&2u64.to_le_bytes());
+    value.extend_from_slice(&u64::MAX.to_le_bytes());
+    past.push(kv("tokenizer.ggml.tokens", 9, &value));
+    let e = refused(&file(&past, &good_infos(), 32, &good_data()));
+    assert!(matches!(e.rule, Rule::PastEnd { .. }), "{e}");
+}
