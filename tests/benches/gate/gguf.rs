@@ -8,16 +8,15 @@
 //! median of the rounds' own ratios (see `source.rs` for why a shared machine needs that). Files are
 //! settled in the page cache first, as `source.rs` does.
 
-use super::source::{floor, settle};
-use super::{median, LIVE, PEAK};
+use super::median;
+use super::source::{floor, settle, time_floor, time_gate};
 use gate_tests::arms::SEED;
 use gate_tests::synth::gguf::{write_gguf, GgufOptions};
 use gate_tests::synth::source::{write_source, SourceOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Marks a finished triple, so an interrupted generation is redone rather than measured.
 const DONE: &str = "bench-triple-complete";
@@ -45,30 +44,6 @@ fn ensure_triple(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     package.write(&draft).expect("writing the package");
     std::fs::write(dir.join(DONE), b"").expect("marker");
     (draft, checkpoint, gguf.join(GGUF))
-}
-
-/// One timed gate run: its time and the peak heap above what was live before it. The package must
-/// pass: a faster refusal would be no figure of the comparison.
-fn time_gate(draft: &Path, options: &dflash_gate::Options) -> (Duration, usize) {
-    PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
-    let base = LIVE.load(Ordering::Relaxed);
-    let start = Instant::now();
-    let report = black_box(dflash_gate::gate(draft, options).expect("gate runs"));
-    let time = start.elapsed();
-    let peak_heap = PEAK.load(Ordering::Relaxed) - base;
-    assert_eq!(
-        report.verdict(),
-        dflash_gate::Outcome::Pass,
-        "{}",
-        report.to_text(false)
-    );
-    (time, peak_heap)
-}
-
-fn time_floor(files: &[PathBuf]) -> Duration {
-    let start = Instant::now();
-    black_box(floor(files));
-    start.elapsed()
 }
 
 /// One round: each gate run beside the floor of the two files it reads.
@@ -111,10 +86,10 @@ pub fn run(cache: &Path, runs: usize) {
     let mut rounds = Vec::new();
     for _ in 0..runs {
         let gguf_floor = time_floor(&gguf_files);
-        let (gguf_time, h) = time_gate(&draft, &against_gguf);
+        let (gguf_time, h, _) = time_gate(&draft, &against_gguf);
         gguf_heap = gguf_heap.max(h);
         let checkpoint_floor = time_floor(&checkpoint_files);
-        let (checkpoint_time, h) = time_gate(&draft, &against_checkpoint);
+        let (checkpoint_time, h, _) = time_gate(&draft, &against_checkpoint);
         checkpoint_heap = checkpoint_heap.max(h);
         let form = time_gate(&draft, &dflash_gate::Options::default()).0;
         rounds.push(Round {

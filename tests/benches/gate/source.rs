@@ -113,7 +113,7 @@ pub(super) fn floor(files: &[PathBuf]) -> u64 {
 
 /// One timed gate run: its time, the peak heap above what was live before it, and the elements
 /// it compared.
-fn time_gate(draft: &Path, options: &dflash_gate::Options) -> (Duration, usize, u64) {
+pub(super) fn time_gate(draft: &Path, options: &dflash_gate::Options) -> (Duration, usize, u64) {
     PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
     let base = LIVE.load(Ordering::Relaxed);
     let start = Instant::now();
@@ -135,7 +135,7 @@ fn time_gate(draft: &Path, options: &dflash_gate::Options) -> (Duration, usize, 
     (time, peak_heap, elements)
 }
 
-fn time_floor(files: &[PathBuf]) -> Duration {
+pub(super) fn time_floor(files: &[PathBuf]) -> Duration {
     let start = Instant::now();
     black_box(floor(files));
     start.elapsed()
