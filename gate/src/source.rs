@@ -291,6 +291,20 @@ fn compare_bf16(
         })
         .collect();
     let outcomes = bf16::compare(&jobs)?;
+    // A PASS covers only elements that were compared (see `compare_grids`).
+    let short: Vec<String> = jobs
+        .iter()
+        .zip(&outcomes)
+        .filter(|(j, o)| o.compared != j.source.rows * j.source.cols)
+        .map(|(j, o)| {
+            format!(
+                "{} ({} of its {} elements)",
+                j.name,
+                o.compared,
+                j.source.rows * j.source.cols
+            )
+        })
+        .collect();
     let differing: Vec<(&bf16::Job<'_>, &bf16::Outcome)> = jobs
         .iter()
         .zip(&outcomes)
@@ -327,6 +341,17 @@ fn compare_bf16(
                 o.differing,
                 differing.len(),
                 jobs.len()
+            ),
+        )
+        .with_evidence(evidence));
+    }
+    if !short.is_empty() {
+        return Ok(Check::undecided(
+            BF16,
+            format!(
+                "cannot decide: not every element of {} of the BF16 tensors was compared with its source: {}",
+                short.len(),
+                crate::checks::list(&short, 4)
             ),
         )
         .with_evidence(evidence));
@@ -456,6 +481,23 @@ fn compare_grids(
         0 => String::new(),
         n => format!("; {n} more not compared: broken tile headers"),
     };
+    // A PASS covers only elements that were compared: a grid of which fewer than every real
+    // element was (a tile the comparison could not read) is not vouched for by the rest of it.
+    let short: Vec<String> = jobs
+        .iter()
+        .zip(&outcomes)
+        .filter(|(j, o)| {
+            o.broken_groups == 0 && o.elements != j.grid.geometry.n * j.grid.geometry.k
+        })
+        .map(|(j, o)| {
+            format!(
+                "{} ({} of its {} elements)",
+                j.name,
+                o.elements,
+                j.grid.geometry.n * j.grid.geometry.k
+            )
+        })
+        .collect();
     let check = if let Some((job, o)) = failing.first() {
         let how = if o.stats.out > 0 {
             let first = o.first.as_ref().map_or_else(String::new, |f| f.describe());
@@ -481,6 +523,15 @@ fn compare_grids(
                 job.source.name,
                 failing.len(),
                 jobs.len()
+            ),
+        )
+    } else if !short.is_empty() {
+        Check::undecided(
+            Q4_1,
+            format!(
+                "cannot decide: not every real element of {} of the grids was compared with its source: {}",
+                short.len(),
+                crate::checks::list(&short, 4)
             ),
         )
     } else if !broken.is_empty() {

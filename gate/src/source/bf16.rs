@@ -27,6 +27,9 @@ pub struct Job<'a> {
 /// The first differing element of a tensor and how many differ.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Outcome {
+    /// Elements compared, counted row by row as each is decided, so that a PASS can be held to
+    /// every element of the tensor.
+    pub compared: u64,
     pub differing: u64,
     /// (row, col, package bits, source bits as bf16).
     pub first: Option<(u64, u64, u16, u16)>,
@@ -51,6 +54,7 @@ pub fn compare(jobs: &[Job<'_>]) -> Result<Vec<Outcome>, parallel::WorkerPanic> 
     let mut outcomes = vec![Outcome::default(); jobs.len()];
     for (j, part) in parts {
         let o = &mut outcomes[j];
+        o.compared += part.compared;
         o.differing += part.differing;
         if o.first.is_none() {
             o.first = part.first;
@@ -82,9 +86,11 @@ fn rows(job: &Job<'_>, from: u64, to: u64) -> Outcome {
         Some(u16::from_le_bytes([b[0], b[1]]))
     };
     if whole_block_equal(job, from, to) {
+        outcome.compared = (to - from) * cols;
         return outcome;
     }
     for row in from..to {
+        outcome.compared += cols;
         // The common case, a BF16 source row its package row equals, is decided without decoding an
         // element; only a row with a difference takes the element-by-element path below.
         if src.dtype == Dtype::Bf16 && same_bf16_row(job, row) {

@@ -437,6 +437,21 @@ fn q4_1(
     let bound_failed = bound_check
         .as_ref()
         .filter(|c| c.outcome == crate::report::Outcome::Fail);
+    // A PASS covers only groups that were compared: a grid of which fewer than every real group
+    // was (a tile the comparison could not read) is not vouched for by the rest of it.
+    let short: Vec<String> = jobs
+        .iter()
+        .zip(outcomes)
+        .filter(|(j, o)| o.groups != j.grid.geometry.real_groups())
+        .map(|(j, o)| {
+            format!(
+                "{} ({} of its {} real groups)",
+                j.name,
+                o.groups,
+                j.grid.geometry.real_groups()
+            )
+        })
+        .collect();
     let check = if let Some((job, o)) = failing.first() {
         let also = bound_failed.map_or_else(String::new, |c| format!("; and {}", c.message));
         Check::fail(
@@ -450,6 +465,15 @@ fn q4_1(
                 o.groups,
                 failing.len(),
                 jobs.len()
+            ),
+        )
+    } else if !short.is_empty() {
+        Check::undecided(
+            id,
+            format!(
+                "cannot decide: not every real group of {} of the grids was compared with its GGUF block: {}",
+                short.len(),
+                crate::checks::list(&short, 4)
             ),
         )
     } else if let Some(c) = bound_failed {
