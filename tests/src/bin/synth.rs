@@ -89,25 +89,40 @@ fn main() -> ExitCode {
     };
     let dir = Path::new(dir);
     let mut package = Package::generate(&geometry, Encoding::default(), seed);
-    let written = std::fs::create_dir_all(dir).and_then(|()| match &source {
+    // Each file is written where it was asked for (its folder made first), and a failure names
+    // the path that failed, not only the package.
+    let at = |path: &Path| {
+        let path = path.display().to_string();
+        move |e: std::io::Error| format!("{path}: {e}")
+    };
+    let written = std::fs::create_dir_all(dir).map_err(at(dir));
+    let written = written.and_then(|()| match &source {
         Some(source) => {
             let source = Path::new(source);
-            std::fs::create_dir_all(source)?;
             let options = SourceOptions {
                 shards,
                 ..SourceOptions::default()
             };
-            write_source(&mut package, source, options, seed)
+            std::fs::create_dir_all(source)
+                .and_then(|()| write_source(&mut package, source, options, seed))
+                .map_err(at(source))
         }
         None => Ok(()),
     });
     let written = written.and_then(|()| match &gguf {
-        Some(file) => write_gguf(&mut package, Path::new(file), GgufOptions::default(), seed),
+        Some(file) => {
+            let file = Path::new(file);
+            let folder = file.parent().filter(|p| !p.as_os_str().is_empty());
+            folder
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| write_gguf(&mut package, file, GgufOptions::default(), seed))
+                .map_err(at(file))
+        }
         None => Ok(()),
     });
-    let written = written.and_then(|()| package.write(dir));
+    let written = written.and_then(|()| package.write(dir).map_err(at(dir)));
     if let Err(e) = written {
-        eprintln!("synth: {}: {e}", dir.display());
+        eprintln!("synth: {e}");
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
