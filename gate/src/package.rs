@@ -80,7 +80,8 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     if let Some(target_dir) = &options.target {
         let target = crate::target::read(target_dir).map_err(|e| e.from_option("--target"))?;
         let checks = crate::target::checks(&evaluation, &target);
-        answered(&mut evaluation.report, checks, &crate::target::ANSWERS);
+        let answers = crate::target::answered(&checks);
+        answered(&mut evaluation.report, checks, answers);
     }
     if let Some(source_dir) = &options.source {
         let source =
@@ -89,12 +90,9 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
             .checks(&evaluation, crate::source::scalar_source_loop())
             .map_err(|p| PackageError::internal(dir, p))?;
         evaluation.report.census.source_grids = grids;
-        // A refused draft was not compared, so it answered nothing.
-        let answers = match evaluation.draft {
-            Ok(_) => &crate::source::ANSWERS[..],
-            Err(_) => &[],
-        };
-        answered(&mut evaluation.report, checks, answers);
+        // A refused draft was not compared (it has no source.* checks), so it answered nothing.
+        let answers = crate::source::answered(&checks);
+        answered(&mut evaluation.report, checks, &answers);
         source.unchanged().map_err(|e| e.from_option("--source"))?;
         if let Ok((_, bytes)) = &held {
             bytes.unchanged()?;

@@ -58,9 +58,26 @@ pub fn scalar_source_loop() -> bool {
 /// Every check `--source` adds, in report order.
 pub const CHECKS: [&str; 4] = [CONFIG, INVENTORY, BF16, Q4_1];
 
-/// What a comparison with the source answers, once it ran on a recognised draft: its content, every
-/// code included. Provenance (whether the checkpoint and these files are the publisher's) stays.
-pub const ANSWERS: [NotChecked; 2] = [NotChecked::Content, NotChecked::RealGroupCodes];
+/// What these `source.*` checks answered (provenance, whether the source and these files are the
+/// publisher's, is never among it): the codes of real groups once `source.q4_1` decided
+/// (passed or failed), the content once every comparison of weights decided. A comparison that
+/// could not decide (blocked by an unreadable weight file, a tensor of a type the gate does not
+/// dequantize) leaves its line: silence about what was not compared would read as approval.
+pub fn answered(checks: &[Check]) -> Vec<NotChecked> {
+    let decided = |id: &str| {
+        checks
+            .iter()
+            .any(|c| c.id == id && c.outcome != crate::report::Outcome::Undecided)
+    };
+    let mut answered = Vec::new();
+    if [INVENTORY, BF16, Q4_1].iter().all(|id| decided(id)) {
+        answered.push(NotChecked::Content);
+    }
+    if decided(Q4_1) {
+        answered.push(NotChecked::RealGroupCodes);
+    }
+    answered
+}
 
 /// The names a package tensor's source counterpart may have: its own name without `model.` first,
 /// then every spelling its family gives the role (the assistant head's aliases, a codebook with and

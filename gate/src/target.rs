@@ -215,6 +215,19 @@ fn read_headers(dir: &Path) -> Result<Result<Vec<TensorInfo>, String>, PackageEr
 /// refused draft has nothing left to agree with).
 pub const ANSWERS: [NotChecked; 1] = [NotChecked::TargetAgreement];
 
+/// What these `target.*` checks answered: the agreement, unless one of them could not decide (its
+/// line stays, so that what was not compared never reads as agreed).
+pub fn answered(checks: &[Check]) -> &'static [NotChecked] {
+    if checks
+        .iter()
+        .any(|c| c.outcome == crate::report::Outcome::Undecided)
+    {
+        &[]
+    } else {
+        &ANSWERS
+    }
+}
+
 /// The `target.*` checks, in report order, for an evaluation whose draft config was recognised (for
 /// a refused one, none: there is no draft geometry to hold against the target).
 pub fn checks(evaluation: &Evaluation<'_>, target: &Target) -> Vec<Check> {

@@ -60,6 +60,10 @@ pub fn trials() -> Vec<Trial> {
             "hostile::a_refused_container_names_its_refusal_and_offsets",
             container_refusal,
         ),
+        Trial::test(
+            "hostile::a_source_comparison_that_could_not_decide_leaves_its_not_checked_lines",
+            undecided_source_keeps_not_checked,
+        ),
     ]);
     trials
 }
@@ -696,6 +700,47 @@ fn container_refusal() -> Result<(), Failed> {
     let short = evidence(&weights[..4])?;
     if short != serde_json::json!({"kind": "too_short", "len": 4}) {
         return Err(format!("a 4-byte weight file: evidence {short}").into());
+    }
+    Ok(())
+}
+
+/// `--source` answers the NOT CHECKED lines about content and real groups' codes only when it
+/// decided: against a package whose weight file does not parse (every weight comparison blocked by
+/// `container.parses`) both lines stay, as they go for the same package whole.
+fn undecided_source_keeps_not_checked() -> Result<(), Failed> {
+    use dflash_gate::NotChecked::{Content, RealGroupCodes};
+    let root = tempfile::tempdir()?;
+    let (draft, gguf) = (root.path().join("draft"), root.path().join("draft.gguf"));
+    let mut package = Package::generate(&Geometry::small(), Encoding::default(), SEED);
+    gate_tests::synth::gguf::write_gguf(&mut package, &gguf, Default::default(), SEED)?;
+    std::fs::create_dir(&draft)?;
+    package.write(&draft)?;
+    let options = dflash_gate::Options::default().with_source(&gguf);
+    let kept = |report: &dflash_gate::Report| {
+        [Content, RealGroupCodes].map(|item| report.not_checked().contains(&item))
+    };
+    let whole = dflash_gate::gate(&draft, &options)?;
+    if whole.verdict() != dflash_gate::Outcome::Pass || kept(&whole) != [false, false] {
+        return Err(format!(
+            "the whole package: {} with content and codes not checked {:?}, expected PASS answering both",
+            whole.verdict(),
+            kept(&whole)
+        )
+        .into());
+    }
+    let weights = draft.join("model.q4nx");
+    let len = std::fs::metadata(&weights)?.len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&weights)?
+        .set_len(len - 1000)?;
+    let cut = dflash_gate::gate(&draft, &options)?;
+    if kept(&cut) != [true, true] {
+        return Err(format!(
+            "a weight file that does not parse, compared with nothing: content and codes kept {:?}, expected both",
+            kept(&cut)
+        )
+        .into());
     }
     Ok(())
 }

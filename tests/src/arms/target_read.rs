@@ -53,6 +53,15 @@ fn expect_check(bend: fn(&Path), id: &str, outcome: Outcome, names: &str) -> Res
             check.message()
         ));
     }
+    // A target check that could not decide keeps the agreement's NOT CHECKED line.
+    let kept = report
+        .not_checked()
+        .contains(&dflash_gate::NotChecked::TargetAgreement);
+    if outcome == Outcome::Undecided && !kept {
+        return Err(format!(
+            "{id} is UNDECIDED, yet the NOT CHECKED line about agreement with the target went"
+        ));
+    }
     Ok(())
 }
 
