@@ -201,7 +201,10 @@ pub fn checks(
             continue;
         }
         if let Form::Other(what) = &form {
-            other.push(format!("{} ({what})", info.name));
+            other.push(format!(
+                "{} (neither a proven q4_1 grid nor BF16: {what})",
+                info.name
+            ));
         }
         let (rows, cols) = dims.unwrap_or_default();
         pairs.push(Pair {
@@ -377,7 +380,7 @@ fn compare_bf16(
         return Ok(Check::undecided(
             BF16,
             format!(
-                "cannot decide: neither a proven q4_1 grid nor BF16, so not compared element by element: {}",
+                "cannot decide: not compared element by element: {}",
                 crate::checks::list(other, 4)
             ),
         )

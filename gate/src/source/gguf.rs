@@ -243,7 +243,10 @@ pub fn checks(
                 escape(&g.name),
                 g.ty
             )),
-            Form::Other(what) => other.push(format!("{} ({what})", info.name)),
+            Form::Other(what) => other.push(format!(
+                "{} (neither a proven q4_1 grid nor BF16: {what})",
+                info.name
+            )),
         }
     }
     let mut extra: Vec<String> = index.refused.iter().map(|(_, why)| why.clone()).collect();
@@ -482,8 +485,9 @@ fn q4_1(
         Check::undecided(
             id,
             format!(
-                "cannot decide: {} of the grids were not compared, their GGUF tensors of a type the gate cannot dequantize (K-quants, IQ types, MXFP4): {}",
+                "cannot decide: {} {} not compared, their GGUF tensors of a type the gate cannot dequantize (K-quants, IQ types, MXFP4): {}",
                 undecided.len(),
+                if undecided.len() == 1 { "grid" } else { "grids" },
                 crate::checks::list(undecided, 4)
             ),
         )
@@ -496,17 +500,13 @@ fn q4_1(
         )
     } else {
         let bounded = census.len() - jobs.len();
-        let bounded = match bounded {
-            0 => String::new(),
-            n => format!("; {n} from GGUF tensors of other types, dequantized and rounded to bf16, each a faithful quantization of them (every element within one step of its value clamped to the group's range, relative RMS at most {})", super::RMS_CEILING),
+        let faithful = format!("dequantized and rounded to bf16, each a faithful quantization of them (every element within one step of its value clamped to the group's range, relative RMS at most {})", super::RMS_CEILING);
+        let message = match (jobs.len(), bounded) {
+            (0, n) => format!("every one of the {n} grids, from GGUF tensors of other types than Q4_1, {faithful}"),
+            (exact, 0) => format!("every one of the {exact} grids from Q4_1 GGUF tensors is their blocks re-laid exactly: {groups} groups, codes equal, scales and minimums the f16 values rounded to bf16 nearest-even"),
+            (exact, n) => format!("every one of the {exact} grids from Q4_1 GGUF tensors is their blocks re-laid exactly: {groups} groups, codes equal, scales and minimums the f16 values rounded to bf16 nearest-even; {n} from GGUF tensors of other types, {faithful}"),
         };
-        Check::pass(
-            id,
-            format!(
-                "every one of the {} grids from Q4_1 GGUF tensors is their blocks re-laid exactly: {groups} groups, codes equal, scales and minimums the f16 values rounded to bf16 nearest-even{bounded}",
-                jobs.len()
-            ),
-        )
+        Check::pass(id, message)
     };
     (check.with_evidence(evidence), census)
 }

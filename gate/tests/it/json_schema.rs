@@ -200,7 +200,9 @@ fn the_published_schema_admits_additions() {
     let strict = gate_tests::schema::strict().unwrap();
     // No object of the published schema is closed: the strict copy closes them all.
     assert!(
-        !published.to_string().contains(r#""additionalProperties":false"#),
+        !published
+            .to_string()
+            .contains(r#""additionalProperties":false"#),
         "an object of the published schema refuses additions (additionalProperties: false)"
     );
     let mut added = good.clone();
