@@ -429,4 +429,27 @@ pub struct ExactGrid {
     pub gguf: String,
     pub groups_compared: u64,
     pub groups_differing: u64,
+    /// The first group unlike its block, when one is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first: Option<ExactDifference>,
+}
+
+/// The first group of a grid unlike its GGUF block, located as the message locates it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ExactDifference {
+    pub tile: u64,
+    /// The 32-column group inside the tile (0 to 7).
+    pub group: u64,
+    pub row: u64,
+    /// The differing code's column, or the group's first column.
+    pub column: u64,
+    /// The block's index in the GGUF tensor (row-major, `K / 32` blocks a row).
+    pub gguf_block: u64,
+    /// `code`, `scale`, `minimum`, or `not_finite` (the block's f16 `d` or `m` is not finite).
+    pub kind: &'static str,
+    /// The two values compared: codes (0 to 15), or scales' and minimums' bf16 bits (the GGUF's
+    /// rounded to bf16); null for `not_finite`.
+    pub package_value: Option<u16>,
+    pub gguf_value: Option<u16>,
 }

@@ -231,11 +231,14 @@ pub fn checks(
                 rows,
                 cols,
             }),
-            Form::Grid(_) => undecided.push(format!(
-                "{} (GGUF {} is {}, which the gate does not dequantize)",
-                info.name,
-                escape(&g.name),
-                g.ty
+            Form::Grid(_) => undecided.push((
+                info.name.clone(),
+                format!(
+                    "{} (GGUF {} is {}, which the gate does not dequantize)",
+                    info.name,
+                    escape(&g.name),
+                    g.ty
+                ),
             )),
             Form::Bf16(_) => other.push(format!(
                 "{} (GGUF {} is {}, which the gate does not dequantize)",
@@ -307,10 +310,13 @@ pub fn checks(
                         bytes,
                     },
                 }),
-                None => undecided.push(format!(
-                    "{name} (GGUF {} of type {} did not dequantize)",
-                    escape(&g.name),
-                    g.ty
+                None => undecided.push((
+                    name.to_owned(),
+                    format!(
+                        "{name} (GGUF {} of type {} did not dequantize)",
+                        escape(&g.name),
+                        g.ty
+                    ),
                 )),
             },
         }
@@ -381,7 +387,7 @@ fn q4_1(
     jobs: &[exact::Job<'_>],
     outcomes: &[exact::Outcome],
     bound: Option<(Check, Vec<SourceGridCensus>)>,
-    undecided: &[String],
+    undecided: &[(String, String)],
 ) -> (Check, Vec<SourceGridCensus>) {
     let mut census: Vec<SourceGridCensus> = jobs
         .iter()
@@ -407,6 +413,7 @@ fn q4_1(
                     gguf: escape(j.gguf_name).into_owned(),
                     groups_compared: o.groups,
                     groups_differing: o.differing,
+                    first: o.first.as_ref().map(|d| d.evidence(j.grid.geometry.k / 32)),
                 },
             )
         })
@@ -429,7 +436,8 @@ fn q4_1(
         },
     };
     evidence.exact = Some(exact_evidence);
-    evidence.undecided = Some(undecided.to_vec());
+    // The grids by name; why each was not compared is the message's.
+    evidence.undecided = Some(undecided.iter().map(|(name, _)| name.clone()).collect());
     let id = super::Q4_1;
     let failing: Vec<(&exact::Job<'_>, &exact::Outcome)> = jobs
         .iter()
@@ -488,7 +496,7 @@ fn q4_1(
                 "cannot decide: {} {} not compared, their GGUF tensors of a type the gate cannot dequantize (K-quants, IQ types, MXFP4): {}",
                 undecided.len(),
                 if undecided.len() == 1 { "grid" } else { "grids" },
-                crate::checks::list(undecided, 4)
+                crate::checks::list(&undecided.iter().map(|(_, why)| why).collect::<Vec<_>>(), 4)
             ),
         )
     } else if let Some(c) = bound_check.filter(|c| c.outcome != crate::report::Outcome::Pass) {

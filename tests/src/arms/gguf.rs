@@ -927,5 +927,48 @@ pub fn trials() -> Vec<(String, Trial)> {
         "arms::gguf::config::other_integer_and_float_types_compare_by_value".into(),
         Box::new(other_types_same_values),
     ));
+    out.push((
+        "arms::gguf::a_difference_is_located_in_the_evidence".to_owned(),
+        Box::new(located_in_evidence) as Trial,
+    ));
     out
+}
+
+/// A FAIL of `source.q4_1` against a GGUF gives the first difference as evidence a program can
+/// read (tile, group, row, column, block, the two codes), not only in the message.
+fn located_in_evidence() -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (dir, options) = super::prepare_arm(
+        root.path(),
+        super::Base::Small,
+        Encoding::default(),
+        one_code_one_step_off,
+        super::Extra::Source(SOURCE),
+    )?;
+    let report = dflash_gate::gate(&dir, &options).map_err(|e| e.to_string())?;
+    let check = report.check(CheckId::SOURCE_Q4_1).ok_or("no source.q4_1")?;
+    let evidence = serde_json::to_value(check.evidence()).map_err(|e| e.to_string())?;
+    let grid = &evidence["exact"]["model.layers.0.self_attn.k_proj.weight"];
+    let first = &grid["first"];
+    let want = serde_json::json!({"tile": 1, "group": 3, "row": 37, "kind": "code",
+        "package_value": 8, "gguf_value": 7});
+    let matches = want
+        .as_object()
+        .is_some_and(|w| w.iter().all(|(k, v)| &first[k] == v));
+    let column = first["column"].as_u64().unwrap_or(0);
+    let block = first["gguf_block"].as_u64();
+    let per_row = 256 / 32;
+    if check.outcome() != Outcome::Fail
+        || !matches
+        || !(96..128).contains(&column)
+        || block != Some(37 * per_row + 3)
+        || grid["groups_differing"] != 1
+    {
+        return Err(format!(
+            "source.q4_1 {}: the first difference in evidence is {first}, expected {want} with a column of group 3 and block {}",
+            check.outcome(),
+            37 * per_row + 3
+        ));
+    }
+    Ok(())
 }

@@ -99,7 +99,8 @@ struct Found {
     compared: Vec<String>,
     differing: Vec<String>,
     one_sided: Vec<String>,
-    undecided: Vec<String>,
+    /// Keys that cannot decide the comparison, and why (the message's).
+    undecided: Vec<(String, String)>,
 }
 
 pub fn compare(
@@ -231,10 +232,10 @@ fn target_layers(config: &DraftConfig, header: &Header, prefix: &str, found: &mu
     if same(0) {
         found.compared.push(key);
     } else if same(1) {
-        found.undecided.push(format!(
+        found.undecided.push((key.clone(), format!(
             "{key} is {} while the package's target_layer_ids are {taps_shown}: every one plus one, which llama.cpp's writers differ on (some store the hidden state's index, one above the layer's), so the file alone does not say which it means",
             shown(layers)
-        ));
+        )));
     } else {
         found.differing.push(format!(
             "{key}: GGUF {}, package target_layer_ids {taps_shown}",
@@ -250,7 +251,7 @@ fn verdict(found: Found) -> Check {
         differing: found.differing.clone(),
         one_sided: found.one_sided.clone(),
         skipped: Vec::new(),
-        undecided: Some(found.undecided.clone()),
+        undecided: Some(found.undecided.iter().map(|(key, _)| key.clone()).collect()),
     };
     let id = super::super::CONFIG;
     if !found.differing.is_empty() {
@@ -263,7 +264,12 @@ fn verdict(found: Found) -> Check {
         )
         .with_evidence(evidence);
     }
-    let open: Vec<&String> = found.undecided.iter().chain(&found.one_sided).collect();
+    let open: Vec<&String> = found
+        .undecided
+        .iter()
+        .map(|(_, why)| why)
+        .chain(&found.one_sided)
+        .collect();
     if !open.is_empty() {
         return Check::undecided(
             id,

@@ -66,6 +66,36 @@ fn f16(bits: u16) -> f32 {
 }
 
 impl Difference {
+    /// The difference as evidence; `per_row` is the GGUF tensor's blocks a row (`K / 32`).
+    pub fn evidence(&self, per_row: u64) -> crate::evidence::ExactDifference {
+        let (kind, package_value, gguf_value, block) = match self.what {
+            What::NotFinite { block, .. } => ("not_finite", None, None, block),
+            What::Scale { package, gguf } => ("scale", Some(package), Some(gguf), 0),
+            What::Minimum { package, gguf } => ("minimum", Some(package), Some(gguf), 0),
+            What::Code { package, gguf, .. } => {
+                ("code", Some(u16::from(package)), Some(u16::from(gguf)), 0)
+            }
+        };
+        let column = match self.what {
+            What::Code { col, .. } => col,
+            _ => self.col,
+        };
+        let gguf_block = match self.what {
+            What::NotFinite { .. } => block,
+            _ => self.row * per_row + self.col / GROUP,
+        };
+        crate::evidence::ExactDifference {
+            tile: self.tile,
+            group: self.group as u64,
+            row: self.row,
+            column,
+            gguf_block,
+            kind,
+            package_value,
+            gguf_value,
+        }
+    }
+
     pub fn describe(&self) -> String {
         let at = format!("tile {}, group {}, row {}", self.tile, self.group, self.row);
         match &self.what {
