@@ -119,7 +119,7 @@ impl PackageError {
     }
 
     /// A worker of one of the gate's steps panicked while gating the package at `path`.
-    pub fn internal(path: &Path, panic: crate::parallel::WorkerPanic) -> PackageError {
+    pub(crate) fn internal(path: &Path, panic: crate::parallel::WorkerPanic) -> PackageError {
         PackageError::Internal {
             path: path.to_owned(),
             step: panic.step,
@@ -128,7 +128,7 @@ impl PackageError {
     }
 
     /// The same error, said to come from the directory `option` named.
-    pub fn from_option(self, option: &'static str) -> PackageError {
+    pub(crate) fn under_option(self, option: &'static str) -> PackageError {
         PackageError::Option {
             option,
             inner: Box::new(self),

@@ -78,14 +78,14 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         bytes.unchanged()?;
     }
     if let Some(target_dir) = &options.target {
-        let target = crate::target::read(target_dir).map_err(|e| e.from_option("--target"))?;
+        let target = crate::target::read(target_dir).map_err(|e| e.under_option("--target"))?;
         let checks = crate::target::checks(&evaluation, &target);
         let answers = crate::target::answered(&checks);
         answered(&mut evaluation.report, checks, answers);
     }
     if let Some(source_dir) = &options.source {
         let source =
-            crate::source::Source::open(source_dir).map_err(|e| e.from_option("--source"))?;
+            crate::source::Source::open(source_dir).map_err(|e| e.under_option("--source"))?;
         let (checks, grids) = source
             .checks(&evaluation, crate::source::scalar_source_loop())
             .map_err(|p| PackageError::internal(dir, p))?;
@@ -93,7 +93,7 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         // A refused draft was not compared (it has no source.* checks), so it answered nothing.
         let answers = crate::source::answered(&checks);
         answered(&mut evaluation.report, checks, &answers);
-        source.unchanged().map_err(|e| e.from_option("--source"))?;
+        source.unchanged().map_err(|e| e.under_option("--source"))?;
         if let Ok((_, bytes)) = &held {
             bytes.unchanged()?;
         }

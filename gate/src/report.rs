@@ -80,7 +80,11 @@ pub struct Check {
 }
 
 impl Check {
-    pub fn new(id: impl Into<String>, outcome: Outcome, message: impl Into<String>) -> Check {
+    pub(crate) fn new(
+        id: impl Into<String>,
+        outcome: Outcome,
+        message: impl Into<String>,
+    ) -> Check {
         Check {
             id: id.into(),
             outcome,
@@ -90,20 +94,20 @@ impl Check {
         }
     }
 
-    pub fn pass(id: impl Into<String>, message: impl Into<String>) -> Check {
+    pub(crate) fn pass(id: impl Into<String>, message: impl Into<String>) -> Check {
         Check::new(id, Outcome::Pass, message)
     }
 
-    pub fn fail(id: impl Into<String>, message: impl Into<String>) -> Check {
+    pub(crate) fn fail(id: impl Into<String>, message: impl Into<String>) -> Check {
         Check::new(id, Outcome::Fail, message)
     }
 
-    pub fn undecided(id: impl Into<String>, message: impl Into<String>) -> Check {
+    pub(crate) fn undecided(id: impl Into<String>, message: impl Into<String>) -> Check {
         Check::new(id, Outcome::Undecided, message)
     }
 
     /// UNDECIDED because `by` failed or lacked what this check needs.
-    pub fn blocked(id: impl Into<String>, by: &str, message: impl Into<String>) -> Check {
+    pub(crate) fn blocked(id: impl Into<String>, by: &str, message: impl Into<String>) -> Check {
         Check {
             blocked_by: Some(by.to_owned()),
             ..Check::undecided(id, message)
@@ -136,7 +140,7 @@ impl Check {
     }
 
     /// The check with the facts behind its message (one type per check id: [`crate::evidence`]).
-    pub fn with_evidence(mut self, evidence: impl Into<Evidence>) -> Check {
+    pub(crate) fn with_evidence(mut self, evidence: impl Into<Evidence>) -> Check {
         self.evidence = Some(Box::new(evidence.into()));
         self
     }
@@ -423,10 +427,10 @@ impl fmt::Display for NotChecked {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             NotChecked::TargetAgreement => "vocabulary and tokenizer agreement with the target, and the target's depth (give --target DIR)",
-            NotChecked::Content => "whether these are the right weights: a grid in another tile or nibble order, or another layer's matrix, has the same form (give --source DIR to compare every element with the original checkpoint)",
+            NotChecked::Content => "whether these are the right weights: a grid in another tile or nibble order, or another layer's matrix, has the same form (give --source PATH to compare every element with the checkpoint or the GGUF it was converted from)",
             NotChecked::Provenance => "whether these are the publisher's files, byte for byte: provenance (give --manifest to verify MANIFEST.sha256)",
             NotChecked::ForwardPass => "whether the draft's forward pass is correct: the gate reads bytes, it runs no model",
-            NotChecked::RealGroupCodes => "the 4-bit codes of real groups: only constant and padding groups are read (give --source DIR to compare every element)",
+            NotChecked::RealGroupCodes => "the 4-bit codes of real groups: only constant and padding groups are read (give --source PATH to compare every element)",
             NotChecked::OtherFiles => "files other than config.json and the weight file: listed in the census, not interpreted (--manifest hashes those it lists)",
         })
     }

@@ -54,7 +54,7 @@ pub const OPTIONS: &[Opt] = &[
         short: None,
         takes: Takes::One("PATH"),
         help:
-            "also compare every weight with what it was converted from: a checkpoint directory, or a .gguf file (source.* checks)",
+            "also compare every weight with what it was converted from: a checkpoint directory, a .gguf file, or a directory holding one (source.* checks)",
     },
     Opt {
         long: "--manifest",
