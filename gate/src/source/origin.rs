@@ -80,7 +80,11 @@ impl Source {
                     "is a file but not a .gguf: --source takes a checkpoint directory, a .gguf file, or a directory holding one".to_owned(),
                 ))
             }
-            // No such path, or unreadable: the checkpoint reader says which.
+            // No such path, or unreadable: the GGUF reader says which of a `.gguf` path (no such
+            // file), the checkpoint reader of any other (no such directory).
+            Err(_) if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf")) => {
+                return open_gguf(path)
+            }
             Err(_) => return Checkpoint::open(path).map(Source::Checkpoint),
         }
         let unreadable = |source| FileError::Unreadable {
