@@ -433,6 +433,22 @@ fn compare_grids(
     pairs: &[Pair<'_>],
     scalar: bool,
 ) -> Result<(Check, Vec<SourceGridCensus>), WorkerPanic> {
+    Ok(grid_verdict(&compare_grid_pairs(pairs, scalar)?))
+}
+
+/// What the verdict of `source.q4_1` needs of one compared grid, kept past the source bytes it was
+/// compared with: a GGUF's dequantized tensors are compared a batch at a time, each batch's
+/// buffers freed before the next is made.
+struct Compared {
+    name: String,
+    source: String,
+    /// The grid's real elements (N x K): what a complete comparison counts.
+    elements: u64,
+    outcome: q4_1::Outcome,
+}
+
+/// Compares the grids among `pairs` with their sources.
+fn compare_grid_pairs(pairs: &[Pair<'_>], scalar: bool) -> Result<Vec<Compared>, WorkerPanic> {
     // Each grid is compared as the package checks read it (the evaluation's own `TileGrid`), so there
     // is no second proof here that could disagree with theirs.
     let jobs: Vec<q4_1::Job<'_>> = pairs
@@ -447,11 +463,24 @@ fn compare_grids(
         })
         .collect();
     let outcomes = q4_1::compare(&jobs, scalar)?;
-    let census: Vec<SourceGridCensus> = jobs
+    Ok(jobs
         .iter()
-        .zip(&outcomes)
-        .map(|(j, o)| SourceGridCensus {
+        .zip(outcomes)
+        .map(|(j, outcome)| Compared {
             name: j.name.to_owned(),
+            source: j.source.name.to_owned(),
+            elements: j.grid.geometry.n * j.grid.geometry.k,
+            outcome,
+        })
+        .collect())
+}
+
+/// `source.q4_1` and the census of every grid compared with a bound.
+fn grid_verdict(compared: &[Compared]) -> (Check, Vec<SourceGridCensus>) {
+    let pairs = || compared.iter().map(|c| (c, &c.outcome));
+    let census: Vec<SourceGridCensus> = pairs()
+        .map(|(j, o)| SourceGridCensus {
+            name: j.name.clone(),
             elements: o.elements,
             max_error_steps: o.stats.max_steps,
             relative_rms: o.relative_rms(),
@@ -484,15 +513,11 @@ fn compare_grids(
     let worst_rms = census.iter().map(|g| g.relative_rms).fold(0f64, f64::max);
     // A grid with broken headers is not judged here: tiles.headers_sane fails it, and what its codes
     // mean is undefined, so neither a PASS nor a FAIL on its content is drawn from the rest of it.
-    let broken: Vec<String> = jobs
-        .iter()
-        .zip(&outcomes)
+    let broken: Vec<String> = pairs()
         .filter(|(_, o)| o.broken_groups > 0)
         .map(|(j, o)| format!("{} ({} groups)", j.name, o.broken_groups))
         .collect();
-    let failing: Vec<(&q4_1::Job<'_>, &q4_1::Outcome)> = jobs
-        .iter()
-        .zip(&outcomes)
+    let failing: Vec<(&Compared, &q4_1::Outcome)> = pairs()
         .filter(|(_, o)| {
             o.broken_groups == 0 && (o.stats.out > 0 || !within_ceiling(o.relative_rms()))
         })
@@ -503,20 +528,9 @@ fn compare_grids(
     };
     // A PASS covers only elements that were compared: a grid of which fewer than every real
     // element was (a tile the comparison could not read) is not vouched for by the rest of it.
-    let short: Vec<String> = jobs
-        .iter()
-        .zip(&outcomes)
-        .filter(|(j, o)| {
-            o.broken_groups == 0 && o.elements != j.grid.geometry.n * j.grid.geometry.k
-        })
-        .map(|(j, o)| {
-            format!(
-                "{} ({} of its {} elements)",
-                j.name,
-                o.elements,
-                j.grid.geometry.n * j.grid.geometry.k
-            )
-        })
+    let short: Vec<String> = pairs()
+        .filter(|(j, o)| o.broken_groups == 0 && o.elements != j.elements)
+        .map(|(j, o)| format!("{} ({} of its {} elements)", j.name, o.elements, j.elements))
         .collect();
     let check = if let Some((job, o)) = failing.first() {
         let how = if o.stats.out > 0 {
@@ -540,9 +554,9 @@ fn compare_grids(
             format!(
                 "{} is not a faithful quantization of source {}: {how}; {} of {} grids fail{not_compared}",
                 job.name,
-                job.source.name,
+                job.source,
                 failing.len(),
-                jobs.len()
+                compared.len()
             ),
         )
     } else if !short.is_empty() {
@@ -561,27 +575,27 @@ fn compare_grids(
             format!(
                 "cannot decide: {} of {} grids have broken tile headers (tiles.headers_sane), so they were not compared with their source: {}; the other {} are faithful quantizations of theirs",
                 broken.len(),
-                jobs.len(),
+                compared.len(),
                 crate::checks::list(&broken, 4),
-                jobs.len() - broken.len()
+                compared.len() - broken.len()
             ),
         )
-    } else if jobs.is_empty() {
+    } else if compared.is_empty() {
         Check::undecided(
             Q4_1,
             "cannot decide: no q4_1 grid was paired with a source matrix",
         )
     } else {
-        let elements: u64 = outcomes.iter().map(|o| o.elements).sum();
+        let elements: u64 = pairs().map(|(_, o)| o.elements).sum();
         Check::pass(
             Q4_1,
             format!(
                 "every one of the {} grids paired with a source matrix is a faithful quantization of it: {elements} elements within one step of their source value clamped to the group's range (largest error, unclamped, {worst_steps:.2} steps; worst relative RMS {worst_rms:.3}, at most {RMS_CEILING})",
-                jobs.len()
+                compared.len()
             ),
         )
     };
-    Ok((check.with_evidence(evidence), census))
+    (check.with_evidence(evidence), census)
 }
 
 #[cfg(test)]

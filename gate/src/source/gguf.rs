@@ -134,6 +134,72 @@ fn to_bf16(ty: GgmlType, bytes: &[u8], values: &mut Vec<f32>) -> Option<Vec<u8>>
     Some(out)
 }
 
+/// How many bytes of dequantized grids are held at once (a tensor larger than this is a batch of
+/// its own); a batch also holds at most two tensors per core.
+const DEQUANTIZED_BATCH_BYTES: u64 = 32 << 20;
+
+/// The dequantized plans' GGUF values rounded to bf16, one tensor per item on every core (`None`
+/// for one that did not dequantize).
+fn dequantize(plans: &[Plan<'_>]) -> Result<Vec<Option<Vec<u8>>>, WorkerPanic> {
+    let wanted: Vec<(GgmlType, &[u8])> = plans
+        .iter()
+        .filter_map(|p| match p {
+            Plan::Dequantized { gguf, bytes, .. } => Some((gguf.ty, *bytes)),
+            _ => None,
+        })
+        .collect();
+    parallel::map(super::Q4_1, &wanted, Vec::new, |values, &(ty, bytes)| {
+        to_bf16(ty, bytes, values)
+    })
+}
+
+/// Each dequantized plan paired with its buffer, in order; one that did not dequantize is left
+/// undecided, named.
+fn made_pairs<'a>(
+    plans: Vec<Plan<'a>>,
+    buffers: &'a [Option<Vec<u8>>],
+    undecided: &mut Vec<(String, String)>,
+) -> Vec<Pair<'a>> {
+    let mut pairs = Vec::new();
+    for (plan, buffer) in plans.into_iter().zip(buffers) {
+        let Plan::Dequantized {
+            name,
+            info,
+            form,
+            gguf: g,
+            rows,
+            cols,
+            ..
+        } = plan
+        else {
+            continue;
+        };
+        match buffer {
+            Some(bytes) => pairs.push(Pair {
+                name,
+                info,
+                form,
+                source: Matrix {
+                    name: &g.name,
+                    dtype: Dtype::Bf16,
+                    rows,
+                    cols,
+                    bytes,
+                },
+            }),
+            None => undecided.push((
+                name.to_owned(),
+                format!(
+                    "{name} (GGUF {} of type {} did not dequantize)",
+                    escape(&g.name),
+                    g.ty
+                ),
+            )),
+        }
+    }
+    pairs
+}
+
 /// The `source.*` checks against a GGUF, and the census of every compared grid.
 pub fn checks(
     evaluation: &Evaluation<'_>,
@@ -272,64 +338,56 @@ pub fn checks(
         unpaired.extend(strangers.iter().map(|n| format!("GGUF tensor {n}")));
     }
     extra.sort();
-    // The values dequantized and rounded to bf16, one tensor per item on every core.
-    let wanted: Vec<(GgmlType, &[u8])> = plans
-        .iter()
-        .filter_map(|p| match p {
-            Plan::Dequantized { gguf, bytes, .. } => Some((gguf.ty, *bytes)),
-            _ => None,
-        })
-        .collect();
-    let buffers = parallel::map(super::Q4_1, &wanted, Vec::new, |values, &(ty, bytes)| {
-        to_bf16(ty, bytes, values)
-    })?;
-    let mut buffers = buffers.iter();
-    let (mut pairs, mut jobs) = (Vec::new(), Vec::new());
+    // Tensors of other types are dequantized and rounded to bf16 first, one tensor per item on
+    // every core: the BF16 ones (gains, fc) at once, the grids' a batch at a time, each batch
+    // compared and its buffers freed before the next is made, so the heap holds at most
+    // DEQUANTIZED_BATCH_BYTES of them (or the largest one) however many there are.
+    let (mut pairs, mut jobs, mut grids) = (Vec::new(), Vec::new(), Vec::new());
+    let mut dequantized = Vec::new();
     for plan in plans {
         match plan {
             Plan::Exact(job) => jobs.push(job),
             Plan::Direct(pair) => pairs.push(pair),
-            Plan::Dequantized {
-                name,
-                info,
-                form,
-                gguf: g,
-                rows,
-                cols,
-                ..
-            } => match buffers.next().and_then(Option::as_ref) {
-                Some(bytes) => pairs.push(Pair {
-                    name,
-                    info,
-                    form,
-                    source: Matrix {
-                        name: &g.name,
-                        dtype: Dtype::Bf16,
-                        rows,
-                        cols,
-                        bytes,
-                    },
-                }),
-                None => undecided.push((
-                    name.to_owned(),
-                    format!(
-                        "{name} (GGUF {} of type {} did not dequantize)",
-                        escape(&g.name),
-                        g.ty
-                    ),
-                )),
-            },
+            Plan::Dequantized { ref form, .. } if matches!(form, Form::Grid(_)) => grids.push(plan),
+            plan @ Plan::Dequantized { .. } => dequantized.push(plan),
         }
     }
-    let paired = pairs.len() + jobs.len();
+    let buffers = dequantize(&dequantized)?;
+    pairs.extend(made_pairs(dequantized, &buffers, &mut undecided));
+    // Every package tensor paired with a GGUF tensor it was compared with (a grid's when its
+    // batch is made, below).
+    let mut paired = pairs.len() + jobs.len();
+    let mut compared = Vec::new();
+    let mut batch = Vec::new();
+    let mut batch_bytes = 0u64;
+    // Enough tensors in a batch for every core to dequantize one, twice over.
+    let batch_tensors = 2 * std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut grids = grids.into_iter().peekable();
+    while let Some(plan) = grids.next() {
+        if let Plan::Dequantized { rows, cols, .. } = plan {
+            batch_bytes = batch_bytes.saturating_add(rows.saturating_mul(cols).saturating_mul(2));
+        }
+        batch.push(plan);
+        let full = batch.len() >= batch_tensors
+            || grids.peek().is_none_or(|next| match next {
+                Plan::Dequantized { rows, cols, .. } => {
+                    batch_bytes.saturating_add(rows.saturating_mul(*cols).saturating_mul(2))
+                        > DEQUANTIZED_BATCH_BYTES
+                }
+                _ => false,
+            });
+        if full {
+            let plans = std::mem::take(&mut batch);
+            let buffers = dequantize(&plans)?;
+            let made = made_pairs(plans, &buffers, &mut undecided);
+            paired += made.len();
+            compared.extend(super::compare_grid_pairs(&made, scalar)?);
+            batch_bytes = 0;
+        }
+    }
     checks.push(inventory(paired, &missing, &extra, &misshapen, &unpaired));
     checks.push(super::compare_bf16(container, &pairs, &other)?);
-    let bounded = pairs.iter().any(|p| matches!(p.form, Form::Grid(_)));
-    let bound = if bounded {
-        Some(super::compare_grids(&pairs, scalar)?)
-    } else {
-        None
-    };
+    let bound = (!compared.is_empty()).then(|| super::grid_verdict(&compared));
     let outcomes = exact::compare(&jobs)?;
     let (q4_1, census) = q4_1(&jobs, &outcomes, bound, &undecided);
     checks.push(q4_1);

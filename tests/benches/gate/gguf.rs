@@ -46,6 +46,26 @@ fn ensure_triple(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     (draft, checkpoint, gguf.join(GGUF))
 }
 
+/// The Bolt package re-quantized from a Q8_0 GGUF, and that GGUF, under `dir` unless they are there.
+fn ensure_q8_0(dir: &Path) -> (PathBuf, PathBuf) {
+    let (draft, gguf) = (dir.join("draft"), dir.join("draft.gguf"));
+    if dir.join(DONE).is_file() {
+        return (draft, gguf);
+    }
+    eprintln!("generating {} (package and Q8_0 GGUF) ...", dir.display());
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(&draft).expect("bench directory");
+    let mut package = Package::generate(&Geometry::bolt(), Encoding::default(), SEED);
+    let options = GgufOptions {
+        matrices: dflash_gate::__private::gguf::GgmlType::Q8_0,
+        ..GgufOptions::default()
+    };
+    write_gguf(&mut package, &gguf, options, SEED).expect("writing the GGUF");
+    package.write(&draft).expect("writing the package");
+    std::fs::write(dir.join(DONE), b"").expect("marker");
+    (draft, gguf)
+}
+
 /// One round: each gate run beside the floor of the two files it reads.
 struct Round {
     gguf_floor: Duration,
@@ -179,5 +199,21 @@ pub fn run(cache: &Path, runs: usize) {
     println!(
         "peak heap, gguf: {:.2} MiB (target < 64 MiB plus the metadata it keeps)",
         gguf_heap as f64 / (1 << 20) as f64
+    );
+    // A GGUF whose matrices are Q8_0: each is dequantized to bf16 and held to the bound, a batch
+    // of tensors at a time.
+    let (q8_draft, q8_gguf) = ensure_q8_0(&cache.join("bolt-gguf-q8_0"));
+    let q8 = dflash_gate::Options::default().with_source(q8_gguf.clone());
+    settle(&[q8_draft.join("model.q4nx"), q8_gguf]);
+    let (mut times, mut q8_heap) = (Vec::new(), 0);
+    for _ in 0..runs {
+        let (time, heap, _) = time_gate(&q8_draft, &q8);
+        times.push(time);
+        q8_heap = q8_heap.max(heap);
+    }
+    println!(
+        "gate --source Q8_0 GGUF (bounded, dequantized a batch at a time): median {:.1} ms, peak heap {:.2} MiB",
+        seconds(&median(times)) * 1e3,
+        q8_heap as f64 / (1 << 20) as f64
     );
 }
