@@ -6,6 +6,7 @@
 
 use crate::dtype::f32_to_bf16;
 use crate::parallel;
+use crate::source::q4_1::prefetch;
 use crate::tile::{GridGeometry, TileGrid, TILE_BYTES, TILE_COLS, TILE_ROWS};
 
 /// ggml's `block_q4_1`: f16 `d`, f16 `m`, 16 bytes of codes.
@@ -215,26 +216,6 @@ fn prefetch_blocks(job: &Job<'_>, t: u64) {
             return;
         };
         prefetch(span);
-    }
-}
-
-/// Asks for every cache line `bytes` touches (its first byte's, every 64 bytes on, its last
-/// byte's) into the core's second-level cache. A hint: it reads nothing and cannot fault.
-#[inline(always)]
-fn prefetch(bytes: &[u8]) {
-    for at in (0..bytes.len())
-        .step_by(64)
-        .chain(bytes.len().checked_sub(1))
-    {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch hint never faults, and `at` is inside `bytes`.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T1 }>(
-                bytes.as_ptr().add(at).cast::<i8>(),
-            )
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = at;
     }
 }
 
