@@ -323,7 +323,7 @@ fn open_present(path: &Path, named: Option<String>) -> Result<RegularFile, Packa
     let link = std::fs::read_link(path).ok().map(|to| {
         format!(
             "it is a symbolic link to {}, which leads to no file",
-            to.display()
+            crate::escape::name(to.as_os_str())
         )
     });
     let notes: Vec<String> = named.into_iter().chain(link).collect();

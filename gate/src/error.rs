@@ -49,16 +49,16 @@ impl fmt::Display for PackageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PackageError::NoSuchDirectory { path } => {
-                write!(f, "{}: no such directory", path.display())
+                write!(f, "{}: no such directory", crate::escape::name(path.as_os_str()))
             }
             PackageError::NotADirectory { path } => {
-                write!(f, "{}: a file, not a directory", path.display())
+                write!(f, "{}: a file, not a directory", crate::escape::name(path.as_os_str()))
             }
-            PackageError::NoConfig { path } => write!(f, "{}: no config.json", path.display()),
+            PackageError::NoConfig { path } => write!(f, "{}: no config.json", crate::escape::name(path.as_os_str())),
             PackageError::File(e) => e.fmt(f),
             PackageError::FileNoted { error, note } => write!(f, "{error}; {note}"),
-            PackageError::Missing { path, why } => write!(f, "{}: {why}", path.display()),
-            PackageError::Malformed { path, why } => write!(f, "{}: {why}", path.display()),
+            PackageError::Missing { path, why } => write!(f, "{}: {why}", crate::escape::name(path.as_os_str())),
+            PackageError::Malformed { path, why } => write!(f, "{}: {why}", crate::escape::name(path.as_os_str())),
             PackageError::Option { option, inner } => write!(f, "{option} {inner}"),
             PackageError::Internal {
                 path,
@@ -67,7 +67,7 @@ impl fmt::Display for PackageError {
             } => write!(
                 f,
                 "{}: internal error in {step}: a worker panicked ({message}); its result is incomplete, so no verdict",
-                path.display()
+                crate::escape::name(path.as_os_str())
             ),
         }
     }

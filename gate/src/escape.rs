@@ -58,10 +58,16 @@ pub fn os(name: &OsStr) -> String {
     out
 }
 
-/// A file name as text for the report: itself when it is UTF-8 (the JSON then carries it exactly),
-/// else its [`os`] spelling with the bytes that are not UTF-8 written `\xNN`.
+/// A file or directory name as text for the report: itself when it is UTF-8 and holds no backslash
+/// (the JSON then carries it exactly), else its [`os`] spelling, with the bytes that are not UTF-8
+/// written `\xNN` and every backslash doubled. So a text with no backslash is the name, and one with
+/// a backslash is the escaped spelling of exactly one name: `c\xfe` (three characters and a
+/// backslash, a UTF-8 name) and `c` followed by the byte 0xfe never read the same.
 pub fn name(name: &OsStr) -> String {
-    name.to_str().map_or_else(|| os(name), str::to_owned)
+    match name.to_str() {
+        Some(text) if !text.contains('\\') => text.to_owned(),
+        _ => os(name),
+    }
 }
 
 /// One line of the human report: escaped, and cut at [`MAX_LINE_CHARS`] with a note of how many
@@ -103,6 +109,19 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         assert_eq!(os(OsStr::from_bytes(b"model\xff.q4nx")), "model\\xff.q4nx");
         assert_ne!(os(OsStr::from_bytes(b"a\xff")), os(OsStr::new("a\u{fffd}")));
+    }
+
+    #[test]
+    fn names_are_exact_without_a_backslash_and_escaped_with_one() {
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(name(OsStr::new("models/c")), "models/c");
+        let byte = name(OsStr::from_bytes(b"c\xfe"));
+        let text = name(OsStr::new("c\\xfe"));
+        assert_eq!((byte.as_str(), text.as_str()), ("c\\xfe", "c\\\\xfe"));
+        assert_ne!(
+            name(OsStr::from_bytes(b"c\xfe")),
+            name(OsStr::from_bytes(b"c\xff"))
+        );
     }
 
     #[test]

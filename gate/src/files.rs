@@ -159,7 +159,12 @@ impl FileError {
 
 impl fmt::Display for FileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path().display(), self.reason())
+        write!(
+            f,
+            "{}: {}",
+            crate::escape::name(self.path().as_os_str()),
+            self.reason()
+        )
     }
 }
 

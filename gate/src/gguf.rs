@@ -365,6 +365,15 @@ pub enum Rule {
     PaddingNotZero {
         byte: u8,
     },
+    /// A metadata key of no bytes: ggml's reader refuses it (`gguf_init_from_file`: "key is empty").
+    EmptyKey,
+    /// The data section ends before the last tensor's padding does: ggml sizes the data section as
+    /// the sum of every tensor's size rounded up to the alignment, and reads that many bytes.
+    PaddingPastEnd {
+        tensor: String,
+        end: u64,
+        file_len: u64,
+    },
     /// Bytes after the last tensor's data and its padding.
     Trailing {
         end: u64,
@@ -482,6 +491,17 @@ impl fmt::Display for Rule {
             Rule::PaddingNotZero { byte } => {
                 write!(f, "padding holds {byte:#04x}, not zero")
             }
+            Rule::EmptyKey => f.write_str(
+                "a metadata key of 0 bytes: ggml refuses an empty key",
+            ),
+            Rule::PaddingPastEnd {
+                tensor,
+                end,
+                file_len,
+            } => write!(
+                f,
+                "tensor {tensor}'s data padded to the alignment ends at byte {end}, past the end of the {file_len}-byte file: ggml reads the data section with every tensor padded, so the file is truncated"
+            ),
             Rule::Trailing { end, file_len } => write!(
                 f,
                 "the data ends (padded) at byte {end}, but the file has {file_len} bytes: trailing bytes"
@@ -595,6 +615,9 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
         let len = r.u64(What::Is("a metadata key's length"))?;
         if len > MAX_GGUF_KEY_BYTES {
             return Err(r.error_at(at, Rule::KeyTooLong { len }));
+        }
+        if len == 0 {
+            return Err(r.error_at(at, Rule::EmptyKey));
         }
         let key = r.text(len, What::Is("a metadata key"))?;
         if !keys.insert(key) {
@@ -824,10 +847,21 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
             .and_then(|e| pad(e, alignment))
             .ok_or_else(overflow)?;
         let padded_end = data_start.checked_add(expected).ok_or_else(overflow)?;
-        zero_padding(bytes, end, padded_end.min(file_len))?;
+        if padded_end > file_len {
+            return Err(GgufError {
+                at,
+                rule: Rule::PaddingPastEnd {
+                    tensor: tensor(),
+                    end: padded_end,
+                    file_len,
+                },
+            });
+        }
+        zero_padding(bytes, end, padded_end)?;
         tensors.push(info);
     }
-    // The file may end at the last tensor's end or anywhere in its padding, not after.
+    // The file ends where the last tensor's padding does (or at the data section's start, with no
+    // tensors), not after.
     let limit = if tensors.is_empty() {
         data_start
     } else {

@@ -252,10 +252,17 @@ pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
         {
             return Err(bad(66, "the file is not a plain name inside the package"));
         }
+        // Two lines for one file (`./x` is `x`) cannot both be honoured: whichever a verifier
+        // takes, the other hash is never checked, so the manifest is refused naming both lines.
         if let Some(first) = out.iter().position(|(_, f)| f == file) {
             return Err(bad(
                 66,
-                &format!("the file of line {} is listed again", lines[first]),
+                &format!(
+                    "{} is listed twice, on lines {} and {}",
+                    escape::escape(file),
+                    lines[first],
+                    i + 1
+                ),
             ));
         }
         out.push((hex.to_ascii_lowercase(), file.to_owned()));
@@ -344,7 +351,12 @@ mod tests {
             assert!(parse(&bad).is_err(), "{bad}");
         }
         assert!(parse(&format!("{h}  a\n{h}  a")).unwrap_err().contains(
-            "line 2, byte 66 (byte 134 of the file): the file of line 1 is listed again"
+            "line 2, byte 66 (byte 134 of the file): a is listed twice, on lines 1 and 2"
+        ));
+        // Once as ./a, after a blank line, the wrong hash first: the same file, named by both lines.
+        let twice = format!("{}  ./a\n\n{h}  a\n", "b".repeat(64));
+        assert!(parse(&twice).unwrap_err().contains(
+            "line 3, byte 66 (byte 137 of the file): a is listed twice, on lines 1 and 3"
         ));
     }
 

@@ -72,7 +72,9 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
         Ok((name, bytes)) => Ok((name.as_str(), bytes.as_slice())),
         Err(why) => Err(why.clone()),
     };
-    let package = dir.to_string_lossy().into_owned();
+    // Escaped as file names are (`\xNN` for a byte that is not UTF-8): two directories whose
+    // names differ only there must never print, or appear in JSON, as one.
+    let package = crate::escape::name(dir.as_os_str());
     let mut evaluation = evaluation(&package, config, weights, files)?;
     if let Ok((_, bytes)) = &held {
         bytes.unchanged()?;

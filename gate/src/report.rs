@@ -374,7 +374,7 @@ pub fn error_json(package: &str, error: &crate::error::PackageError) -> Value {
         tool: TOOL,
         package,
         reason: error.reason(),
-        path: error.path().to_string_lossy().into_owned(),
+        path: crate::escape::name(error.path().as_os_str()),
         message: error.to_string(),
     })
 }

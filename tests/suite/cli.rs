@@ -17,6 +17,10 @@ pub fn trials() -> Vec<Trial> {
             "cli::usage_errors_escape_what_the_command_line_said",
             usage_errors_escaped,
         ),
+        Trial::test(
+            "cli::two_packages_whose_names_differ_in_bytes_that_are_not_utf8_print_apart",
+            names_apart,
+        ),
     ]
 }
 
@@ -187,5 +191,58 @@ fn usage_errors_escaped() -> Result<(), Failed> {
             return Err(format!("{args:?}: the argument is not shown escaped:\n{both}").into());
         }
     }
+    Ok(())
+}
+
+/// `--all` over `c` + 0xfe (a good package) and `c` + 0xff (a broken one): each is named by its own
+/// bytes, in the listing and in the JSON, so a reader can tell which failed.
+#[cfg(unix)]
+fn names_apart() -> Result<(), Failed> {
+    use std::os::unix::ffi::OsStrExt;
+    let root = tempfile::tempdir()?;
+    let models = root.path().join("models");
+    for byte in [0xfe_u8, 0xff] {
+        let name = [b'c', byte];
+        let dir = copy(&models, "x");
+        std::fs::rename(&dir, models.join(OsStr::from_bytes(&name)))?;
+    }
+    let broken = models.join(OsStr::from_bytes(b"c\xff")).join("config.json");
+    let config = std::fs::read_to_string(&broken)?;
+    std::fs::write(
+        &broken,
+        config.replacen("\"block_size\": 8", "\"block_size\": 9", 1),
+    )?;
+    let o = gate(&["--all".as_ref(), models.as_os_str()])?;
+    let listing = text(&o.stdout);
+    let line = |verdict: &str| -> Result<String, Failed> {
+        Ok(listing
+            .lines()
+            .find(|l| l.starts_with(verdict))
+            .ok_or_else(|| format!("no {verdict} line: {listing}"))?
+            .to_owned())
+    };
+    // The human report doubles the escape's backslash, as it does for every file name.
+    if !line("PASS")?.contains("/c\\\\xfe  ") || !line("FAIL")?.contains("/c\\\\xff  ") {
+        return Err(format!("the packages are not named apart: {listing}").into());
+    }
+    let o = gate(&["--all".as_ref(), models.as_os_str(), "--json".as_ref()])?;
+    let docs: serde_json::Value = serde_json::from_slice(&o.stdout)?;
+    let named = |verdict: &str| -> Option<String> {
+        docs.as_array()?
+            .iter()
+            .find(|d| d["verdict"] == verdict)
+            .and_then(|d| d["package"].as_str())
+            .map(str::to_owned)
+    };
+    match (named("PASS"), named("FAIL")) {
+        (Some(pass), Some(fail)) if pass.ends_with("/c\\xfe") && fail.ends_with("/c\\xff") => {
+            Ok(())
+        }
+        other => Err(format!("the JSON does not name the packages apart: {other:?}").into()),
+    }
+}
+
+#[cfg(not(unix))]
+fn names_apart() -> Result<(), Failed> {
     Ok(())
 }

@@ -226,13 +226,13 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
                 gated.skipped += 1;
                 if args.json {
                     // The JSON array holds reports and errors only; the skip is said on stderr.
-                    let line = format!("skipped {}: {why}", dir.display());
+                    let line = format!("skipped {}: {why}", shown(dir));
                     say(&format!(
                         "dflash-gate: {}",
                         dflash_gate::__private::escape::line(&line)
                     ));
                 }
-                let line = format!("{:<10} {}  {why}", "SKIPPED", dir.display());
+                let line = format!("{:<10} {}  {why}", "SKIPPED", shown(dir));
                 format!("{}\n", dflash_gate::__private::escape::line(&line))
             }
         };
@@ -270,6 +270,12 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
     }
 }
 
+/// A package directory as the report names it: escaped as file names are, so that two names that
+/// differ only in bytes that are not UTF-8 never print the same.
+fn shown(dir: &Path) -> String {
+    dflash_gate::__private::escape::name(dir.as_os_str())
+}
+
 /// A package the gate could not run on: stderr says why, the many-package listing has an ERROR line
 /// and the JSON an error document; exit 2.
 fn not_gated(
@@ -286,10 +292,10 @@ fn not_gated(
         dflash_gate::__private::escape::line(&why)
     ));
     if args.json {
-        documents.push(dflash_gate::error_json(&dir.to_string_lossy(), e));
+        documents.push(dflash_gate::error_json(&shown(dir), e));
     }
     if args.many {
-        let line = format!("ERROR      {}  {why}", dir.display());
+        let line = format!("ERROR      {}  {why}", shown(dir));
         format!("{}\n", dflash_gate::__private::escape::line(&line))
     } else {
         String::new()

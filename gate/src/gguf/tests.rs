@@ -103,9 +103,24 @@ fn a_good_file_is_read_with_its_kept_keys_and_tensors() {
     );
     assert_eq!((b.row_len(), b.rows(), b.elements()), (32, 2, 64));
     assert_eq!(h.range(b), h.data_start + 128..h.data_start + 168);
-    // The last tensor's padding may be left off, wholly or in part.
+    // The last tensor's padding left off, wholly or in part: ggml reads the data section padded, so
+    // the file is short of it.
     for cut in [24, 1] {
-        parse(&bytes[..bytes.len() - cut]).expect("padding cut short");
+        let e = refused(&bytes[..bytes.len() - cut]);
+        assert_eq!(
+            e.rule,
+            Rule::PaddingPastEnd {
+                tensor: "b".to_owned(),
+                end: bytes.len() as u64,
+                file_len: (bytes.len() - cut) as u64,
+            },
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .contains("tensor b's data padded to the alignment ends at byte"),
+            "{e}"
+        );
     }
 }
 
@@ -342,7 +357,8 @@ fn unknown_and_removed_types_are_refused_by_number() {
     // Every known type's size follows from its block: one block of each is read.
     for &ty in GgmlType::ALL {
         let infos = vec![info("a", &[ty.block_size()], ty.id(), 0)];
-        let data = vec![0u8; ty.type_size() as usize];
+        // ggml reads the data section padded to the alignment.
+        let data = vec![0u8; ty.type_size().next_multiple_of(32) as usize];
         let h = parse(&file(&good_kvs(), &infos, 32, &data)).expect("one block");
         assert_eq!(h.tensors[0].bytes, ty.type_size(), "{ty}");
     }
@@ -477,6 +493,16 @@ fn trailing_bytes_and_padding_that_is_not_zero_are_refused() {
     let mut longer = bare.clone();
     longer.push(0);
     assert!(matches!(refused(&longer).rule, Rule::Trailing { .. }));
+}
+
+#[test]
+fn an_empty_key_is_refused_as_ggml_refuses_it() {
+    let mut key = 0u64.to_le_bytes().to_vec();
+    key.extend_from_slice(&4u32.to_le_bytes());
+    key.extend_from_slice(&1u32.to_le_bytes());
+    let e = refused(&file(&[key], &[], 32, &[]));
+    assert_eq!((e.at, e.rule.clone()), (24, Rule::EmptyKey), "{e}");
+    assert!(e.to_string().contains("a metadata key of 0 bytes"), "{e}");
 }
 
 #[test]

@@ -517,6 +517,9 @@ struct Refused {
 enum After {
     Dir(fn(&Path) -> PathBuf),
     Bytes(fn(&mut Vec<u8>, &dflash_gate::__private::gguf::Header)),
+    /// The faithful GGUF rebuilt with its entries changed, and its bytes then cut (a layout a byte
+    /// edit cannot reach: an entry added or a tensor appended).
+    Rebuilt(fn(&mut GgufFile) -> Vec<u8>),
 }
 
 /// The source directory bent by `after` (which returns the path `--source` names).
@@ -547,6 +550,38 @@ const fn reader(
         mentions: &["draft.gguf"],
         rule: mention,
     }
+}
+
+/// A GGUF rebuilt by `rebuild` that the reader must refuse for the rule `mention` names.
+const fn rebuilt(
+    name: &'static str,
+    rebuild: fn(&mut GgufFile) -> Vec<u8>,
+    mention: &'static str,
+) -> Refused {
+    Refused {
+        name,
+        after: After::Rebuilt(rebuild),
+        reason: "malformed",
+        mentions: &["draft.gguf"],
+        rule: mention,
+    }
+}
+
+/// A metadata entry whose key has no bytes, its value well-formed: ggml refuses the file.
+fn empty_key(f: &mut GgufFile) -> Vec<u8> {
+    f.u32("", 7);
+    f.bytes()
+}
+
+/// A 3-element F32 tensor appended (12 bytes, padded to 32), the file cut where its data ends: the
+/// data section is 20 bytes short of the padded size ggml reads.
+fn data_short_of_its_padding(f: &mut GgufFile) -> Vec<u8> {
+    f.tensors
+        .push(("extra.weight".into(), vec![3], GgmlType::F32, vec![0; 12]));
+    let mut bytes = f.bytes();
+    assert_eq!(f.alignment, 32, "the default alignment");
+    bytes.truncate(bytes.len() - 20);
+    bytes
 }
 
 /// The source directory's GGUF as bytes, edited by `edit`, written back; the file's path.
@@ -684,6 +719,16 @@ const REFUSED: &[Refused] = &[
         },
         "metadata key dflash.vocab_size appears twice",
     ),
+    rebuilt(
+        "gguf::refused::an_empty_key",
+        empty_key,
+        "a metadata key of 0 bytes: ggml refuses an empty key",
+    ),
+    rebuilt(
+        "gguf::refused::data_short_of_its_padding",
+        data_short_of_its_padding,
+        "tensor extra.weight's data padded to the alignment ends at byte",
+    ),
     reader(
         "gguf::refused::a_misaligned_offset",
         |b, h| move_second(b, h, 1),
@@ -741,6 +786,14 @@ fn refused(case: &Refused) -> Result<(), String> {
     options.source = Some(match case.after {
         After::Dir(bend) => bend(&source),
         After::Bytes(edit) => edit_gguf(&source, edit),
+        After::Rebuilt(rebuild) => {
+            let mut package =
+                Package::generate(&super::Base::Small.geometry(), Encoding::default(), SEED);
+            let mut file = gguf_for(&mut package, OPTIONS, SEED).map_err(|e| e.to_string())?;
+            let path = source.join("draft.gguf");
+            std::fs::write(&path, rebuild(&mut file)).map_err(|e| e.to_string())?;
+            path
+        }
     });
     let err = match dflash_gate::gate(&dir, &options) {
         Ok(r) => {
@@ -763,7 +816,7 @@ fn refused(case: &Refused) -> Result<(), String> {
         return Err(format!("the error does not name {m:?}: {text}"));
     }
     // A file the reader refuses is named with the reader's words and the rule.
-    if matches!(case.after, After::Bytes(_))
+    if matches!(case.after, After::Bytes(_) | After::Rebuilt(_))
         && !MALFORMED
             .iter()
             .chain([&case.rule])

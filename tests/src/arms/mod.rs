@@ -309,6 +309,8 @@ pub fn all() -> Vec<Arm> {
         with_manifest("control::manifest_flipped_byte", flip_fc_byte, fail("manifest.sha256", &["mismatched: model.q4nx"])),
         with_manifest("control::manifest_lists_a_missing_file", list_missing_file, fail("manifest.sha256", &["missing: tokenizer_extra.json"])),
         with_manifest("control::manifest_leaves_a_file_unlisted", add_unlisted_file, fail("manifest.sha256", &["unlisted: notes.txt"])),
+        with_manifest("control::manifest_lists_a_file_twice_wrong_hash_last", list_weights_again_wrongly, fail("manifest.sha256", &["model.q4nx is listed twice, on lines"])),
+        with_manifest("control::manifest_lists_a_file_twice_wrong_hash_first", list_weights_wrongly_first_as_dot_slash, fail("manifest.sha256", &["model.q4nx is listed twice, on lines 1 and"])),
         with_manifest("control::manifest_absent", remove_manifest, Expect::Refused {
             check: "manifest.sha256",
             outcome: Outcome::Undecided,
@@ -568,6 +570,22 @@ fn list_missing_file(dir: &Path) {
     let path = dir.join("MANIFEST.sha256");
     let mut text = std::fs::read_to_string(&path).expect("manifest");
     text.push_str(&format!("{}  tokenizer_extra.json\n", "0".repeat(64)));
+    std::fs::write(path, text).expect("manifest");
+}
+
+/// The weights listed a second time, after their own line, with a hash of nothing they hold.
+fn list_weights_again_wrongly(dir: &Path) {
+    let path = dir.join("MANIFEST.sha256");
+    let mut text = std::fs::read_to_string(&path).expect("manifest");
+    text.push_str(&format!("{}  model.q4nx\n", "0".repeat(64)));
+    std::fs::write(path, text).expect("manifest");
+}
+
+/// The weights listed first as `./model.q4nx` with a wrong hash, their right line after it.
+fn list_weights_wrongly_first_as_dot_slash(dir: &Path) {
+    let path = dir.join("MANIFEST.sha256");
+    let text = std::fs::read_to_string(&path).expect("manifest");
+    let text = format!("{} *./model.q4nx\n{text}", "0".repeat(64));
     std::fs::write(path, text).expect("manifest");
 }
 

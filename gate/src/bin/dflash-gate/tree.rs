@@ -44,7 +44,12 @@ impl Item {
 /// gated is passed over. `beside` are the directories `--source` and `--target` name.
 pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Item>, String> {
     dflash_gate::__private::error::require_dir(models).map_err(|e| format!("--all {e}"))?;
-    let listing = |e: std::io::Error| format!("--all {}: cannot list it: {e}", models.display());
+    let listing = |e: std::io::Error| {
+        format!(
+            "--all {}: cannot list it: {e}",
+            dflash_gate::__private::escape::name(models.as_os_str())
+        )
+    };
     let mut dirs = Vec::new();
     let mut unknown = Vec::new();
     for entry in std::fs::read_dir(models).map_err(listing)? {
@@ -87,7 +92,7 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
         }
         return Err(format!(
             "--all {}: no package directory (with a config.json or a *.q4nx) under it{also}",
-            models.display()
+            dflash_gate::__private::escape::name(models.as_os_str())
         ));
     }
     Ok(items)
