@@ -5,6 +5,8 @@
 //! Every field is kept as a `Result` naming the field, so a check that needs a missing or mistyped
 //! field says so (UNDECIDED) instead of running on a default.
 
+pub mod canonical;
+
 use crate::limits::{MAX_DIMENSION, MAX_LAYERS, MAX_VOCAB};
 use serde_json::{Map, Value};
 use std::fmt;

@@ -55,6 +55,10 @@ pub const COMPARED_KEYS: [&str; 15] = [
     "target_layers",
 ];
 
+/// Keys outside the architecture's prefix that [`Header::kept`] holds: the mask id, which llama.cpp's
+/// converter writes as the tokenizer's.
+pub const KEPT_TOKENIZER_KEYS: [&str; 1] = ["tokenizer.ggml.mask_token_id"];
+
 /// A metadata value's type (the `gguf_type` enum).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueType {
@@ -215,8 +219,8 @@ pub struct Header {
     pub data_start: u64,
     /// How many metadata entries the file has (each read and checked; few kept).
     pub metadata_count: u64,
-    /// `general.architecture`, `general.alignment` and `{architecture}.{key}` for each of
-    /// [`COMPARED_KEYS`], in file order.
+    /// `general.architecture`, `general.alignment`, [`KEPT_TOKENIZER_KEYS`] and
+    /// `{architecture}.{key}` for each of [`COMPARED_KEYS`], in file order.
     pub kept: Vec<Kept>,
     /// In file order, which is data order.
     pub tensors: Vec<TensorInfo>,
@@ -644,6 +648,7 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
     };
     for &(key, ty, at) in &candidates {
         let wanted = key.starts_with("general.")
+            || KEPT_TOKENIZER_KEYS.contains(&key)
             || prefix.as_deref().is_some_and(|p| {
                 key.strip_prefix(p)
                     .is_some_and(|rest| COMPARED_KEYS.contains(&rest))
@@ -890,7 +895,10 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
 /// Whether a key may be one [`Header::kept`] holds: `general.architecture`, `general.alignment`, or
 /// `{prefix}.{one of COMPARED_KEYS}` (the prefix is held to the architecture once all are read).
 fn kept_candidate(key: &str) -> bool {
-    if key == "general.architecture" || key == "general.alignment" {
+    if key == "general.architecture"
+        || key == "general.alignment"
+        || KEPT_TOKENIZER_KEYS.contains(&key)
+    {
         return true;
     }
     key.split_once('.')

@@ -514,10 +514,16 @@ pub fn container_file(json: &str, data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The package's config.json as FastFlowLM's converter writes one: the checkpoint's model fields,
+/// `model_type: "dflash"` (a released checkpoint says `"qwen3"`: see [`source::checkpoint_config`]).
 fn config_json(g: &Geometry, e: Encoding) -> Value {
     let mut c = json!({
         "architectures": ["DFlashDraftModel"],
-        "model_type": "qwen3",
+        "model_type": "dflash",
+        "hidden_act": "silu",
+        "attention_bias": false,
+        "max_position_embeddings": 40960,
+        "rope_theta": 1_000_000.0,
         "hidden_size": g.hidden,
         "num_hidden_layers": g.layers,
         "num_attention_heads": g.heads,

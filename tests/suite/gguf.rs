@@ -87,14 +87,18 @@ fn round_trip(options: GgufOptions) -> Result<(), String> {
         ("attention.head_count_kv", geometry.kv_heads),
         ("attention.key_length", geometry.head_dim),
         ("block_size", geometry.block_size),
-        ("mask_token_id", geometry.mask_token_id),
         ("vocab_size", geometry.vocab_size),
     ] {
         if int(key) != Some(want) {
             return Err(format!("dflash.{key} is {:?}, not {want}", int(key)));
         }
     }
-    let taps: Vec<i128> = geometry.taps.iter().map(|&t| i128::from(t)).collect();
+    // As llama.cpp's converter writes them: the mask id under the tokenizer's key, each tap plus one.
+    match h.get("tokenizer.ggml.mask_token_id").map(|k| &k.value) {
+        Some(Value::Integer(v)) if *v == i128::from(geometry.mask_token_id) => {}
+        other => return Err(format!("tokenizer.ggml.mask_token_id is {other:?}")),
+    }
+    let taps: Vec<i128> = geometry.taps.iter().map(|&t| i128::from(t) + 1).collect();
     match h.get("dflash.target_layers").map(|k| &k.value) {
         Some(Value::Array {
             integers: Some(v), ..

@@ -339,21 +339,34 @@ pub fn arms() -> Vec<Arm> {
             fail(config, &["general.architecture is \"llama\", not dflash"]),
         ),
         gguf_arm(
-            "control::gguf_target_layers_plus_one",
+            "control::gguf_target_layers_raw_ids",
             none,
-            bent(target_layers_plus_one),
-            Expect::Refused {
-                check: config,
-                outcome: Outcome::Undecided,
-                mentions: &["dflash.target_layers is [2, 4, 6] while the package's target_layer_ids are [1, 3, 5]: every one plus one, which llama.cpp's writers differ on"],
-                also: &[],
-            },
+            bent(target_layers_raw_ids),
+            fail(config, &["dflash.target_layers is [1, 3, 5], the package's target_layer_ids themselves: llama.cpp reads dflash.target_layers as each id plus one (the input of layer id + 1, the output of layer id), so it would read the layer before every tap; its converter writes [2, 4, 6]"]),
         ),
         gguf_arm(
             "control::gguf_target_layers_differ",
             none,
             bent(target_layers_other),
-            fail(config, &["dflash.target_layers: GGUF [1, 3, 6], package target_layer_ids [1, 3, 5]"]),
+            fail(config, &["dflash.target_layers: GGUF [1, 3, 6], package target_layer_ids [1, 3, 5] (llama.cpp's converter writes each plus one: [2, 4, 6])"]),
+        ),
+        gguf_arm(
+            "pass::gguf_mask_token_id_under_the_older_key",
+            none,
+            bent(mask_under_the_older_key),
+            Expect::Pass { facts: older_mask_key_compared },
+        ),
+        gguf_arm(
+            "control::gguf_mask_token_id_differs",
+            none,
+            bent(mask_other),
+            fail(config, &["tokenizer.ggml.mask_token_id: GGUF 998, package mask_token_id 999"]),
+        ),
+        gguf_arm(
+            "control::gguf_two_mask_ids",
+            none,
+            bent(two_mask_ids),
+            fail(config, &["tokenizer.ggml.mask_token_id is 999 but dflash.mask_token_id is 998: the file states two mask ids"]),
         ),
         gguf_arm(
             "control::gguf_rms_epsilon_differs",
@@ -470,12 +483,58 @@ fn target_layers(f: &mut GgufFile, layers: &[i32]) {
     assert!(f.replace("dflash.target_layers", 9, &value));
 }
 
-fn target_layers_plus_one(f: &mut GgufFile) {
-    target_layers(f, &[2, 4, 6]);
+/// The HF ids themselves, as a converter that does not follow llama.cpp would write them.
+fn target_layers_raw_ids(f: &mut GgufFile) {
+    target_layers(f, &[1, 3, 5]);
 }
 
 fn target_layers_other(f: &mut GgufFile) {
     target_layers(f, &[1, 3, 6]);
+}
+
+/// The mask id where older writers put it, `dflash.mask_token_id`, and not under the tokenizer's key.
+fn mask_under_the_older_key(f: &mut GgufFile) {
+    let id = mask_id(f);
+    assert!(f.remove("tokenizer.ggml.mask_token_id"));
+    f.u32("dflash.mask_token_id", id);
+}
+
+fn mask_other(f: &mut GgufFile) {
+    let id = mask_id(f);
+    assert!(f.replace("tokenizer.ggml.mask_token_id", 4, &(id - 1).to_le_bytes()));
+}
+
+/// The tokenizer's key right, the older key beside it one lower.
+fn two_mask_ids(f: &mut GgufFile) {
+    let id = mask_id(f);
+    f.u32("dflash.mask_token_id", id - 1);
+}
+
+fn mask_id(f: &GgufFile) -> u32 {
+    let (_, _, value) = f
+        .metadata
+        .iter()
+        .find(|(k, _, _)| k == "tokenizer.ggml.mask_token_id")
+        .expect("the converter's mask key");
+    u32::from_le_bytes(value[..4].try_into().expect("a u32"))
+}
+
+/// The faithful pair's facts, and its mask id compared under the older key.
+fn older_mask_key_compared(r: &Report) -> Result<(), String> {
+    exact(r)?;
+    compared_key(r, "dflash.mask_token_id")
+}
+
+fn compared_key(r: &Report, key: &str) -> Result<(), String> {
+    let check = r.check(CheckId::SOURCE_CONFIG).ok_or("no source.config")?;
+    let evidence = serde_json::to_value(check.evidence()).map_err(|e| e.to_string())?;
+    if !evidence["compared"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|k| k == key))
+    {
+        return Err(format!("source.config did not compare {key}: {evidence}"));
+    }
+    Ok(())
 }
 
 fn epsilon_other(f: &mut GgufFile) {

@@ -418,17 +418,17 @@ pub fn arms() -> Vec<Arm> {
             bent(source_rope_factor_doubled),
             fail(
                 dflash_gate::CheckId::SOURCE_CONFIG,
-                &["rope_scaling.factor: package 4.0, source 8.0"],
+                &["rope.factor: package 4.0 (rope_scaling.factor), source 8.0 (rope_scaling.factor)"],
             ),
         ),
         sourced(
             "control::source_config_hidden_act_only_in_source",
-            none,
+            package_without_hidden_act,
             bent(source_states_hidden_act),
             Expect::Refused {
                 check: dflash_gate::CheckId::SOURCE_CONFIG,
                 outcome: Outcome::Undecided,
-                mentions: &["hidden_act (stated by the source only)"],
+                mentions: &["hidden_act (stated by the source only, in hidden_act)"],
                 also: &[],
             },
         ),
@@ -438,6 +438,32 @@ pub fn arms() -> Vec<Arm> {
             bent(source_written_by_another_writer),
             Expect::Pass {
                 facts: writer_fields_named,
+            },
+        ),
+        sourced(
+            "control::source_config_other_family",
+            none,
+            bent(source_of_the_other_family),
+            fail(
+                dflash_gate::CheckId::SOURCE_CONFIG,
+                &["family: the package is a DFlash draft, the source a DFlash2 draft"],
+            ),
+        ),
+        sourced(
+            "control::source_config_two_homes_disagree",
+            none,
+            bent(source_mask_in_two_homes),
+            fail(
+                dflash_gate::CheckId::SOURCE_CONFIG,
+                &["the source's config: mask_token_id: stated as 999 in dflash_config.mask_token_id and as 998 in mask_token_id"],
+            ),
+        ),
+        sourced(
+            "pass::source_config_released_checkpoint_against_its_package",
+            none,
+            bent(source_rope_in_transformers_5_home),
+            Expect::Pass {
+                facts: identity_named_not_compared,
             },
         ),
         sourced(
@@ -453,7 +479,7 @@ pub fn arms() -> Vec<Arm> {
             Expect::Refused {
                 check: dflash_gate::CheckId::SOURCE_CONFIG,
                 outcome: Outcome::Undecided,
-                mentions: &["sliding_window (stated by the package only)"],
+                mentions: &["rms_norm_eps (stated by the package only, in rms_norm_eps)"],
                 also: &[],
             },
         ),
@@ -630,6 +656,81 @@ fn source_rope_factor_doubled(dir: &Path) {
     edit_source_config(dir, |c| rope(c, 1_000_000.0, 8.0));
 }
 
+fn package_without_hidden_act(s: &mut Scenario) {
+    s.config_mut().remove("hidden_act");
+}
+
+/// The source declares the second family.
+fn source_of_the_other_family(dir: &Path) {
+    edit_source_config(dir, |c| {
+        c.insert(
+            "architectures".into(),
+            serde_json::json!(["DFlash2DraftModel"]),
+        );
+    });
+}
+
+/// The mask id in dflash_config (as released) and another at the top level.
+fn source_mask_in_two_homes(dir: &Path) {
+    edit_source_config(dir, |c| {
+        c.insert("mask_token_id".into(), 998.into());
+    });
+}
+
+/// The RoPE base moved into `rope_parameters` (Transformers 5), `rope_scaling` gone.
+fn source_rope_in_transformers_5_home(dir: &Path) {
+    edit_source_config(dir, |c| {
+        let theta = c
+            .remove("rope_theta")
+            .expect("the checkpoint states rope_theta");
+        c.remove("rope_scaling");
+        c.insert(
+            "rope_parameters".into(),
+            serde_json::json!({"rope_type": "default", "rope_theta": theta}),
+        );
+    });
+}
+
+/// A released checkpoint (`model_type: "qwen3"`) against a package (`model_type: "dflash"`): the
+/// identity fields differ, are named as not compared, and the family is what was compared.
+fn identity_named_not_compared(r: &Report) -> Result<(), String> {
+    compared(r)?;
+    let check = r
+        .check(dflash_gate::CheckId::SOURCE_CONFIG)
+        .ok_or("no source.config")?;
+    let evidence = serde_json::to_value(check.evidence()).map_err(|e| e.to_string())?;
+    let has = |list: &str, name: &str| {
+        evidence[list]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|v| v == name))
+    };
+    for name in [
+        "model_type",
+        "architectures",
+        "transformers_version",
+        "eos_token_id",
+        "use_cache",
+    ] {
+        if !has("skipped", name) {
+            return Err(format!(
+                "source.config does not name {name} as not compared: {evidence}"
+            ));
+        }
+    }
+    for name in [
+        "family",
+        "rope_theta",
+        "target_layer_ids",
+        "mask_token_id",
+        "hidden_act",
+    ] {
+        if !has("compared", name) {
+            return Err(format!("source.config did not compare {name}: {evidence}"));
+        }
+    }
+    Ok(())
+}
+
 fn source_states_hidden_act(dir: &Path) {
     edit_source_config(dir, |c| {
         c.insert("hidden_act".into(), "silu".into());
@@ -651,15 +752,28 @@ fn writer_fields_named(r: &Report) -> Result<(), String> {
         .check(dflash_gate::CheckId::SOURCE_CONFIG)
         .ok_or("no source.config")?;
     let evidence = serde_json::to_value(check.evidence()).map_err(|e| e.to_string())?;
-    let skipped = &evidence["skipped"];
-    if *skipped != serde_json::json!(["_name_or_path", "torch_dtype", "transformers_version"]) {
-        return Err(format!("source.config skipped {skipped}"));
+    for name in ["_name_or_path", "torch_dtype", "transformers_version"] {
+        if !evidence["skipped"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|v| v == name))
+        {
+            return Err(format!("source.config skipped {}", evidence["skipped"]));
+        }
+        if !check.message().contains(name) {
+            return Err(format!(
+                "source.config does not name {name}: {}",
+                check.message()
+            ));
+        }
     }
     if !check
         .message()
-        .contains("not compared, as a checkpoint and its package may state them differently: _name_or_path, torch_dtype, transformers_version")
+        .contains("not compared (identity and bookkeeping")
     {
-        return Err(format!("source.config does not name what it skipped: {}", check.message()));
+        return Err(format!(
+            "source.config does not say what it did not compare: {}",
+            check.message()
+        ));
     }
     Ok(())
 }
@@ -814,15 +928,10 @@ fn source_config_respelled(dir: &Path) {
 }
 
 fn source_config_field_absent(dir: &Path) {
-    let path = dir.join("config.json");
-    let mut config: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&path).expect("source config")).expect("json");
-    config
-        .as_object_mut()
-        .expect("object")
-        .remove("sliding_window")
-        .expect("the small geometry states sliding_window");
-    std::fs::write(&path, serde_json::to_vec_pretty(&config).expect("json")).expect("write");
+    edit_source_config(dir, |c| {
+        c.remove("rms_norm_eps")
+            .expect("the checkpoint states rms_norm_eps");
+    });
 }
 
 /// A source that cannot be read, and what the gate must then say: it stops (exit 2) with `reason`,

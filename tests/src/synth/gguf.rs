@@ -339,9 +339,12 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
     file.f32("dflash.attention.layer_norm_rms_epsilon", 1e-6);
     file.u32("dflash.vocab_size", narrow(g.vocab_size)?);
     file.u32("dflash.block_size", narrow(g.block_size)?);
-    file.u32("dflash.mask_token_id", narrow(g.mask_token_id)?);
+    // As llama.cpp's converter writes them (`conversion/qwen.py`, `DFlashModel`): the mask id under
+    // the tokenizer's key, and each tap plus one (the input of layer id + 1, which is the output of
+    // layer id, what an HF id means).
+    file.u32("tokenizer.ggml.mask_token_id", narrow(g.mask_token_id)?);
     file.u32("dflash.target_hidden_size", narrow(g.hidden)?);
-    let taps: Vec<i32> = g.taps.iter().map(|&t| t as i32).collect();
+    let taps: Vec<i32> = g.taps.iter().map(|&t| t as i32 + 1).collect();
     file.i32_array("dflash.target_layers", &taps);
     if options.tokenizer {
         file.string("tokenizer.ggml.model", "gpt2");

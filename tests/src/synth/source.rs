@@ -60,6 +60,53 @@ impl Default for SourceOptions {
     }
 }
 
+/// The checkpoint's config.json for a package's, as z-lab releases one: `model_type: "qwen3"` beside
+/// the draft architecture, `target_layer_ids` and `mask_token_id` in `dflash_config`, and the
+/// bookkeeping Transformers writes (its version, the dtype, token ids of the target's tokenizer,
+/// `use_cache`, ...), none of which the package converted from it keeps.
+pub fn checkpoint_config(package: &serde_json::Value) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let mut c = package.clone();
+    let Some(top) = c.as_object_mut() else {
+        return c;
+    };
+    let assistant = top.get("architectures") == Some(&json!(["MuseGlimmerAssistantModel"]));
+    if !top.contains_key("architectures") {
+        top.insert("architectures".into(), json!(["DFlashDraftModel"]));
+    }
+    if !assistant {
+        top.insert("model_type".into(), json!("qwen3"));
+        let mut nested = match top.remove("dflash_config") {
+            Some(Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        for key in ["target_layer_ids", "mask_token_id"] {
+            if let Some(v) = top.remove(key) {
+                nested.insert(key.into(), v);
+            }
+        }
+        top.insert("dflash_config".into(), Value::Object(nested));
+    }
+    top.remove("torch_dtype");
+    let layers = top.get("num_hidden_layers").cloned().unwrap_or(json!(1));
+    for (key, value) in [
+        ("transformers_version", json!("4.57.1")),
+        ("dtype", json!("bfloat16")),
+        ("use_cache", json!(true)),
+        ("initializer_range", json!(0.02)),
+        ("attention_dropout", json!(0.0)),
+        ("max_window_layers", layers),
+        ("use_sliding_window", json!(false)),
+        ("tie_word_embeddings", json!(false)),
+        ("rope_scaling", Value::Null),
+        ("bos_token_id", json!(1)),
+        ("eos_token_id", json!(2)),
+    ] {
+        top.entry(key).or_insert(value);
+    }
+    c
+}
+
 /// Draws a bf16 source matrix for every grid of `package` (from `seed`), quantizes the grid from it,
 /// and writes the checkpoint (every non-scalar tensor of the package, under its bare name) into `dir`.
 /// One tensor's values are in memory at a time, so the reference geometry's checkpoint costs no more
@@ -72,7 +119,7 @@ pub fn write_source(
 ) -> io::Result<()> {
     std::fs::write(
         dir.join("config.json"),
-        serde_json::to_vec_pretty(&package.config)?,
+        serde_json::to_vec_pretty(&checkpoint_config(&package.config))?,
     )?;
     let mut plan: Vec<(String, Vec<u64>, usize)> = Vec::new();
     for (i, t) in package.tensors.iter().enumerate() {

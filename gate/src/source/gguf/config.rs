@@ -1,10 +1,17 @@
 //! `source.config` against a GGUF: the metadata keys of section 12.2 against the package's config.
 //! Integers compare by value whatever integer type the file stores them in; floats as f32 (a GGUF
 //! stores f32, a config a decimal). A required key the file lacks is a FAIL naming it; a key the
-//! file states and the config does not cannot be compared (UNDECIDED, unless another differs).
-//! `target_layers` one above every tap is UNDECIDED: llama.cpp's writers differ on whether they add
-//! that one, so the file alone cannot say which it meant.
+//! file states and the config does not cannot be compared (UNDECIDED, unless another differs). The
+//! config's fields are read canonically ([`Canonical`]: the RoPE base in either home, the DFlash
+//! fields in `dflash_config` or at the top level).
+//!
+//! The keys follow llama.cpp's converter (`conversion/qwen.py`, `DFlashModel`): `target_layers`
+//! holds every HF id plus one (the input of layer id + 1, which is the output of layer id, what the id
+//! means), and the mask id is `tokenizer.ggml.mask_token_id` (older writers: `{a}.mask_token_id`).
+//! A file holding the ids themselves is read by llama.cpp one layer early at every tap: a FAIL that
+//! says so.
 
+use crate::config::canonical::Canonical;
 use crate::config::DraftConfig;
 use crate::escape::escape;
 use crate::gguf::{Header, Value};
@@ -20,7 +27,7 @@ enum Package {
 }
 
 /// A key after `{a}.`, the config field it is compared with, whether the file must have it.
-const KEYS: [(&str, &str, bool); 14] = [
+const KEYS: [(&str, &str, bool); 13] = [
     ("block_count", "num_hidden_layers", true),
     ("embedding_length", "hidden_size", true),
     ("feed_forward_length", "intermediate_size", true),
@@ -33,7 +40,6 @@ const KEYS: [(&str, &str, bool); 14] = [
     ("context_length", "max_position_embeddings", false),
     ("vocab_size", "vocab_size", false),
     ("block_size", "block_size", false),
-    ("mask_token_id", "mask_token_id", false),
     ("target_hidden_size", "hidden_size", false),
 ];
 
@@ -52,9 +58,9 @@ fn optional(field: &str, value: &crate::config::Field<Option<u64>>) -> Package {
     }
 }
 
-/// A field of the config's JSON that the draft reader does not read itself.
-fn from_json(json: &Map<String, serde_json::Value>, field: &str, float: bool) -> Package {
-    match json.get(field) {
+/// A field the draft reader does not read itself, read canonically.
+fn from_json(canonical: &Canonical, field: &str, float: bool) -> Package {
+    match canonical.fields.get(field).map(|r| &r.value) {
         None => Package::Absent(format!("the package config does not state {field}")),
         Some(v) if float => v.as_f64().map_or_else(
             || Package::Absent(format!("the package config's {field} is not a number")),
@@ -71,11 +77,7 @@ fn from_json(json: &Map<String, serde_json::Value>, field: &str, float: bool) ->
     }
 }
 
-fn package_value(
-    config: &DraftConfig,
-    json: &Map<String, serde_json::Value>,
-    field: &str,
-) -> Package {
+fn package_value(config: &DraftConfig, canonical: &Canonical, field: &str) -> Package {
     let integer = |r: Result<u64, String>| r.map_or_else(Package::Absent, Package::Integer);
     match field {
         "num_hidden_layers" => integer(stated(field, &config.num_hidden_layers)),
@@ -87,8 +89,8 @@ fn package_value(
         "block_size" => integer(stated(field, &config.block_size)),
         "vocab_size" => optional(field, &config.vocab_size),
         "mask_token_id" => optional(field, &config.mask_token_id),
-        "rms_norm_eps" | "rope_theta" => from_json(json, field, true),
-        _ => from_json(json, field, false),
+        "rms_norm_eps" | "rope_theta" => from_json(canonical, field, true),
+        _ => from_json(canonical, field, false),
     }
 }
 
@@ -109,6 +111,7 @@ pub fn compare(
     header: &Header,
 ) -> Check {
     let mut found = Found::default();
+    let canonical = Canonical::read(json);
     let arch_key = "general.architecture";
     found.fields.push(arch_key.to_owned());
     let arch = header.architecture();
@@ -123,8 +126,12 @@ pub fn compare(
     }
     // The keys are the file's own architecture's, whatever it is: read as it wrote them.
     let prefix = arch.unwrap_or("dflash");
-    for (key, field, required) in KEYS {
-        let key = format!("{prefix}.{key}");
+    let mask = mask_key(header, prefix, &mut found);
+    let keys = KEYS
+        .iter()
+        .map(|&(key, field, required)| (format!("{prefix}.{key}"), field, required))
+        .chain(mask.map(|key| (key, "mask_token_id", false)));
+    for (key, field, required) in keys {
         let Some(kept) = header.get(&key) else {
             if required {
                 found.fields.push(escape(&key).into_owned());
@@ -137,7 +144,7 @@ pub fn compare(
         };
         let key = escape(&key).into_owned();
         found.fields.push(key.clone());
-        let package = package_value(config, json, field);
+        let package = package_value(config, &canonical, field);
         let gguf = match &kept.value {
             Value::Integer(i) => Some(*i as f64),
             Value::Float(f) => Some(*f),
@@ -186,6 +193,28 @@ pub fn compare(
     verdict(found)
 }
 
+/// The key that holds the mask id: `tokenizer.ggml.mask_token_id` (llama.cpp's converter), else the
+/// older `{a}.mask_token_id`. A file stating both with different values says two things: named.
+fn mask_key(header: &Header, prefix: &str, found: &mut Found) -> Option<String> {
+    let current = "tokenizer.ggml.mask_token_id".to_owned();
+    let older = format!("{prefix}.mask_token_id");
+    match (header.get(&current), header.get(&older)) {
+        (Some(a), Some(b)) if a.value != b.value => {
+            found.fields.push(escape(&older).into_owned());
+            found.differing.push(format!(
+                "{current} is {} but {} is {}: the file states two mask ids",
+                describe(&a.value),
+                escape(&older),
+                describe(&b.value)
+            ));
+            Some(current)
+        }
+        (Some(_), _) => Some(current),
+        (None, Some(_)) => Some(older),
+        (None, None) => None,
+    }
+}
+
 fn describe(v: &Value) -> String {
     match v {
         Value::String(s) => format!("\"{}\"", escape(s)),
@@ -196,7 +225,8 @@ fn describe(v: &Value) -> String {
     }
 }
 
-/// `{a}.target_layers` against `target_layer_ids`: equal, every one plus one (UNDECIDED), or not.
+/// `{a}.target_layers` against `target_layer_ids`: every one plus one (llama.cpp's convention), the
+/// ids themselves (read one layer early), or something else.
 fn target_layers(config: &DraftConfig, header: &Header, prefix: &str, found: &mut Found) {
     let key = escape(&format!("{prefix}.target_layers")).into_owned();
     let Some(kept) = header.get(&format!("{prefix}.target_layers")) else {
@@ -227,19 +257,16 @@ fn target_layers(config: &DraftConfig, header: &Header, prefix: &str, found: &mu
                 .zip(taps.iter())
                 .all(|(&l, &t)| l == i128::from(t) + offset)
     };
-    let shown = |v: &[i128]| format!("{v:?}");
-    let taps_shown = format!("{taps:?}");
-    if same(0) {
+    let plus_one: Vec<i128> = taps.iter().map(|&t| i128::from(t) + 1).collect();
+    if same(1) {
         found.compared.push(key);
-    } else if same(1) {
-        found.undecided.push((key.clone(), format!(
-            "{key} is {} while the package's target_layer_ids are {taps_shown}: every one plus one, which llama.cpp's writers differ on (some store the hidden state's index, one above the layer's), so the file alone does not say which it means",
-            shown(layers)
-        )));
+    } else if same(0) {
+        found.differing.push(format!(
+            "{key} is {layers:?}, the package's target_layer_ids themselves: llama.cpp reads {key} as each id plus one (the input of layer id + 1, the output of layer id), so it would read the layer before every tap; its converter writes {plus_one:?}"
+        ));
     } else {
         found.differing.push(format!(
-            "{key}: GGUF {}, package target_layer_ids {taps_shown}",
-            shown(layers)
+            "{key}: GGUF {layers:?}, package target_layer_ids {taps:?} (llama.cpp's converter writes each plus one: {plus_one:?})"
         ));
     }
 }
