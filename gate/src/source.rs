@@ -141,6 +141,18 @@ fn form_of<'a>(info: &TensorInfo, forms: &Forms<'a>) -> (Vec<u64>, Form<'a>) {
 
 /// `[N, K]` as rows and columns; a 1-D tensor is one row; a higher-rank one (a DFlash2 base kernel
 /// `[2, conv_kernel_size, hidden]`) is its leading dimensions' product of rows of its last.
+/// `shape` without its trailing 1s (one dimension kept at least). ggml pads every shape with 1s to
+/// four dimensions, and gguf-py and llama.cpp read `[768, 256, 1, 1]` as `[768, 256]` and a gain
+/// `[256, 1]` as `[256]`; a safetensors writer may keep such a 1 too. The elements, in order, are
+/// the same, so shapes are compared squeezed.
+fn squeezed(shape: &[u64]) -> &[u64] {
+    let keep = shape
+        .iter()
+        .rposition(|&d| d != 1)
+        .map_or(1, |last| last + 1);
+    &shape[..keep.min(shape.len())]
+}
+
 fn rows_cols(shape: &[u64]) -> Option<(u64, u64)> {
     match shape {
         [n] => Some((1, *n)),
@@ -188,9 +200,12 @@ pub fn checks(
         };
         claimed.insert(source_name.clone());
         let (shape, form) = form_of(info, &evaluation.forms);
-        let source_shape = &source_info.shape;
+        let source_shape = squeezed(&source_info.shape);
         let dims = rows_cols(source_shape);
-        if shape != *source_shape || !values::is_float(source_info.dtype) || dims.is_none() {
+        if squeezed(&shape) != source_shape
+            || !values::is_float(source_info.dtype)
+            || dims.is_none()
+        {
             misshapen.push(format!(
                 "{} is {} in the package, source {source_name} is {} {}",
                 info.name,

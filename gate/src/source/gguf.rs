@@ -81,8 +81,10 @@ impl<'g> Index<'g> {
 }
 
 /// Rows first, as the package states shapes: ggml's dimensions are ne0 first.
+/// Rows first, without the trailing 1s ggml pads `ne` with (`ne = [768, 256, 1, 1]` is 256 rows of
+/// 768), as gguf-py and llama.cpp read the shape.
 fn logical(info: &GgufInfo) -> Vec<u64> {
-    info.dims.iter().rev().copied().collect()
+    super::squeezed(&info.dims).iter().rev().copied().collect()
 }
 
 fn is_second_family(name: &str) -> bool {
@@ -246,7 +248,9 @@ pub fn checks(
         let g = &tensors[i];
         let (shape, form) = form_of(info, &evaluation.forms);
         let rows_first = logical(g);
-        let Some((rows, cols)) = rows_cols(&rows_first).filter(|_| shape == rows_first) else {
+        let Some((rows, cols)) =
+            rows_cols(&rows_first).filter(|_| super::squeezed(&shape) == rows_first)
+        else {
             misshapen.push(format!(
                 "{} is {} in the package, GGUF {} is {} {} (ne0 first, so {} rows first)",
                 info.name,

@@ -339,6 +339,18 @@ pub fn arms() -> Vec<Arm> {
             fail(config, &["general.architecture is \"llama\", not dflash"]),
         ),
         gguf_arm(
+            "pass::gguf_shapes_padded_with_ones",
+            none,
+            bent(padded_with_ones),
+            Expect::Pass { facts: exact },
+        ),
+        gguf_arm(
+            "control::gguf_gain_reshaped",
+            none,
+            bent(gain_reshaped),
+            fail(inventory, &["model.layers.0.input_layernorm.weight is [256] in the package, GGUF blk.0.attn_norm.weight is f32 [128, 2] (ne0 first, so [2, 128] rows first)"]),
+        ),
+        gguf_arm(
             "control::gguf_target_layers_raw_ids",
             none,
             bent(target_layers_raw_ids),
@@ -481,6 +493,29 @@ fn target_layers(f: &mut GgufFile, layers: &[i32]) {
         value.extend_from_slice(&l.to_le_bytes());
     }
     assert!(f.replace("dflash.target_layers", 9, &value));
+}
+
+/// fc as `ne = [512, 256, 1, 1]` and a gain as `[256, 1]`: ggml's padding of a shape with 1s, which
+/// gguf-py and llama.cpp read as the same tensors.
+fn padded_with_ones(f: &mut GgufFile) {
+    for (name, dims, _, _) in f.tensors.iter_mut() {
+        if name == "fc.weight" {
+            dims.extend([1, 1]);
+        }
+        if name == "blk.0.attn_norm.weight" {
+            dims.push(1);
+        }
+    }
+}
+
+/// A gain of 256 stored as `ne = [128, 2]`: the same bytes, another shape.
+fn gain_reshaped(f: &mut GgufFile) {
+    let gain = f
+        .tensors
+        .iter_mut()
+        .find(|t| t.0 == "blk.0.attn_norm.weight")
+        .expect("the gain");
+    gain.1 = vec![128, 2];
 }
 
 /// The HF ids themselves, as a converter that does not follow llama.cpp would write them.

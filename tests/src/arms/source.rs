@@ -174,6 +174,21 @@ pub fn arms() -> Vec<Arm> {
             Expect::Pass { facts: compared },
         ),
         sourced(
+            "pass::source_shapes_with_trailing_ones",
+            none,
+            bent(source_trailing_ones),
+            Expect::Pass { facts: compared },
+        ),
+        sourced(
+            "control::source_gain_reshaped",
+            none,
+            bent(source_gain_reshaped),
+            fail(
+                dflash_gate::CheckId::SOURCE_INVENTORY,
+                &["model.layers.0.input_layernorm.weight is [256] in the package, source layers.0.input_layernorm.weight is BF16 [128, 2]"],
+            ),
+        ),
+        sourced(
             "pass::source_sharded",
             none,
             sharded,
@@ -826,6 +841,32 @@ fn source_config_differs(dir: &Path) {
 
 /// The source's `model.safetensors` rewritten: its tensors (name, dtype, shape, bytes) as `edit` leaves
 /// them (read in name order; laid out in the order `edit` leaves them).
+/// A gain stored `[256, 1]` and fc `[256, 512, 1, 1]`: the same tensors with the trailing 1s a
+/// writer may keep.
+fn source_trailing_ones(dir: &Path) {
+    rewrite_source(dir, |tensors| {
+        for (name, _, shape, _) in tensors.iter_mut() {
+            if name == "layers.0.input_layernorm.weight" {
+                shape.push(1);
+            }
+            if name == "fc.weight" {
+                shape.extend([1, 1]);
+            }
+        }
+    });
+}
+
+/// A gain of 256 stored as 128 x 2: the same bytes, another shape.
+fn source_gain_reshaped(dir: &Path) {
+    rewrite_source(dir, |tensors| {
+        let gain = tensors
+            .iter_mut()
+            .find(|t| t.0 == "layers.0.input_layernorm.weight")
+            .expect("the gain");
+        gain.2 = vec![128, 2];
+    });
+}
+
 fn rewrite_source(dir: &Path, edit: impl FnOnce(&mut Vec<(String, String, Vec<i64>, Vec<u8>)>)) {
     let path = dir.join("model.safetensors");
     let file = std::fs::read(&path).expect("the source's model.safetensors");
