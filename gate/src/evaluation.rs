@@ -7,6 +7,7 @@ use crate::checks::{self, IS_DFLASH, PARSES};
 use crate::config::DraftConfig;
 use crate::container::Container;
 use crate::error::PackageError;
+use crate::limits::MAX_CENSUS_TENSORS;
 use crate::report::{Census, Check, FileCensus, NotChecked, Report, TensorCensus};
 use std::path::Path;
 
@@ -161,29 +162,35 @@ fn container_checks<'a>(
     );
     report.census.aligned_gaps = table.gaps.len() as u64;
     report.census.metadata = table.metadata.clone();
-    report.census.tensors = table
-        .entries
-        .iter()
-        .map(|e| {
-            let (form, grid) = forms
-                .by_name
-                .get(&e.name)
-                .cloned()
-                .unwrap_or_else(|| (format!("{} {}", e.dtype, e.shape_text()), None));
-            let role = naming.role(&e.name);
-            TensorCensus {
-                name: e.name.clone(),
-                role: role.map(|r| r.class()),
-                role_text: role.map(|r| r.to_string()),
-                layer: role.and_then(|r| r.layer()),
-                dtype: e.dtype.name().to_owned(),
-                shape: e.shape.clone(),
-                data_offsets: [e.begin, e.end],
-                bytes: e.end - e.begin,
-                form_text: form,
-                grid,
-            }
-        })
-        .collect();
+    // Listed up to the limit, the rest counted: a header of a million tensors is reported in the
+    // memory of a few thousand.
+    let listed = table.entries.len().min(MAX_CENSUS_TENSORS);
+    report.census.tensors = Vec::with_capacity(listed);
+    for (i, e) in table.entries.iter().enumerate() {
+        let (form, grid) = forms
+            .by_name
+            .get(&e.name)
+            .cloned()
+            .unwrap_or_else(|| (format!("{} {}", e.dtype, e.shape_text()), None));
+        let role = naming.role(&e.name);
+        let t = TensorCensus {
+            name: e.name.clone(),
+            role: role.map(|r| r.class()),
+            role_text: role.map(|r| r.to_string()),
+            layer: role.and_then(|r| r.layer()),
+            dtype: e.dtype.name().to_owned(),
+            shape: e.shape.clone(),
+            data_offsets: [e.begin, e.end],
+            bytes: e.end - e.begin,
+            form_text: form,
+            grid,
+        };
+        if i < listed {
+            report.census.tensors.push(t);
+        } else {
+            report.census.unlisted.get_or_insert_default().add(&t);
+            report.census.tensors_not_listed += 1;
+        }
+    }
     Ok((Some(container), forms))
 }

@@ -291,8 +291,16 @@ pub struct Dflash2Feature {
 #[non_exhaustive]
 pub struct InventoryExplained {
     pub tensors: usize,
+    /// The first [`crate::limits::MAX_CENSUS_TENSORS`] findings of each kind.
     pub unexplained: Vec<Finding>,
     pub undecided: Vec<Finding>,
+    /// Findings past that limit, counted and not listed; absent when none were left out.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_listed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The first non-finite value of `bf16.finite`: its tensor, element index, and `inf`, `-inf` or

@@ -23,6 +23,12 @@ pub const MAX_TENSORS: usize = 1 << 20;
 /// million empty entries costs lookups and report lines while the file holds no bytes for them.
 pub const MAX_EMPTY_TENSORS: usize = 1024;
 
+/// The most tensors the census lists one by one (the report and the JSON alike); the rest are counted,
+/// and the report says how many it left out. Every tensor is still checked. A released draft has 81
+/// tensors and the largest DFlash2 drafts a few hundred; a header of a million one-byte tensors
+/// (a 75 MB header the format allows) would otherwise cost gigabytes to report.
+pub const MAX_CENSUS_TENSORS: usize = 4096;
+
 /// The most `__metadata__` keys a header may carry (real ones carry one or two, e.g. `format`).
 pub const MAX_METADATA_KEYS: usize = 4096;
 

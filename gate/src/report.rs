@@ -264,7 +264,15 @@ pub struct Census {
     /// The container's `__metadata__`, in its order (a JSON object in the document).
     #[serde(serialize_with = "as_object")]
     pub metadata: Vec<(String, String)>,
+    /// The first [`crate::limits::MAX_CENSUS_TENSORS`] tensors, in file order.
     pub tensors: Vec<TensorCensus>,
+    /// Tensors past that limit: checked like the rest, counted here, not listed. Absent from the
+    /// document when every tensor is listed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tensors_not_listed: u64,
+    /// What the summary line counts of the tensors not listed (boxed: nearly every census has none).
+    #[serde(skip)]
+    pub(crate) unlisted: Option<Box<TensorCounts>>,
     /// Each q4_1 grid compared with its source (`--source`), in package order; absent from the
     /// document without `--source`, so reports without it keep their shape.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -320,6 +328,37 @@ pub enum Comparison {
     Bounded,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// How many tensors of each kind the summary line counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TensorCounts {
+    pub tensors: u64,
+    pub grids: u64,
+    pub tiles: u64,
+    pub gains: u64,
+    pub scalars: u64,
+    pub unexplained: u64,
+}
+
+impl TensorCounts {
+    pub fn add(&mut self, t: &TensorCensus) {
+        self.tensors += 1;
+        if let Some(g) = &t.grid {
+            self.grids += 1;
+            self.tiles += g.tiles;
+        }
+        match t.role {
+            None => self.unexplained += 1,
+            Some(RoleClass::Gain) => self.gains += 1,
+            Some(RoleClass::Scalar) => self.scalars += 1,
+            Some(_) => {}
+        }
+    }
+}
+
 impl Census {
     /// One line: how many tensors of each kind, for the human report.
     pub fn summary(&self) -> String {
@@ -327,17 +366,10 @@ impl Census {
             let files: Vec<&str> = self.files.iter().map(|f| f.name.as_str()).collect();
             return format!("census: no tensors read; files: {}", files.join(", "));
         }
-        let grids: Vec<&GridCensus> = self
-            .tensors
-            .iter()
-            .filter_map(|t| t.grid.as_ref())
-            .collect();
-        let tiles: u64 = grids.iter().map(|g| g.tiles).sum();
-        let count =
-            |f: &dyn Fn(&TensorCensus) -> bool| self.tensors.iter().filter(|t| f(t)).count();
-        let unexplained = count(&|t| t.role.is_none());
-        let gains = count(&|t| t.role == Some(RoleClass::Gain));
-        let scalars = count(&|t| t.role == Some(RoleClass::Scalar));
+        let mut n = self.unlisted.as_deref().copied().unwrap_or_default();
+        for t in &self.tensors {
+            n.add(t);
+        }
         let files: Vec<String> = self
             .files
             .iter()
@@ -345,12 +377,12 @@ impl Census {
             .collect();
         format!(
             "census: {} tensors: {} q4_1 grids ({} tiles), {} gains, {} scalars, {} unexplained; files: {}",
-            self.tensors.len(),
-            grids.len(),
-            tiles,
-            gains,
-            scalars,
-            unexplained,
+            n.tensors,
+            n.grids,
+            n.tiles,
+            n.gains,
+            n.scalars,
+            n.unexplained,
             files.join(", ")
         )
     }
@@ -569,6 +601,13 @@ impl Report {
                     crate::container::shape_text(&t.shape),
                     role,
                     t.form_text
+                ));
+            }
+            if self.census.tensors_not_listed > 0 {
+                line(format!(
+                    "  ... and {} more tensors, checked but not listed: the census lists the first {}",
+                    self.census.tensors_not_listed,
+                    self.census.tensors.len()
                 ));
             }
             for g in &self.census.source_grids {

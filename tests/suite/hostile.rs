@@ -21,6 +21,10 @@ pub fn trials() -> Vec<Trial> {
             million_empty_tensors,
         ),
         Trial::test(
+            "hostile::a_million_one_byte_tensors_are_reported_in_bounded_memory",
+            million_one_byte_tensors,
+        ),
+        Trial::test(
             "hostile::names_from_the_file_cannot_forge_report_lines",
             forged_lines,
         ),
@@ -375,6 +379,113 @@ fn million_empty_tensors() -> Result<(), Failed> {
         }
         other => Err(format!("container.parses: {other:?}").into()),
     }
+}
+
+/// A package whose header declares 2^20 one-byte tensors (the format's tensor limit) in just under
+/// the format's 100 MiB header limit. The command line gates it three ways (the report, `--json`,
+/// `--census`), each in a child whose peak resident memory the kernel reports (`wait4`): each must
+/// stay under 8 times the header and under 2 GiB, and say how many tensors it checked but did not
+/// list. Before the census was bounded, `--json` of such a header took 3.2 GB.
+#[cfg(target_os = "linux")]
+fn million_one_byte_tensors() -> Result<(), Failed> {
+    use std::fmt::Write;
+    let count = dflash_gate::__private::limits::MAX_TENSORS;
+    let mut header = String::with_capacity(100 << 20);
+    header.push('{');
+    for i in 0..count {
+        let _ = write!(
+            header,
+            "\"model.layers.0.mlp.extra_{i:07}.weight\":{{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[{i},{}]}},",
+            i + 1
+        );
+    }
+    header.pop();
+    header.push('}');
+    while !header.len().is_multiple_of(8) {
+        header.push(' ');
+    }
+    let header_bytes = header.len() as u64;
+    let limit = dflash_gate::__private::limits::MAX_HEADER_BYTES;
+    if !(limit - (8 << 20) < header_bytes && header_bytes <= limit) {
+        return Err(format!("the header is {header_bytes} bytes, not just under {limit}").into());
+    }
+    let root = tempfile::tempdir()?;
+    let dir = root.path().join("wide");
+    std::fs::create_dir(&dir)?;
+    let mut weights = header_bytes.to_le_bytes().to_vec();
+    weights.extend_from_slice(header.as_bytes());
+    drop(header);
+    weights.resize(weights.len() + count, 0);
+    std::fs::write(dir.join("model.q4nx"), &weights)?;
+    drop(weights);
+    let package = Package::generate(&Geometry::small(), Encoding::default(), SEED);
+    std::fs::write(
+        dir.join("config.json"),
+        serde_json::to_vec(&package.config)?,
+    )?;
+    let bound = (8 * header_bytes).min(2 << 30);
+    for extra in [None, Some("--json"), Some("--census")] {
+        let out = root.path().join("out");
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dflash-gate"));
+        command
+            .arg(&dir)
+            .args(extra)
+            .stdout(std::fs::File::create(&out)?)
+            .stderr(std::process::Stdio::null());
+        let (code, peak) = peak_memory(command)?;
+        let shown = extra.unwrap_or("the report");
+        // A NaN-free bound: a peak of 0 (not measured) fails too.
+        if !(0 < peak && peak < bound) {
+            return Err(format!(
+                "{shown}: peak memory {peak} bytes, bound {bound} (header {header_bytes})"
+            )
+            .into());
+        }
+        let text = std::fs::read_to_string(&out)?;
+        let said = match extra {
+            Some("--json") => {
+                let doc: serde_json::Value = serde_json::from_str(&text)?;
+                gate_tests::schema::validate(&doc)?;
+                doc["census"]["tensors_not_listed"]
+                    == serde_json::json!(count - dflash_gate::__private::limits::MAX_CENSUS_TENSORS)
+            }
+            Some(_) => text.contains(&format!(
+                "... and {} more tensors, checked but not listed",
+                count - dflash_gate::__private::limits::MAX_CENSUS_TENSORS
+            )),
+            None => text.contains(&format!("census: {count} tensors:")),
+        };
+        if code != Some(1) || !said {
+            return Err(
+                format!("{shown}: exit {code:?}, the output does not count every tensor").into(),
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn million_one_byte_tensors() -> Result<(), Failed> {
+    Err("needs Linux's wait4 to measure a child's peak memory".into())
+}
+
+/// Runs `command` to its end; its exit code and its peak resident memory in bytes, as the kernel
+/// accounted it for that child alone.
+#[cfg(target_os = "linux")]
+fn peak_memory(mut command: std::process::Command) -> Result<(Option<i32>, u64), Failed> {
+    let child = command.spawn()?;
+    let pid = libc::pid_t::try_from(child.id())?;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct wait4 fills.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is this process's own unreaped child; both pointers are to live locals.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if reaped != pid {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    // Linux reports ru_maxrss in KiB.
+    Ok((code, u64::try_from(usage.ru_maxrss)? * 1024))
 }
 
 /// Truncates the reference-sized weight file at a spread of moments during a gate run. Each run must

@@ -1,10 +1,11 @@
 //! `inventory.explained`: every tensor has a role, or is named as unexplained.
 
-use super::list;
+use super::list_of;
 use super::Inputs;
 use crate::dtype::Dtype;
 use crate::evidence::{Finding, InventoryExplained};
 use crate::family::{looks_second_family, Role, Switch};
+use crate::limits::MAX_CENSUS_TENSORS;
 use crate::report::Check;
 use crate::tile::GridGeometry;
 use std::collections::HashMap;
@@ -17,33 +18,49 @@ pub fn run(inputs: &Inputs<'_, '_>) -> Check {
         Err(p) => return super::geometry::blocked_by_field(EXPLAINED, &p),
     };
     let entries = &inputs.container.table.entries;
-    let mut unexplained = Vec::new();
-    let mut undecided = Vec::new();
+    // Every tensor is judged; the findings are kept up to the census's limit and the rest counted,
+    // so a header of a million stray tensors costs no more to report than a few thousand.
+    let (mut unexplained, mut undecided) = (Vec::new(), Vec::new());
     let (mut unexplained_items, mut undecided_items) = (Vec::new(), Vec::new());
+    let (mut unexplained_total, mut undecided_total, mut not_listed) = (0usize, 0usize, 0u64);
     let mut seen: HashMap<Role, &str> = HashMap::new();
     for e in entries {
         let role = inputs.naming.role(&e.name);
-        if let Some(role) = role {
+        let finding = if let Some(first) = role.and_then(|r| seen.get(&r)) {
             // A codebook with and without `.weight`, or a name and its alias: one role, two tensors.
-            if let Some(first) = seen.get(&role) {
-                unexplained.push(format!("{} (a second name for {role}: {first})", e.name));
-                unexplained_items.push(Finding::new(&e.name, "second_name"));
-                continue;
+            let role = role.map(|r| r.to_string()).unwrap_or_default();
+            Verdict::Unexplained(
+                "second_name",
+                Some(format!("a second name for {role}: {first}")),
+            )
+        } else {
+            if let Some(role) = role {
+                seen.insert(role, &e.name);
             }
-            seen.insert(role, &e.name);
-        }
-        match judge(inputs, e, role, layers) {
+            judge(inputs, e, role, layers)
+        };
+        match finding {
             Verdict::Explained => {}
             Verdict::Undecided(kind, why) => {
-                undecided.push(format!("{}: {why}", e.name));
-                undecided_items.push(Finding::new(&e.name, kind));
+                undecided_total += 1;
+                if undecided_items.len() < MAX_CENSUS_TENSORS {
+                    undecided.push(format!("{}: {why}", e.name));
+                    undecided_items.push(Finding::new(&e.name, kind));
+                } else {
+                    not_listed += 1;
+                }
             }
             Verdict::Unexplained(kind, why) => {
-                unexplained.push(match why {
-                    Some(why) => format!("{} ({why})", e.name),
-                    None => e.name.clone(),
-                });
-                unexplained_items.push(Finding::new(&e.name, kind));
+                unexplained_total += 1;
+                if unexplained_items.len() < MAX_CENSUS_TENSORS {
+                    unexplained.push(match why {
+                        Some(why) => format!("{} ({why})", e.name),
+                        None => e.name.clone(),
+                    });
+                    unexplained_items.push(Finding::new(&e.name, kind));
+                } else {
+                    not_listed += 1;
+                }
             }
         }
     }
@@ -51,24 +68,24 @@ pub fn run(inputs: &Inputs<'_, '_>) -> Check {
         tensors: entries.len(),
         unexplained: unexplained_items,
         undecided: undecided_items,
+        not_listed,
     };
-    if !unexplained.is_empty() {
+    if unexplained_total > 0 {
         return Check::fail(
             EXPLAINED,
             format!(
-                "{} of {} tensors are unexplained: {}",
-                unexplained.len(),
+                "{unexplained_total} of {} tensors are unexplained: {}",
                 entries.len(),
-                list(&unexplained, 3)
+                list_of(&unexplained, unexplained_total, 3)
             ),
         )
         .with_evidence(evidence);
     }
-    if !undecided.is_empty() {
+    if undecided_total > 0 {
         return Check::blocked(
             EXPLAINED,
             super::GEOMETRY,
-            format!("cannot decide: {}", list(&undecided, 2)),
+            format!("cannot decide: {}", list_of(&undecided, undecided_total, 2)),
         )
         .with_evidence(evidence);
     }

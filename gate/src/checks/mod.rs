@@ -133,11 +133,16 @@ pub const CONTAINER_CHECKS: [&str; 9] = [
 
 /// `a, b, c (+2 more)`, or `none`.
 pub fn list<S: AsRef<str>>(items: &[S], max: usize) -> String {
+    list_of(items, items.len(), max)
+}
+
+/// [`list`] of the first of `total` items (the rest were counted, not kept).
+pub fn list_of<S: AsRef<str>>(items: &[S], total: usize, max: usize) -> String {
     if items.is_empty() {
         return "none".to_owned();
     }
     let shown: Vec<&str> = items.iter().take(max).map(AsRef::as_ref).collect();
-    let more = items.len().saturating_sub(max);
+    let more = total.saturating_sub(shown.len());
     if more > 0 {
         format!("{} (+{more} more)", shown.join(", "))
     } else {
