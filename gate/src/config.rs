@@ -202,7 +202,8 @@ impl DraftConfig {
                 bounded(l, 0, MAX_VOCAB - 1)
             }),
             sliding_window: sliding_window(at.top("sliding_window")),
-            embedding_scale: optional(at.top("embedding_scale"), positive_f32),
+            // A DFlash field like the rest: in dflash_config or at the top level (spec 13.2).
+            embedding_scale: optional(at.either("embedding_scale", Order::TopFirst), positive_f32),
             vocab_size: optional(at.top("vocab_size"), |l| bounded(l, 1, MAX_VOCAB)),
             hidden_size,
             num_attention_heads,

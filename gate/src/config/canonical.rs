@@ -440,6 +440,56 @@ mod tests {
         assert!(c.conflicts.is_empty(), "{:?}", c.conflicts);
     }
 
+    /// The draft reader (config.geometry, the scalars) and this reading find each field in the same
+    /// homes: a field the one reads from `dflash_config` the other does too, so no check sees a
+    /// value another does not.
+    #[test]
+    fn the_draft_reader_and_this_reading_agree_on_every_fields_homes() {
+        use crate::config::DraftConfig;
+        let fields: [(&str, Value); 10] = [
+            ("block_size", json!(8)),
+            ("target_layer_ids", json!([1, 3])),
+            ("mask_token_id", json!(7)),
+            ("num_target_layers", json!(8)),
+            ("output_multiplier", json!(2.0)),
+            ("final_logit_softcapping", json!(30.0)),
+            ("is_causal", json!(false)),
+            ("layer_types", json!(["full_attention"])),
+            ("embedding_scale", json!(16.0)),
+            ("sliding_window", json!(128)),
+        ];
+        for (name, value) in fields {
+            for nested in [false, true] {
+                let mut c = json!({"architectures": ["DFlash2DraftModel"], "hidden_size": 64,
+                    "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
+                    "intermediate_size": 128, "dflash_config": {}});
+                if nested {
+                    c["dflash_config"][name] = value.clone();
+                } else {
+                    c[name] = value.clone();
+                }
+                let draft = DraftConfig::from_json(c.to_string().as_bytes()).expect("a draft");
+                let read_by_draft = match name {
+                    "block_size" => draft.block_size.is_ok(),
+                    "target_layer_ids" => draft.target_layer_ids.is_ok(),
+                    "mask_token_id" => matches!(draft.mask_token_id, Ok(Some(_))),
+                    "num_target_layers" => matches!(draft.num_target_layers, Ok(Some(_))),
+                    "output_multiplier" => matches!(draft.output_multiplier, Ok(Some(_))),
+                    "final_logit_softcapping" => {
+                        matches!(draft.final_logit_softcapping, Ok(Some(_)))
+                    }
+                    "is_causal" => matches!(draft.is_causal, Ok(Some(_))),
+                    "layer_types" => matches!(draft.layer_types, Ok(Some(_))),
+                    "embedding_scale" => matches!(draft.embedding_scale, Ok(Some(_))),
+                    _ => matches!(draft.sliding_window, Ok(Some(_))),
+                };
+                let reading = read(c);
+                let read_here = reading.fields.get(name).is_some_and(|r| !r.defaulted);
+                assert_eq!(read_by_draft, read_here, "{name}, nested: {nested}");
+            }
+        }
+    }
+
     #[test]
     fn two_homes_that_disagree_are_a_conflict_naming_both() {
         let c = read(json!({
