@@ -318,7 +318,12 @@ pub struct FirstNonFinite {
 pub struct Bf16Finite {
     pub tensors: usize,
     pub elements: u64,
+    /// The first [`crate::limits::MAX_CENSUS_TENSORS`] tensors holding a non-finite value, with how
+    /// many each holds.
     pub non_finite: BTreeMap<String, u64>,
+    /// Tensors holding one past that limit, counted and not listed; absent when none were left out.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_listed: u64,
     pub first: Option<FirstNonFinite>,
 }
 

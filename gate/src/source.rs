@@ -139,8 +139,6 @@ fn form_of<'a>(info: &TensorInfo, forms: &Forms<'a>) -> (Vec<u64>, Form<'a>) {
     }
 }
 
-/// `[N, K]` as rows and columns; a 1-D tensor is one row; a higher-rank one (a DFlash2 base kernel
-/// `[2, conv_kernel_size, hidden]`) is its leading dimensions' product of rows of its last.
 /// `shape` without its trailing 1s (one dimension kept at least). ggml pads every shape with 1s to
 /// four dimensions, and gguf-py and llama.cpp read `[768, 256, 1, 1]` as `[768, 256]` and a gain
 /// `[256, 1]` as `[256]`; a safetensors writer may keep such a 1 too. The elements, in order, are
@@ -153,6 +151,8 @@ fn squeezed(shape: &[u64]) -> &[u64] {
     &shape[..keep.min(shape.len())]
 }
 
+/// `[N, K]` as rows and columns; a 1-D tensor is one row; a higher-rank one (a DFlash2 base kernel
+/// `[2, conv_kernel_size, hidden]`) is its leading dimensions' product of rows of its last.
 fn rows_cols(shape: &[u64]) -> Option<(u64, u64)> {
     match shape {
         [n] => Some((1, *n)),

@@ -9,6 +9,7 @@
 use crate::container::{Container, TensorInfo};
 use crate::dtype::Dtype;
 use crate::evidence::{Bf16Finite, FirstNonFinite};
+use crate::limits::MAX_CENSUS_TENSORS;
 use crate::parallel::WorkerPanic;
 use crate::report::Check;
 
@@ -134,11 +135,14 @@ pub fn run(container: &Container<'_>) -> Result<Check, WorkerPanic> {
     let evidence = Bf16Finite {
         tensors: scan.tensors,
         elements: scan.elements,
+        // Listed up to the census's limit, the rest counted: a million NaN tensors stay a few lines.
         non_finite: scan
             .found
             .iter()
+            .take(MAX_CENSUS_TENSORS)
             .map(|f| (f.tensor.name.clone(), f.count))
             .collect(),
+        not_listed: scan.found.len().saturating_sub(MAX_CENSUS_TENSORS) as u64,
         first: scan.found.first().map(|f| FirstNonFinite {
             tensor: f.tensor.name.clone(),
             index: f.first.0,

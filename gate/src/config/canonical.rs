@@ -237,6 +237,11 @@ impl Canonical {
             for (key, v) in s {
                 let name = rope_name(key);
                 let theirs = parameters.and_then(|p| p.get(key).or_else(|| alias(p, key)));
+                if theirs.is_none() {
+                    // Not read beside rope_parameters: said, so silence is not read as agreement.
+                    self.not_compared
+                        .insert(format!("rope_scaling.{key} (rope_parameters is read)"));
+                }
                 if theirs.is_some_and(|t| !same(t, v)) {
                     self.conflicts.push(format!(
                         "{name}: stated as {} in rope_parameters.{key} and as {} in rope_scaling.{key}",
@@ -369,7 +374,9 @@ pub fn same(a: &Value, b: &Value) -> bool {
 }
 
 /// Integers exactly (an integral float against an integer too: 2^53 + 1 is not 2^53 written as a
-/// float, which an f64 comparison would call equal), anything else as f64.
+/// float, which an f64 comparison would call equal), anything else as the f32 the engines compute
+/// with: a converter that went through a GGUF writes `rms_norm_eps` as 9.999999974752427e-07, the
+/// f32 of the checkpoint's 1e-6, which is no other model.
 fn same_number(x: &serde_json::Number, y: &serde_json::Number) -> bool {
     let integer = |n: &serde_json::Number| {
         n.as_i64()
@@ -384,7 +391,10 @@ fn same_number(x: &serde_json::Number, y: &serde_json::Number) -> bool {
         (Some(a), Some(b)) => a == b,
         (Some(a), None) => float_is(y.as_f64(), a),
         (None, Some(b)) => float_is(x.as_f64(), b),
-        (None, None) => x.as_f64().is_some() && x.as_f64() == y.as_f64(),
+        (None, None) => match (x.as_f64(), y.as_f64()) {
+            (Some(a), Some(b)) => (a as f32) == (b as f32),
+            _ => false,
+        },
     }
 }
 

@@ -511,5 +511,40 @@ mod tests {
         );
         says(&c, Outcome::Fail, &["rms_norm_eps"]);
         assert_eq!(check(&with(package(), |_| {}), b"{").outcome, Outcome::Fail);
+        // A float compares as the f32 the engines hold: the f32 of 1e-6 is 1e-6; 2e-6 is not.
+        let eps = |v: f64| {
+            check(
+                &with(package(), |m| {
+                    drop(m.insert("rms_norm_eps".into(), json!(v)))
+                }),
+                &with(checkpoint(), |_| {}),
+            )
+        };
+        says(&eps(f64::from(1e-6f32)), Outcome::Pass, &[]);
+        says(
+            &eps(2e-6),
+            Outcome::Fail,
+            &["rms_norm_eps: package 2e-6, source 1e-6"],
+        );
+    }
+
+    #[test]
+    fn rope_scaling_beside_rope_parameters_is_named_not_read() {
+        let c = check(
+            &with(package(), |_| {}),
+            &with(checkpoint(), |m| {
+                m.remove("rope_theta");
+                m.insert(
+                    "rope_parameters".into(),
+                    json!({"rope_theta": 1e6, "rope_type": "default"}),
+                );
+                m.insert("rope_scaling".into(), json!({"factor": 4.0}));
+            }),
+        );
+        says(
+            &c,
+            Outcome::Pass,
+            &["rope_scaling.factor (rope_parameters is read)"],
+        );
     }
 }

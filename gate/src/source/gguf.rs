@@ -80,8 +80,7 @@ impl<'g> Index<'g> {
     }
 }
 
-/// Rows first, as the package states shapes: ggml's dimensions are ne0 first.
-/// Rows first, without the trailing 1s ggml pads `ne` with (`ne = [768, 256, 1, 1]` is 256 rows of
+/// Rows first, as the package states shapes (ggml's dimensions are ne0 first), without the trailing 1s ggml pads `ne` with (`ne = [768, 256, 1, 1]` is 256 rows of
 /// 768), as gguf-py and llama.cpp read the shape.
 fn logical(info: &GgufInfo) -> Vec<u64> {
     super::squeezed(&info.dims).iter().rev().copied().collect()

@@ -351,6 +351,18 @@ pub fn arms() -> Vec<Arm> {
             fail(inventory, &["model.layers.0.input_layernorm.weight is [256] in the package, GGUF blk.0.attn_norm.weight is f32 [128, 2] (ne0 first, so [2, 128] rows first)"]),
         ),
         gguf_arm(
+            "control::gguf_rope_base_differs",
+            none,
+            bent(rope_base_other),
+            fail(config, &["dflash.rope.freq_base: GGUF 10000, package rope_theta 1000000 (as f32)"]),
+        ),
+        gguf_arm(
+            "control::gguf_package_config_states_two_rope_bases",
+            package_with_two_rope_bases,
+            GGUF,
+            fail(config, &["the package's config: rope_theta: stated as 10000.0 in rope_parameters.rope_theta and as 1000000.0 in rope_theta"]),
+        ),
+        gguf_arm(
             "control::gguf_target_layers_raw_ids",
             none,
             bent(target_layers_raw_ids),
@@ -516,6 +528,18 @@ fn gain_reshaped(f: &mut GgufFile) {
         .find(|t| t.0 == "blk.0.attn_norm.weight")
         .expect("the gain");
     gain.1 = vec![128, 2];
+}
+
+fn rope_base_other(f: &mut GgufFile) {
+    assert!(f.replace("dflash.rope.freq_base", 6, &10_000f32.to_le_bytes()));
+}
+
+/// The package's config states a second RoPE base, in Transformers 5's home, beside its own.
+fn package_with_two_rope_bases(s: &mut Scenario) {
+    s.config_mut().insert(
+        "rope_parameters".into(),
+        serde_json::json!({"rope_theta": 10000.0}),
+    );
 }
 
 /// The HF ids themselves, as a converter that does not follow llama.cpp would write them.

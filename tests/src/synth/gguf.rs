@@ -343,7 +343,15 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
     // the tokenizer's key, and each tap plus one (the input of layer id + 1, which is the output of
     // layer id, what an HF id means).
     file.u32("tokenizer.ggml.mask_token_id", narrow(g.mask_token_id)?);
-    file.u32("dflash.target_hidden_size", narrow(g.hidden)?);
+    // The RoPE base and context its Qwen3 parameters add (`dflash.target_hidden_size` it never
+    // writes), from the package's config.
+    let number = |key: &str| package.config.get(key).and_then(serde_json::Value::as_f64);
+    if let Some(theta) = number("rope_theta") {
+        file.f32("dflash.rope.freq_base", theta as f32);
+    }
+    if let Some(context) = number("max_position_embeddings") {
+        file.u32("dflash.context_length", context as u32);
+    }
     let taps: Vec<i32> = g.taps.iter().map(|&t| t as i32 + 1).collect();
     file.i32_array("dflash.target_layers", &taps);
     if options.tokenizer {

@@ -112,6 +112,14 @@ pub fn compare(
 ) -> Check {
     let mut found = Found::default();
     let canonical = Canonical::read(json);
+    // A field the package's config states twice, differently, is read as neither: named, as it is
+    // against a checkpoint, never mistaken for a field the config does not state.
+    found.differing.extend(
+        canonical
+            .conflicts
+            .iter()
+            .map(|c| format!("the package's config: {c}")),
+    );
     let arch_key = "general.architecture";
     found.fields.push(arch_key.to_owned());
     let arch = header.architecture();
