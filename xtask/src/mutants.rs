@@ -81,6 +81,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "--all counts the unreadable", file: "gate/src/bin/dflash-gate/tree.rs", from: "let config = dir.join(CONFIG_FILE).symlink_metadata().is_ok();", to: "let config = dir.join(CONFIG_FILE).is_file();", filter: "cli::all_gates_or_counts_every_directory" },
     Mutant { check: "capi verdict", file: "capi/src/lib.rs", from: "Outcome::Fail => DFLASH_GATE_FAIL,", to: "Outcome::Fail => DFLASH_GATE_PASS,", filter: "capi::a_mapping_cut_short_is_refused_at_its_parse" },
     Mutant { check: "capi first objection", file: "capi/src/lib.rs", from: "let check = first(Outcome::Fail)", to: "let check = first(Outcome::Undecided)", filter: "capi::a_mapping_cut_short_is_refused_at_its_parse" },
+    Mutant { check: "capi config present by flag", file: "capi/src/lib.rs", from: "let config = match has_config {", to: "let config = match !config.is_null() {", filter: "capi::an_empty_config_handed_over" },
     Mutant { check: "capi double free", file: "capi/src/lib.rs", from: "        live.remove(&key(ptr));", to: "", filter: "capi::a_report_freed_twice_is_refused" },
     Mutant { check: "--all not-gated count", file: "gate/src/bin/dflash-gate.rs", from: "gated.count(2);", to: "();", filter: "cli::all_gates_or_counts_every_directory" },
     Mutant { check: "--all checkpoint skipped", file: "gate/src/bin/dflash-gate/tree.rs", from: "(true, false) if checkpoint => Some(Item::Skip {", to: "(true, false) if false => Some(Item::Skip {", filter: "cli::all_gates_or_counts_every_directory" },
