@@ -17,6 +17,10 @@ pub fn trials() -> Vec<Trial> {
             "cli::usage_errors_escape_what_the_command_line_said",
             usage_errors_escaped,
         ),
+        Trial::test(
+            "cli::all_skips_another_models_directory_and_gates_a_draft_under_another_name",
+            all_skips_another_model,
+        ),
     ]
 }
 
@@ -186,6 +190,52 @@ fn usage_errors_escaped() -> Result<(), Failed> {
         if !both.contains("\\n\\u{1b}[2KVERDICT      PASS") {
             return Err(format!("{args:?}: the argument is not shown escaped:\n{both}").into());
         }
+    }
+    Ok(())
+}
+
+/// Under `--all`: a target beside its draft (a config naming another architecture, no draft field)
+/// is listed as skipped and leaves the exit status alone; a draft whose config names another
+/// architecture but keeps its draft fields (a misspelt or wrong `architectures`) is still gated,
+/// and refused: only a config that is plainly not a draft's is passed over.
+fn all_skips_another_model() -> Result<(), Failed> {
+    use gate_tests::synth::{Geometry, TargetPackage};
+    let root = tempfile::tempdir()?;
+    let models = root.path().join("models");
+    std::fs::create_dir(&models)?;
+    copy(&models, "draft");
+    TargetPackage::matching(&Geometry::small()).write(&models.join("target"))?;
+    let listing = |o: &Output| format!("{}{}", text(&o.stdout), text(&o.stderr));
+    let o = gate(&["--all".as_ref(), models.as_os_str()])?;
+    let skipped = text(&o.stdout)
+        .lines()
+        .any(|l| l.starts_with("SKIPPED") && l.contains("/target  another model"));
+    if o.status.code() != Some(0) || !skipped {
+        return Err(format!(
+            "a draft and its target: exit {:?}, expected 0 with the target skipped:\n{}",
+            o.status.code(),
+            listing(&o)
+        )
+        .into());
+    }
+    let misspelt = copy(&models, "misspelt");
+    gate_tests::fixture::edit_config(&misspelt, |c| {
+        c.insert(
+            "architectures".into(),
+            serde_json::json!(["LlamaForCausalLM"]),
+        );
+    });
+    let o = gate(&["--all".as_ref(), models.as_os_str()])?;
+    let refused = text(&o.stdout)
+        .lines()
+        .any(|l| l.starts_with("FAIL") && l.contains("/misspelt  config.is_dflash"));
+    if o.status.code() != Some(1) || !refused {
+        return Err(format!(
+            "a draft whose architectures name another model: exit {:?}, expected 1 with it refused:\n{}",
+            o.status.code(),
+            listing(&o)
+        )
+        .into());
     }
     Ok(())
 }

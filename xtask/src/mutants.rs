@@ -90,6 +90,8 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "gguf strings in an array", file: "gate/src/gguf.rs", from: "if let Some(text) = text.filter(|t| t.is_ascii()) {", to: "if let Some(text) = text {", filter: "gguf::rules_on_a_real_file" },
     Mutant { check: "gguf trailing bytes", file: "gate/src/gguf.rs", from: "if file_len > limit {", to: "if false {", filter: "gguf::rules_on_a_real_file" },
     Mutant { check: "gguf f16 dequant", file: "gate/src/gguf/dequant.rs", from: "f16::from_bits(u16::from_le_bytes(bytes)).to_f32()", to: "f16::from_bits(u16::from_be_bytes(bytes)).to_f32()", filter: "gguf::round_trip_f16_gains" },
+    Mutant { check: "--all skips another model", file: "gate/src/bin/dflash-gate/tree.rs", from: "Some(why) => Some(Item::Skip { dir, why }),", to: "Some(_) => Some(Item::Gate(dir)),", filter: "cli::all_skips_another_models_directory" },
+    Mutant { check: "--all gates a draft under another name", file: "gate/src/bin/dflash-gate/tree.rs", from: "if DRAFT_FIELDS.iter().any(|f| top.contains_key(*f)) {", to: "if false {", filter: "cli::all_skips_another_models_directory" },
     Mutant { check: "usage error escaping", file: "gate/src/bin/dflash-gate.rs", from: "let why = dflash_gate::__private::escape::line(&why);", to: "let why = why;", filter: "cli::usage_errors_escape" },
     Mutant { check: "files read are still named", file: "gate/src/files.rs", from: "if (named.dev(), named.ino()) != (self.identity.dev, self.identity.ino) {", to: "if false {", filter: "hostile::a_file_renamed_into_place" },
     Mutant { check: "files read are still named", file: "gate/src/files.rs", from: "        self.seen().unchanged()?;", to: "        // the name is not consulted", filter: "hostile::a_file_renamed_into_place" },

@@ -575,3 +575,64 @@ fn auto_colours_a_terminal_unless_no_color() {
     assert!(!run(&["--color", "never"], &[]).contains('\u{1b}'));
     assert!(!run(&["--json"], &[]).contains('\u{1b}'));
 }
+
+/// docs/ci.md's workflow, its gate steps run as written: a draft (`models/bolt-dflash`, with its
+/// MANIFEST.sha256) and its Q4NX target (`models/bolt`) side by side. `--all models` gates the draft
+/// and lists the target as skipped, another model's directory; the exit status is the draft's.
+#[test]
+fn the_ci_doc_example_runs_as_written() {
+    use gate_tests::synth::{write_manifest, Encoding, Geometry, Package, TargetPackage};
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/ci.md"))
+        .unwrap();
+    let start = doc.find("```yaml\n").expect("docs/ci.md has a yaml block");
+    let block = &doc[start..start + doc[start..].find("\n```\n").unwrap()];
+    let runs: Vec<&str> = block
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("run: "))
+        .filter(|cmd| cmd.starts_with("dflash-gate "))
+        .collect();
+    assert_eq!(runs.len(), 2, "the workflow's gate steps: {runs:?}");
+    let root = tempfile::tempdir().unwrap();
+    let models = root.path().join("models");
+    let draft = models.join("bolt-dflash");
+    std::fs::create_dir_all(&draft).unwrap();
+    Package::generate(&Geometry::small(), Encoding::default(), 7)
+        .write(&draft)
+        .unwrap();
+    write_manifest(&draft).unwrap();
+    TargetPackage::matching(&Geometry::small())
+        .write(&models.join("bolt"))
+        .unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_dflash-gate"))
+        .parent()
+        .unwrap();
+    let path = std::env::join_paths(std::iter::once(bin.to_owned()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    for run in runs {
+        let o = Command::new("sh")
+            .args(["-c", run])
+            .current_dir(root.path())
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let text = stdout(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{run}:\n{text}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if run.contains("--all") {
+            let skipped = text
+                .lines()
+                .find(|l| l.starts_with("SKIPPED") && l.contains("models/bolt "))
+                .unwrap_or_else(|| panic!("{run}: the target is not listed as skipped:\n{text}"));
+            assert!(
+                skipped.contains("Qwen3ForCausalLM") && skipped.contains("not a DFlash draft"),
+                "{skipped}"
+            );
+        }
+    }
+}
