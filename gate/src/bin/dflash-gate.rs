@@ -212,7 +212,7 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
                         documents.push(report.to_json());
                     }
                     if !args.many || args.full {
-                        print::report_text(&report, args.census, args.quiet, args.many)
+                        print::report_text(&report, args.census, args.quiet)
                     } else if args.quiet && report.verdict() == Outcome::Pass {
                         String::new()
                     } else {

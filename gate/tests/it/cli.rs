@@ -402,7 +402,8 @@ fn colour_is_chosen_by_option_environment_and_terminal() {
         .contains("--color takes auto, always or never, not \"sometimes\""));
 }
 
-/// A verdict that is not PASS names its checks; `--quiet` prints only them and the verdict.
+/// A verdict that is not PASS names its checks; `--quiet` prints the package with its verdict on one
+/// line, then each check that failed or could not decide on its own, once.
 #[test]
 fn the_verdict_names_what_failed_and_quiet_prints_only_that() {
     let root = tempfile::tempdir().unwrap();
@@ -424,32 +425,57 @@ fn the_verdict_names_what_failed_and_quiet_prints_only_that() {
     let quiet = stdout(&o);
     let lines: Vec<&str> = quiet.lines().collect();
     assert_eq!(lines.len(), 2, "{quiet}");
+    assert_eq!(
+        lines[0],
+        format!("FAIL       {}  failed: scalars.block_size", d.display())
+    );
     assert!(
-        lines[0].starts_with("FAIL       scalars.block_size"),
+        lines[1].starts_with("FAIL       scalars.block_size"),
         "{quiet}"
     );
-    assert_eq!(lines[1], "VERDICT      FAIL (failed: scalars.block_size)");
+    // A weight file cut short stops nine checks: they are one line, naming the check that stopped
+    // them, not nine copies of "the weight file did not parse".
+    let cut = copy(root.path(), "cut");
+    let weights = cut.join("model.q4nx");
+    let len = std::fs::metadata(&weights).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&weights)
+        .unwrap()
+        .set_len(len - 100)
+        .unwrap();
+    let quiet = stdout(&gate_dir(&cut, &["-q"]));
+    let lines: Vec<&str> = quiet.lines().collect();
+    assert_eq!(lines.len(), 3, "{quiet}");
+    assert!(
+        lines[0].ends_with("/cut  failed: container.parses; 9 blocked")
+            && lines[1].starts_with("FAIL       container.parses")
+            && lines[2].starts_with("UNDECIDED  9 checks blocked by container.parses"),
+        "{quiet}"
+    );
     // An undecided one names the checks that could not decide.
     let u = copy(root.path(), "undecided");
     edit_config(&u, |c| {
         c.remove("intermediate_size");
     });
     let quiet = stdout(&gate_dir(&u, &["-q"]));
-    let last = quiet.lines().last().unwrap();
+    let first = quiet.lines().next().unwrap();
     assert!(
-        last.starts_with("VERDICT      UNDECIDED (undecided: "),
+        first.starts_with(&format!("UNDECIDED  {}  undecided: ", u.display())),
         "{quiet}"
     );
     assert!(
-        quiet
-            .lines()
-            .all(|l| l.starts_with("UNDECIDED ") || l.starts_with("VERDICT ")),
+        quiet.lines().all(|l| l.starts_with("UNDECIDED ")),
         "{quiet}"
     );
-    // A pass under --quiet is its verdict alone; several: only what did not pass, and the summary.
+    // A pass under --quiet is one line, the package and its verdict; several: only what did not
+    // pass, and the summary.
     assert_eq!(
         stdout(&gate_dir(&fixture(), &["-q"])),
-        "VERDICT      PASS\n"
+        format!(
+            "PASS       {}  18 of 18 checks passed\n",
+            fixture().display()
+        )
     );
     let models = root.path().join("models");
     copy(&models, "a");

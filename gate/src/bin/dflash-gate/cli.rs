@@ -78,7 +78,7 @@ pub const OPTIONS: &[Opt] = &[
         long: "--quiet",
         short: Some("-q"),
         takes: Takes::Nothing,
-        help: "print only the failing and undecided checks and the verdict (several packages: all but the passing lines)",
+        help: "print the package with its verdict on one line, then each failing or undecided check once (several packages: all but the passing lines)",
     },
     Opt {
         long: "--color",

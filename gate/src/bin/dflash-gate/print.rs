@@ -72,24 +72,88 @@ pub fn verdict_text(report: &Report) -> String {
 }
 
 /// The human report of one package: the library's text with the verdict line naming what failed, or
-/// (`quiet`) only the objections (FAIL and UNDECIDED lines) and the verdict, after the line naming
-/// the package when there are several (`--full --quiet`).
-pub fn report_text(report: &Report, census: bool, quiet: bool, many: bool) -> String {
+/// (`quiet`) [`quiet_text`].
+pub fn report_text(report: &Report, census: bool, quiet: bool) -> String {
+    if quiet {
+        return quiet_text(report);
+    }
     let plain = format!("VERDICT      {}", report.verdict());
     let mut out = String::new();
-    for (i, line) in report.to_text(census).lines().enumerate() {
+    for line in report.to_text(census).lines() {
         if line == plain {
             out.push_str(&verdict_text(report));
-        } else if quiet
-            && !(i == 0 && many || line.starts_with("FAIL ") || line.starts_with("UNDECIDED "))
-        {
-            continue;
         } else {
             out.push_str(line);
         }
         out.push('\n');
     }
     out
+}
+
+/// `--quiet`: the package and its verdict on one line (a loop over packages reads one line each),
+/// then each check that failed or could not decide on its own, once. The checks a failure stopped
+/// are one line per check that stopped them: nine copies of "the weight file did not parse" say
+/// nothing the first objection did not.
+pub fn quiet_text(report: &Report) -> String {
+    let text = report.to_text(false);
+    let mut objections = Vec::new();
+    let (mut failed, mut undecided) = (Vec::new(), Vec::new());
+    // Stopping check and how many it stopped, in the order first met.
+    let mut blocked: Vec<(&str, usize)> = Vec::new();
+    // The report's lines after its first are its checks', one each, in order.
+    for (check, line) in report.checks().iter().zip(text.lines().skip(1)) {
+        match (check.outcome(), check.blocked_by()) {
+            (Outcome::Pass, _) => {}
+            (_, Some(by)) => match blocked.iter_mut().find(|(b, _)| *b == by) {
+                Some((_, n)) => *n += 1,
+                None => blocked.push((by, 1)),
+            },
+            (outcome, None) => {
+                objections.push(line);
+                match outcome {
+                    Outcome::Fail => failed.push(check.id()),
+                    _ => undecided.push(check.id()),
+                }
+            }
+        }
+    }
+    let mut named = Vec::new();
+    if !failed.is_empty() {
+        named.push(format!("failed: {}", failed.join(", ")));
+    }
+    if !undecided.is_empty() {
+        named.push(format!("undecided: {}", undecided.join(", ")));
+    }
+    let stopped: usize = blocked.iter().map(|(_, n)| n).sum();
+    if stopped > 0 {
+        named.push(format!("{stopped} blocked"));
+    }
+    let total = report.checks().len();
+    let detail = match named.is_empty() {
+        true => format!("{} of {total} {} passed", report.passed(), checks(total)),
+        false => named.join("; "),
+    };
+    let verdict = report.verdict();
+    let head = format!("{:<10} {}  {detail}", verdict.label(), report.package());
+    let mut out = format!("{}\n", dflash_gate::__private::escape::line(&head));
+    for line in objections {
+        out.push_str(line);
+        out.push('\n');
+    }
+    for (by, n) in blocked {
+        let line = format!("{:<10} {n} {} blocked by {by}", "UNDECIDED", checks(n));
+        out.push_str(&dflash_gate::__private::escape::line(&line));
+        out.push('\n');
+    }
+    out
+}
+
+/// "check" or "checks", for `n` of them.
+fn checks(n: usize) -> &'static str {
+    match n {
+        1 => "check",
+        _ => "checks",
+    }
 }
 
 /// The style of a line by its label, or `None` for a line left plain.
