@@ -243,8 +243,10 @@ impl fmt::Display for ContainerError {
                     f,
                     "file is short, truncated: tensors end at {last_end}, data section is only {data_len} bytes; tensor {tensor:?} (data offsets [{begin}, {end}]) is cut off"
                 )?;
-                if *beyond > 0 {
-                    write!(f, ", and {beyond} more tensor(s) start past the end")?;
+                match beyond {
+                    0 => {}
+                    1 => write!(f, ", and 1 more tensor starts past the end")?,
+                    n => write!(f, ", and {n} more tensors start past the end")?,
                 }
                 Ok(())
             }
@@ -853,7 +855,7 @@ mod tests {
         );
         b.truncate(b.len() - 4);
         let said = refusal(&b).to_string();
-        assert!(said.ends_with("tensor \"a\" (data offsets [0, 4]) is cut off, and 1 more tensor(s) start past the end"), "{said}");
+        assert!(said.ends_with("tensor \"a\" (data offsets [0, 4]) is cut off, and 1 more tensor starts past the end"), "{said}");
     }
 
     #[test]

@@ -52,7 +52,20 @@ enum Request {
     Version,
 }
 
-fn request(raw: Vec<OsString>) -> Result<Request, String> {
+/// Why the command line was refused: a usage error (followed by the usage text), or a path it named
+/// that cannot be used (the usage text would say nothing about what is wrong with the path).
+struct Refused {
+    why: String,
+    usage: bool,
+}
+
+impl From<String> for Refused {
+    fn from(why: String) -> Refused {
+        Refused { why, usage: true }
+    }
+}
+
+fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
     let parsed = cli::parse(raw, cli::OPTIONS)?;
     if parsed.has("--help") {
         return Ok(Request::Help);
@@ -74,7 +87,9 @@ fn request(raw: Vec<OsString>) -> Result<Request, String> {
     let (json, quiet) = (parsed.has("--json"), parsed.has("--quiet"));
     if json && quiet {
         return Err(
-            "--quiet and --json do not go together: the JSON document is always whole".to_owned(),
+            "--quiet and --json do not go together: the JSON document is always whole"
+                .to_owned()
+                .into(),
         );
     }
     let mut items: Vec<Item> = parsed
@@ -88,11 +103,12 @@ fn request(raw: Vec<OsString>) -> Result<Request, String> {
         .collect();
     let mut all = false;
     for models in parsed.values("--all") {
-        items.extend(tree::packages_under(Path::new(models), &beside)?);
+        let under = tree::packages_under(Path::new(models), &beside);
+        items.extend(under.map_err(|why| Refused { why, usage: false })?);
         all = true;
     }
     if items.is_empty() {
-        return Err("no package directory given".to_owned());
+        return Err("no package directory given".to_owned().into());
     }
     Ok(Request::Gate(Args {
         many: all || items.len() > 1,
@@ -119,10 +135,13 @@ fn main() -> ExitCode {
         Ok(Request::Version) => {
             return answer(&format!("dflash-gate {}\n", env!("CARGO_PKG_VERSION")));
         }
-        Err(why) => {
+        Err(Refused { why, usage }) => {
             // `why` quotes the command line: an argument may hold a newline or a terminal escape.
             let why = dflash_gate::__private::escape::line(&why);
-            say(&format!("dflash-gate: {why}\nusage: dflash-gate [options] <package-dir>...\nfor more, run 'dflash-gate --help'"));
+            match usage {
+                true => say(&format!("dflash-gate: {why}\nusage: dflash-gate [options] <package-dir>...\nfor more, run 'dflash-gate --help'")),
+                false => say(&format!("dflash-gate: {why}")),
+            }
             return ExitCode::from(2);
         }
     };
@@ -141,7 +160,8 @@ fn main() -> ExitCode {
             let total = args.packages();
             let unreported = total - gated.reported.min(total);
             say(&format!(
-                "dflash-gate: cannot write the report to stdout: {e}; {unreported} of {total} package(s) not reported"
+                "dflash-gate: cannot write the report to stdout: {e}; {unreported} of {total} {} not reported",
+                packages(total)
             ));
             ExitCode::from(2)
         }
@@ -200,6 +220,13 @@ impl Gated {
 /// exit status covers every package asked for.
 fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut Gated) {
     let mut documents = Vec::new();
+    // One line per package reads as a table: the package column as wide as the widest name.
+    let width = args
+        .items
+        .iter()
+        .map(|i| i.dir().display().to_string().chars().count())
+        .max()
+        .unwrap_or(0);
     for item in &args.items {
         if out.lost() {
             return;
@@ -216,12 +243,14 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
                     } else if args.quiet && report.verdict() == Outcome::Pass {
                         String::new()
                     } else {
-                        verdict_line(&report)
+                        verdict_line(&report, width)
                     }
                 }
-                Err(e) => not_gated(args, dir, &e, gated, &mut documents),
+                Err(e) => not_gated(args, dir, &e, gated, &mut documents, width),
             },
-            Item::NotGated { dir, error } => not_gated(args, dir, error, gated, &mut documents),
+            Item::NotGated { dir, error } => {
+                not_gated(args, dir, error, gated, &mut documents, width)
+            }
             Item::Skip { dir, why } => {
                 gated.skipped += 1;
                 if args.json {
@@ -232,7 +261,11 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
                         dflash_gate::__private::escape::line(&line)
                     ));
                 }
-                let line = format!("{:<10} {}  {why}", "SKIPPED", dir.display());
+                let line = format!(
+                    "{:<10} {:<width$}  {why}",
+                    "SKIPPED",
+                    dir.display().to_string()
+                );
                 format!("{}\n", dflash_gate::__private::escape::line(&line))
             }
         };
@@ -260,8 +293,9 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
             n => format!("; {n} skipped"),
         };
         out.write(&format!(
-            "{} packages: {} pass, {} fail, {} undecided, {} not gated{skipped}\n",
+            "{} {}: {} pass, {} fail, {} undecided, {} not gated{skipped}\n",
             args.packages(),
+            packages(args.packages()),
             c[0],
             c[1],
             c[3],
@@ -278,6 +312,7 @@ fn not_gated(
     e: &dflash_gate::PackageError,
     gated: &mut Gated,
     documents: &mut Vec<serde_json::Value>,
+    width: usize,
 ) -> String {
     gated.count(2);
     let why = format!("{e}{}", hint(dir, e));
@@ -289,7 +324,14 @@ fn not_gated(
         documents.push(dflash_gate::error_json(&dir.to_string_lossy(), e));
     }
     if args.many {
-        let line = format!("ERROR      {}  {why}", dir.display());
+        // The line names the directory once: the error's own copy of the path goes.
+        let named = format!("{}: ", dir.display());
+        let why = why.strip_prefix(&named).unwrap_or(&why);
+        let line = format!(
+            "{:<10} {:<width$}  {why}",
+            "ERROR",
+            dir.display().to_string()
+        );
         format!("{}\n", dflash_gate::__private::escape::line(&line))
     } else {
         String::new()
@@ -313,7 +355,7 @@ fn hint(dir: &Path, e: &dflash_gate::PackageError) -> &'static str {
 }
 
 /// One line for a package among several: the verdict and, unless it passed, the first objection.
-fn verdict_line(report: &Report) -> String {
+fn verdict_line(report: &Report, width: usize) -> String {
     let verdict = report.verdict();
     let first = report
         .checks()
@@ -327,7 +369,11 @@ fn verdict_line(report: &Report) -> String {
             report.checks().len()
         ),
     };
-    let line = format!("{:<10} {}  {detail}", verdict.label(), report.package());
+    let line = format!(
+        "{:<10} {:<width$}  {detail}",
+        verdict.label(),
+        report.package()
+    );
     format!("{}\n", dflash_gate::__private::escape::line(&line))
 }
 
@@ -343,5 +389,13 @@ fn worse(a: u8, b: u8) -> u8 {
         b
     } else {
         a
+    }
+}
+
+/// "package" or "packages", for `n` of them.
+fn packages(n: usize) -> &'static str {
+    match n {
+        1 => "package",
+        _ => "packages",
     }
 }

@@ -292,12 +292,13 @@ fn all_skips_the_source_directory_and_checkpoints() {
     );
     assert!(
         lines[2].starts_with("SKIPPED")
-            && lines[2].contains("/source  the --source directory, not a package"),
+            && lines[2].contains("/source ")
+            && lines[2].ends_with("  the --source directory, not a package"),
         "{text}"
     );
     assert_eq!(
         lines[3],
-        "1 packages: 1 pass, 0 fail, 0 undecided, 0 not gated; 2 skipped"
+        "1 package: 1 pass, 0 fail, 0 undecided, 0 not gated; 2 skipped"
     );
     // A folder of nothing but checkpoints has no package to gate: exit 2, not an empty pass.
     let only = root.path().join("only");
@@ -661,4 +662,81 @@ fn the_ci_doc_example_runs_as_written() {
             );
         }
     }
+}
+
+/// Several packages read as a table: the package column as wide as the widest name, so the details
+/// line up; a path that is not there named once (`ERROR      nonexist  no such directory`); counts
+/// in words that agree with them ("1 package").
+#[test]
+fn several_packages_line_up_and_count_in_words() {
+    let root = tempfile::tempdir().unwrap();
+    let models = root.path().join("models");
+    copy(&models, "a");
+    copy(&models, "a-much-longer-name");
+    let o = gate(&["--all".as_ref(), models.as_os_str()]);
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    let column = |line: &str| line.find("  18 of 18").unwrap_or(0);
+    assert!(
+        column(lines[0]) > 0 && column(lines[0]) == column(lines[1]),
+        "{text}"
+    );
+    let o = gate(&["nonexist".as_ref(), fixture().as_os_str()]);
+    let text = stdout(&o);
+    let error = text.lines().find(|l| l.starts_with("ERROR")).unwrap();
+    assert_eq!(error.matches("nonexist").count(), 1, "{text}");
+    assert!(error.ends_with("  no such directory"), "{text}");
+    let one = root.path().join("one");
+    copy(&one, "a");
+    let text = stdout(&gate(&["--all".as_ref(), one.as_os_str()]));
+    assert!(
+        text.ends_with("1 package: 1 pass, 0 fail, 0 undecided, 0 not gated\n"),
+        "{text}"
+    );
+}
+
+/// A path `--all` cannot use is an error about the path, not a usage error: no usage text; and a
+/// folder with no package directly under it says that `--all` looks one level deep.
+#[test]
+fn all_path_errors_say_what_is_wrong_without_the_usage_text() {
+    let o = gate(&["--all".as_ref(), "nonexist".as_ref()]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("--all nonexist: no such directory"), "{err}");
+    assert!(!err.contains("usage:"), "{err}");
+    let root = tempfile::tempdir().unwrap();
+    let deep = root.path().join("models");
+    copy(&deep.join("org"), "draft");
+    let o = gate(&["--all".as_ref(), deep.as_os_str()]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(err.contains("one level deep"), "{err}");
+    assert!(!err.contains("usage:"), "{err}");
+}
+
+/// A config.json that links out of the package says what to do about it; a config naming another
+/// model without a model_type says there is none, not `model_type "(none)"`.
+#[test]
+fn messages_say_what_to_do_and_what_is_there() {
+    let root = tempfile::tempdir().unwrap();
+    let d = copy(root.path(), "linked");
+    let outside = root.path().join("config.json");
+    std::fs::rename(d.join("config.json"), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, d.join("config.json")).unwrap();
+    let o = gate_dir(&d, &[]);
+    let all = format!("{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        all.contains("copy the file into the package, or gate the directory it points into"),
+        "{all}"
+    );
+    let n = copy(root.path(), "named");
+    edit_config(&n, |c| {
+        c.insert(
+            "architectures".into(),
+            serde_json::json!(["LlamaForCausalLM"]),
+        );
+        c.remove("model_type");
+    });
+    let text = stdout(&gate_dir(&n, &[]));
+    assert!(!text.contains("(none)"), "{text}");
+    assert!(text.contains("no model_type"), "{text}");
 }

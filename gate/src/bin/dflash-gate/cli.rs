@@ -66,7 +66,7 @@ pub const OPTIONS: &[Opt] = &[
         long: "--all",
         short: None,
         takes: Takes::Many("DIR"),
-        help: "gate every package directory under DIR (one holding config.json or a *.q4nx; checkpoints, other models and the --source/--target directories are skipped)",
+        help: "gate every package directory directly under DIR, one level deep (one holding config.json or a *.q4nx; checkpoints, other models and the --source/--target directories are skipped)",
     },
     Opt {
         long: "--full",

@@ -36,7 +36,7 @@ pub enum Item {
 }
 
 impl Item {
-    fn dir(&self) -> &Path {
+    pub fn dir(&self) -> &Path {
         match self {
             Item::Gate(dir) | Item::Skip { dir, .. } | Item::NotGated { dir, .. } => dir,
         }
@@ -89,7 +89,7 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
             also.push_str("; it is a package itself: name it without --all");
         }
         return Err(format!(
-            "--all {}: no package directory (with a config.json or a *.q4nx) under it{also}",
+            "--all {}: no package directory (with a config.json or a *.q4nx) under it{also}; --all looks one level deep, at the directories directly under it",
             models.display()
         ));
     }
