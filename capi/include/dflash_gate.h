@@ -124,8 +124,9 @@ dflash_gate_status dflash_gate_options_new(dflash_gate_options **out);
 /* Also checks the draft against the target package in dir (--target). */
 dflash_gate_status dflash_gate_options_set_target(dflash_gate_options *options, const char *dir, size_t dir_len);
 
-/* Also compares every weight with the checkpoint in dir (--source). */
-dflash_gate_status dflash_gate_options_set_source(dflash_gate_options *options, const char *dir, size_t dir_len);
+/* Also compares every weight with its source (--source): path is the checkpoint's directory, or the
+ * .gguf file the package was converted from. */
+dflash_gate_status dflash_gate_options_set_source(dflash_gate_options *options, const char *path, size_t path_len);
 
 /* Also verifies MANIFEST.sha256 (--manifest) when manifest is true. */
 dflash_gate_status dflash_gate_options_set_manifest(dflash_gate_options *options, bool manifest);

@@ -422,18 +422,19 @@ pub unsafe extern "C" fn dflash_gate_options_set_target(
     unsafe { set_dir(options, dir, dir_len, |o, d| o.with_target(d)) }
 }
 
-/// Also compares every weight with the checkpoint in `dir` (`--source`).
+/// Also compares every weight with its source (`--source`): `path` is the checkpoint's directory, or
+/// the `.gguf` file the package was converted from.
 ///
 /// # Safety
 /// As for [`dflash_gate_options_set_target`].
 #[no_mangle]
 pub unsafe extern "C" fn dflash_gate_options_set_source(
     options: *mut dflash_gate_options,
-    dir: *const c_char,
-    dir_len: usize,
+    path: *const c_char,
+    path_len: usize,
 ) -> dflash_gate_status {
     // SAFETY: the caller's promises.
-    unsafe { set_dir(options, dir, dir_len, |o, d| o.with_source(d)) }
+    unsafe { set_dir(options, path, path_len, |o, d| o.with_source(d)) }
 }
 
 /// Also verifies `MANIFEST.sha256` (`--manifest`) when `manifest` is true.

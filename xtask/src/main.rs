@@ -120,7 +120,7 @@ const TASKS: &[Task] = &[
     Task {
         name: "fuzz",
         run: fuzz::run,
-        usage: "fuzz <container|package> [seconds]",
+        usage: "fuzz <container|package|checkpoint|gguf> [seconds]",
         about: "seed a corpus from synthetic packages and run cargo fuzz (default 60 s)",
         options: &[],
     },
@@ -290,6 +290,24 @@ mod tests {
         for opt in gate_cli::OPTIONS {
             assert!(help.contains(opt.long), "{} missing:\n{help}", opt.long);
         }
+    }
+
+    #[test]
+    fn fuzz_help_names_every_fuzz_target() {
+        let fuzz = TASKS.iter().find(|t| t.name == "fuzz").unwrap();
+        let dir = root().join("fuzz/fuzz_targets");
+        let mut targets = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+            assert!(
+                fuzz.usage.contains(&name),
+                "the fuzz task's usage {:?} omits the target {name}",
+                fuzz.usage
+            );
+            targets += 1;
+        }
+        assert!(targets > 0, "no fuzz target in {}", dir.display());
     }
 
     #[test]
