@@ -90,6 +90,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "gguf strings in an array", file: "gate/src/gguf.rs", from: "if let Some(text) = text.filter(|t| t.is_ascii()) {", to: "if let Some(text) = text {", filter: "gguf::rules_on_a_real_file" },
     Mutant { check: "gguf trailing bytes", file: "gate/src/gguf.rs", from: "if file_len > limit {", to: "if false {", filter: "gguf::rules_on_a_real_file" },
     Mutant { check: "gguf f16 dequant", file: "gate/src/gguf/dequant.rs", from: "f16::from_bits(u16::from_le_bytes(bytes)).to_f32()", to: "f16::from_bits(u16::from_be_bytes(bytes)).to_f32()", filter: "gguf::round_trip_f16_gains" },
+    Mutant { check: "container.parses beside another *.q4nx", file: "gate/src/package.rs", from: "if let (Ok(read), false) = (&weight, unread.is_empty()) {", to: "if false {", filter: "arms::control::another_weight_file_beside_model_q4nx" },
     Mutant { check: "--all skips another model", file: "gate/src/bin/dflash-gate/tree.rs", from: "Some(why) => Some(Item::Skip { dir, why }),", to: "Some(_) => Some(Item::Gate(dir)),", filter: "cli::all_skips_another_models_directory" },
     Mutant { check: "--all gates a draft under another name", file: "gate/src/bin/dflash-gate/tree.rs", from: "if DRAFT_FIELDS.iter().any(|f| top.contains_key(*f)) {", to: "if false {", filter: "cli::all_skips_another_models_directory" },
     Mutant { check: "usage error escaping", file: "gate/src/bin/dflash-gate.rs", from: "let why = dflash_gate::__private::escape::line(&why);", to: "let why = why;", filter: "cli::usage_errors_escape" },

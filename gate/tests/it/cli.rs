@@ -740,3 +740,24 @@ fn messages_say_what_to_do_and_what_is_there() {
     assert!(!text.contains("(none)"), "{text}");
     assert!(text.contains("no model_type"), "{text}");
 }
+
+/// A second `*.q4nx` beside `model.q4nx` is never read, and a loader that globs `*.q4nx` may load it
+/// instead: it is not listed as the package's weights, and the verdict is UNDECIDED naming both.
+#[test]
+fn a_second_weight_file_beside_model_q4nx_is_not_approved() {
+    let root = tempfile::tempdir().unwrap();
+    let d = copy(root.path(), "two");
+    std::fs::copy(d.join("model.q4nx"), d.join("other.q4nx")).unwrap();
+    let o = gate_dir(&d, &[]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("UNDECIDED  container.parses"))
+        .unwrap_or_else(|| panic!("container.parses is not UNDECIDED:\n{text}"));
+    assert!(
+        line.contains("other.q4nx") && line.contains("model.q4nx"),
+        "{line}"
+    );
+    assert!(!text.contains("other.q4nx (weights)"), "{text}");
+}
