@@ -251,15 +251,10 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
             Item::NotGated { dir, error } => {
                 not_gated(args, dir, error, gated, &mut documents, width)
             }
-            Item::Skip { dir, why } => {
+            Item::Skip { dir, why, reason } => {
                 gated.skipped += 1;
                 if args.json {
-                    // The JSON array holds reports and errors only; the skip is said on stderr.
-                    let line = format!("skipped {}: {why}", dir.display());
-                    say(&format!(
-                        "dflash-gate: {}",
-                        dflash_gate::__private::escape::line(&line)
-                    ));
+                    documents.push(skipped_json(dir, reason, why));
                 }
                 let line = format!(
                     "{:<10} {:<width$}  {why}",
@@ -302,6 +297,28 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
             c[2]
         ));
     }
+}
+
+/// A directory `--all` passed over, as a document in the array where it was met: a reader of the
+/// JSON sees every directory the run looked at, not only those it gated.
+fn skipped_json(dir: &Path, reason: &'static str, why: &str) -> serde_json::Value {
+    #[derive(serde::Serialize)]
+    #[serde(tag = "kind", rename = "skipped")]
+    struct Skipped<'a> {
+        schema_version: u32,
+        tool: dflash_gate::Tool,
+        package: String,
+        reason: &'static str,
+        message: &'a str,
+    }
+    serde_json::to_value(Skipped {
+        schema_version: dflash_gate::SCHEMA_VERSION,
+        tool: dflash_gate::TOOL,
+        package: dir.to_string_lossy().into_owned(),
+        reason,
+        message: why,
+    })
+    .unwrap_or_default()
 }
 
 /// A package the gate could not run on: stderr says why, the many-package listing has an ERROR line

@@ -23,10 +23,12 @@ use std::path::{Path, PathBuf};
 /// One directory of the run, named on the command line or found under `--all`.
 pub enum Item {
     Gate(PathBuf),
-    /// Not a package of this run: shown, but it changes nothing in the exit status.
+    /// Not a package of this run: shown, but it changes nothing in the exit status. `reason` is the
+    /// JSON document's token (`option_directory`, `checkpoint`, `another_model`).
     Skip {
         dir: PathBuf,
         why: String,
+        reason: &'static str,
     },
     /// Looks like a package, but could not even be looked at: exit 2.
     NotGated {
@@ -100,7 +102,8 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
 fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
     if let Some((option, _)) = beside.iter().find(|(_, named)| same_dir(&dir, named)) {
         let why = format!("the {option} directory, not a package");
-        return Some(Item::Skip { dir, why });
+        let reason = "option_directory";
+        return Some(Item::Skip { dir, why, reason });
     }
     // Any kind of entry: a link to nothing, a FIFO, a directory named config.json still say that a
     // package was meant here.
@@ -122,12 +125,13 @@ fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
         (false, false) => None,
         (true, false) if checkpoint => Some(Item::Skip {
             dir,
+            reason: "checkpoint",
             why: format!(
                 "a checkpoint, not a package ({CONFIG_FILE} and {SINGLE_FILE} or its index, no *.{WEIGHT_EXTENSION})"
             ),
         }),
         (true, _) => match another_model(&dir) {
-            Some(why) => Some(Item::Skip { dir, why }),
+            Some(why) => Some(Item::Skip { dir, why, reason: "another_model" }),
             None => Some(Item::Gate(dir)),
         },
         (false, true) => Some(Item::Gate(dir)),
