@@ -7,6 +7,8 @@
 
 #[path = "dflash-gate/cli.rs"]
 mod cli;
+#[path = "dflash-gate/interrupt.rs"]
+mod interrupt;
 #[path = "dflash-gate/print.rs"]
 mod print;
 #[path = "dflash-gate/tree.rs"]
@@ -29,7 +31,8 @@ usage: dflash-gate [options] <package-dir>...
 const EXIT: &str =
     "exit status: 0 pass, 1 fail, 3 undecided, 2 usage error, unreadable path or unwritable
 output (with several packages, the worst: 2 over 1 over 3 over 0; a reader that closes the pipe
-early still gets the verdict's status)";
+early still gets the verdict's status; Ctrl-C during several packages: 130, after the package
+being gated)";
 
 /// What to gate and how to print it.
 struct Args {
@@ -146,10 +149,22 @@ fn main() -> ExitCode {
         }
     };
     let colour = !args.json && args.colour.colour_stdout();
+    if args.many {
+        interrupt::install();
+    }
     let mut out = print::Out::new(io::stdout().lock());
     let mut gated = Gated::default();
     run(&args, colour, &mut out, &mut gated);
     out.flush();
+    if let Some(done) = gated.interrupted {
+        // Never a status that reads as approval: not every package was gated.
+        say(&format!(
+            "dflash-gate: interrupted after {done} of {} {}",
+            args.packages(),
+            packages(args.packages())
+        ));
+        return ExitCode::from(INTERRUPTED);
+    }
     match out.error {
         None => ExitCode::from(gated.worst),
         // The reader left: it has what it read; the status is still the verdict's (never a 0 for
@@ -206,7 +221,12 @@ struct Gated {
     counts: [usize; 4],
     skipped: usize,
     reported: usize,
+    /// Ctrl-C stopped the run after this many packages were gated.
+    interrupted: Option<usize>,
 }
+
+/// The exit status of a run Ctrl-C stopped: 128 plus `SIGINT`, as a shell reports it.
+const INTERRUPTED: u8 = 130;
 
 impl Gated {
     fn count(&mut self, code: u8) {
@@ -230,6 +250,10 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
     for item in &args.items {
         if out.lost() {
             return;
+        }
+        if args.many && interrupt::interrupted() {
+            gated.interrupted = Some(gated.counts.iter().sum());
+            break;
         }
         let text = match item {
             Item::Gate(dir) => match dflash_gate::gate(dir, &args.options) {
@@ -283,10 +307,13 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
         }
     } else if args.many {
         let c = &gated.counts;
-        let skipped = match gated.skipped {
+        let mut skipped = match gated.skipped {
             0 => String::new(),
             n => format!("; {n} skipped"),
         };
+        if let Some(done) = gated.interrupted {
+            skipped.push_str(&format!("; interrupted after {done}"));
+        }
         out.write(&format!(
             "{} {}: {} pass, {} fail, {} undecided, {} not gated{skipped}\n",
             args.packages(),

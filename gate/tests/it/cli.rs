@@ -761,3 +761,81 @@ fn a_second_weight_file_beside_model_q4nx_is_not_approved() {
     );
     assert!(!text.contains("other.q4nx (weights)"), "{text}");
 }
+
+/// Ctrl-C during `--all` stops the run after the package being gated: stderr says how far it got,
+/// the exit status is 130 (never one that reads as approval), and `--json` still prints one whole
+/// document, of the packages gated before it.
+#[test]
+fn ctrl_c_stops_the_run_says_how_far_and_closes_the_json() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    const PACKAGES: usize = 3000;
+    let root = tempfile::tempdir().unwrap();
+    let one = copy(root.path(), "one");
+    let models = root.path().join("models");
+    std::fs::create_dir(&models).unwrap();
+    for i in 0..PACKAGES {
+        std::os::unix::fs::symlink(&one, models.join(format!("p{i:04}"))).unwrap();
+    }
+    let interrupt = |pid: u32| {
+        let status = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    for json in [false, true] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+            .arg("--all")
+            .arg(&models)
+            .args(json.then_some("--json"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut text = String::new();
+        if json {
+            // Nothing is printed before the end: give it a moment to start gating.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        } else {
+            // The first package's line: the run (and its handler) has started.
+            stdout.read_line(&mut text).unwrap();
+        }
+        interrupt(child.id());
+        stdout.read_to_string(&mut text).unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "json {json}: {err}");
+        let done: usize = err
+            .split("interrupted after ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("json {json}: stderr does not say how far: {err}"));
+        assert!(
+            err.contains(&format!("interrupted after {done} of {PACKAGES} packages"))
+                && done < PACKAGES,
+            "{err}"
+        );
+        if json {
+            let doc: serde_json::Value = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("not one JSON document ({e}): {text}"));
+            assert_eq!(doc.as_array().map(Vec::len), Some(done), "{err}");
+        } else {
+            assert!(
+                text.lines()
+                    .last()
+                    .is_some_and(|l| l.ends_with(&format!("; interrupted after {done}"))),
+                "{}",
+                text.lines().last().unwrap_or_default()
+            );
+        }
+    }
+}
