@@ -112,7 +112,7 @@ if(NOT TARGET DFlashGate::dflash-gate)
     # there, so a project that only links the C library builds only the library.
     add_custom_target(dflash_gate
       COMMAND "${CMAKE_COMMAND}" -E env "CARGO_TARGET_DIR=${DFLASH_GATE_TARGET_DIR}"
-              "${DFLASH_GATE_CARGO}" build --quiet --release --package dflash-gate --bin dflash-gate
+              "${DFLASH_GATE_CARGO}" build --release --package dflash-gate --bin dflash-gate
       WORKING_DIRECTORY "${DFLASH_GATE_ROOT}"
       COMMENT "dflash-gate: building the gate (optimised)"
       VERBATIM USES_TERMINAL)
@@ -132,7 +132,7 @@ if(NOT TARGET dflash_gate::dflash_gate AND (_dflash_gate_mode STREQUAL "module" 
   set(_dflash_gate_capi "${DFLASH_GATE_TARGET_DIR}/release/${CMAKE_STATIC_LIBRARY_PREFIX}dflash_gate_capi${CMAKE_STATIC_LIBRARY_SUFFIX}")
   add_custom_target(dflash_gate_capi
     COMMAND "${CMAKE_COMMAND}" -E env "CARGO_TARGET_DIR=${DFLASH_GATE_TARGET_DIR}"
-            "${DFLASH_GATE_CARGO}" build --quiet --release --package dflash-gate-capi
+            "${DFLASH_GATE_CARGO}" build --release --package dflash-gate-capi
     WORKING_DIRECTORY "${DFLASH_GATE_ROOT}"
     BYPRODUCTS "${_dflash_gate_capi}"
     COMMENT "dflash-gate: building the C library (optimised)"

@@ -216,7 +216,7 @@ if(NOT TARGET DFlashGate::dflash-gate)
     # there, so a project that only links the C library builds only the library.
     add_custom_target(dflash_gate
       COMMAND "${CMAKE_COMMAND}" -E env "CARGO_TARGET_DIR=${DFLASH_GATE_TARGET_DIR}"
-              "${DFLASH_GATE_CARGO}" build --quiet --release --package dflash-gate --bin dflash-gate
+              "${DFLASH_GATE_CARGO}" build --release --package dflash-gate --bin dflash-gate
       WORKING_DIRECTORY "${DFLASH_GATE_ROOT}"
       COMMENT "dflash-gate: building the gate (optimised)"
       VERBATIM USES_TERMINAL)
@@ -236,7 +236,7 @@ if(NOT TARGET dflash_gate::dflash_gate AND (_dflash_gate_mode STREQUAL "module" 
   set(_dflash_gate_capi "${DFLASH_GATE_TARGET_DIR}/release/${CMAKE_STATIC_LIBRARY_PREFIX}dflash_gate_capi${CMAKE_STATIC_LIBRARY_SUFFIX}")
   add_custom_target(dflash_gate_capi
     COMMAND "${CMAKE_COMMAND}" -E env "CARGO_TARGET_DIR=${DFLASH_GATE_TARGET_DIR}"
-            "${DFLASH_GATE_CARGO}" build --quiet --release --package dflash-gate-capi
+            "${DFLASH_GATE_CARGO}" build --release --package dflash-gate-capi
     WORKING_DIRECTORY "${DFLASH_GATE_ROOT}"
     BYPRODUCTS "${_dflash_gate_capi}"
     COMMENT "dflash-gate: building the C library (optimised)"
@@ -384,12 +384,14 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
         }
         [flag, file] if flag == "--out" => {
             write(Path::new(file))?;
+            println!("wrote {file}");
             Ok(ExitCode::SUCCESS)
         }
         [flag, dir] if flag == "--install-dir" => {
             std::fs::create_dir_all(dir).map_err(|e| format!("{dir}: {e}"))?;
             for file in installed_files(Path::new(dir)) {
                 write(&file)?;
+                println!("wrote {}", file.display());
             }
             Ok(ExitCode::SUCCESS)
         }

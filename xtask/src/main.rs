@@ -292,6 +292,26 @@ mod tests {
         }
     }
 
+    /// A first run compiles for a minute or more before the task can say anything: cargo's own
+    /// progress is what shows it is working, so neither the alias that runs the task runner nor the
+    /// CMake module's build of the gate asks cargo to be quiet.
+    #[test]
+    fn no_long_build_runs_silently() {
+        let config = std::fs::read_to_string(root().join(".cargo/config.toml")).unwrap();
+        let alias = config
+            .lines()
+            .find(|l| l.trim_start().starts_with("xtask"))
+            .expect("the xtask alias");
+        assert!(!alias.contains("--quiet"), "{alias}");
+        let module = std::fs::read_to_string(root().join(cmake::MODULE_PATH)).unwrap();
+        for line in module.lines().filter(|l| l.contains(" build ")) {
+            assert!(
+                !line.contains("--quiet"),
+                "the module builds quietly: {line}"
+            );
+        }
+    }
+
     #[test]
     fn fuzz_help_names_every_fuzz_target() {
         let fuzz = TASKS.iter().find(|t| t.name == "fuzz").unwrap();
