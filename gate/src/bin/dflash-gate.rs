@@ -154,7 +154,12 @@ fn main() -> ExitCode {
     }
     let mut out = print::Out::new(io::stdout().lock());
     let mut gated = Gated::default();
-    run(&args, colour, &mut out, &mut gated);
+    // On a terminal the report wraps at its width; a pipe gets the plain lines.
+    let columns = match args.json {
+        true => None,
+        false => print::terminal_width(),
+    };
+    run(&args, colour, columns, &mut out, &mut gated);
     out.flush();
     if let Some(done) = gated.interrupted {
         // Never a status that reads as approval: not every package was gated.
@@ -238,7 +243,13 @@ impl Gated {
 /// Gates every package and writes its report as it goes (JSON: at the end, as one document). A lost
 /// report (a full disk) stops the run; a closed pipe does not: the rest is gated unprinted, so the
 /// exit status covers every package asked for.
-fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut Gated) {
+fn run(
+    args: &Args,
+    colour: bool,
+    columns: Option<usize>,
+    out: &mut print::Out<impl Write>,
+    gated: &mut Gated,
+) {
     let mut documents = Vec::new();
     // One line per package reads as a table: the package column as wide as the widest name.
     let width = args
@@ -287,6 +298,10 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
                 );
                 format!("{}\n", dflash_gate::__private::escape::line(&line))
             }
+        };
+        let text = match columns {
+            Some(columns) => print::wrap(&text, columns),
+            None => text,
         };
         if !args.json
             && out.write(&print::paint(&text, colour))

@@ -839,3 +839,46 @@ fn ctrl_c_stops_the_run_says_how_far_and_closes_the_json() {
         }
     }
 }
+
+/// On a terminal the report fits its width: a line longer than the terminal wraps with a hanging
+/// indent under the message's column, and nothing is lost (the continuation lines joined back give
+/// the plain report a pipe gets). Run on a pseudo-terminal 100 columns wide (`script`).
+#[cfg(target_os = "linux")]
+#[test]
+fn on_a_terminal_the_report_fits_its_width() {
+    const COLUMNS: usize = 100;
+    let bin = env!("CARGO_BIN_EXE_dflash-gate");
+    let pkg = fixture();
+    let command = format!(
+        "stty cols {COLUMNS} rows 50; exec '{bin}' --color never '{}'",
+        pkg.display()
+    );
+    let o = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("script runs");
+    let text = String::from_utf8_lossy(&o.stdout).replace('\r', "");
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(widest <= COLUMNS, "widest line {widest} columns:\n{text}");
+    // Joined back, the wrapped lines are the plain report's (timing aside).
+    // (No line of the plain report starts with a space, so every one that does continues the last.)
+    let mut joined: Vec<String> = Vec::new();
+    for line in text.lines() {
+        match (line.strip_prefix(' '), joined.last_mut()) {
+            (Some(rest), Some(last)) => {
+                last.push(' ');
+                last.push_str(rest.trim_start());
+            }
+            _ => joined.push(line.to_owned()),
+        }
+    }
+    let plain = stdout(&gate_dir(&pkg, &[]));
+    let mut plain: Vec<String> = plain.lines().map(str::to_owned).collect();
+    for lines in [&mut joined, &mut plain] {
+        if let Some(last) = lines.last_mut() {
+            *last = last.split(" (").next().unwrap_or_default().to_owned();
+        }
+    }
+    assert_eq!(joined, plain, "wrapped:\n{text}");
+}

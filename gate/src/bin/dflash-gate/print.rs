@@ -156,6 +156,81 @@ fn checks(n: usize) -> &'static str {
     }
 }
 
+/// The terminal's width in columns, when stdout is a terminal that says it; `None` for a pipe or a
+/// file, which get the plain lines (byte for byte what the golden report and scripts read).
+pub fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !io::stdout().is_terminal() {
+        return None;
+    }
+    // SAFETY: a zeroed `winsize` is a valid value; `TIOCGWINSZ` on stdout writes one into it and
+    // nothing else.
+    let size = unsafe {
+        let mut size: libc::winsize = std::mem::zeroed();
+        (libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) == 0).then_some(size)
+    };
+    size.map(|s| usize::from(s.ws_col)).filter(|&w| w > 0)
+}
+
+/// `text` with every line longer than `width` columns wrapped at spaces, its continuation lines
+/// indented under the column where the line's message starts (a check's message, a package's
+/// detail), so the labels and ids stay a column of their own. Joined back with single spaces, the
+/// lines are the plain report's (a word longer than a line is cut, not lost).
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for line in text.lines() {
+        if line.chars().count() <= width {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        // At most half the width goes to the indent: the message keeps room to read.
+        let indent = hanging_indent(line).min(width / 2);
+        let mut rest = line;
+        let mut room = width;
+        loop {
+            if rest.chars().count() <= room {
+                out.push_str(rest);
+                out.push('\n');
+                break;
+            }
+            // The last space that leaves the piece within `room` columns, past the indent of the
+            // first piece (never a break inside the label and id columns); else a cut at `room`.
+            let limit = rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i);
+            let floor = if room == width { indent } else { 1 };
+            let at = rest[..limit]
+                .rfind(' ')
+                .filter(|&i| i >= floor)
+                .map_or((limit, limit), |i| (i, i + 1));
+            out.push_str(rest[..at.0].trim_end());
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            rest = &rest[at.1..];
+            room = width - indent;
+        }
+    }
+    out
+}
+
+/// Where a long line's message starts: after a check line's label and id, or a package line's label
+/// and name (the first run of two spaces past the label column); after `NOT CHECKED` or `VERDICT`;
+/// otherwise two past the line's own indent.
+fn hanging_indent(line: &str) -> usize {
+    const LABEL: usize = 11;
+    if line.starts_with("NOT CHECKED  ") || line.starts_with("VERDICT  ") {
+        return 13;
+    }
+    if style_of(line).is_some() {
+        if let Some(gap) = line.get(LABEL..).and_then(|rest| rest.find("  ")) {
+            let start = LABEL + gap;
+            let spaces = line[start..].len() - line[start..].trim_start().len();
+            return start + spaces;
+        }
+        return LABEL;
+    }
+    line.len() - line.trim_start().len() + 2
+}
+
 /// The style of a line by its label, or `None` for a line left plain.
 fn style_of(line: &str) -> Option<(usize, Style)> {
     let bold = Style::new().bold();
