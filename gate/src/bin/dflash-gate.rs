@@ -104,6 +104,11 @@ fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
         .into_iter()
         .filter_map(|(option, dir)| dir.as_deref().map(|d| (option, d)))
         .collect();
+    if parsed.has("--all") || items.len() > 1 {
+        // Before `--all` lists its folder (which reads every config.json there): Ctrl-C from here on
+        // ends the run in order, never mid-document.
+        interrupt::install();
+    }
     let mut all = false;
     for models in parsed.values("--all") {
         let under = tree::packages_under(Path::new(models), &beside);
@@ -149,9 +154,6 @@ fn main() -> ExitCode {
         }
     };
     let colour = !args.json && args.colour.colour_stdout();
-    if args.many {
-        interrupt::install();
-    }
     let mut out = print::Out::new(io::stdout().lock());
     let mut gated = Gated::default();
     // On a terminal the report wraps at its width; a pipe gets the plain lines.
