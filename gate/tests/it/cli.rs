@@ -603,7 +603,8 @@ fn auto_colours_a_terminal_unless_no_color() {
     assert!(!run(&["--json"], &[]).contains('\u{1b}'));
 }
 
-/// docs/ci.md's workflow, its gate steps run as written: a draft (`models/bolt-dflash`, with its
+/// docs/ci.md's workflow, installing the gate from the repository at a pinned commit (no release is
+/// assumed), its gate steps run as written: a draft (`models/bolt-dflash`, with its
 /// MANIFEST.sha256) and its Q4NX target (`models/bolt`) side by side. `--all models` gates the draft
 /// and lists the target as skipped, another model's directory; the exit status is the draft's.
 #[test]
@@ -619,6 +620,13 @@ fn the_ci_doc_example_runs_as_written() {
         .filter(|cmd| cmd.starts_with("dflash-gate "))
         .collect();
     assert_eq!(runs.len(), 2, "the workflow's gate steps: {runs:?}");
+    // It installs what exists: the repository at a pinned commit, never a release download.
+    assert!(
+        block.contains("cargo install --locked --git")
+            && block.contains("--rev ")
+            && !block.contains("release download"),
+        "docs/ci.md's workflow installs from a release, or from a commit it does not pin:\n{block}"
+    );
     let root = tempfile::tempdir().unwrap();
     let models = root.path().join("models");
     let draft = models.join("bolt-dflash");
