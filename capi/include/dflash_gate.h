@@ -124,8 +124,9 @@ dflash_gate_status dflash_gate_options_new(dflash_gate_options **out);
 /* Also checks the draft against the target package in dir (--target). */
 dflash_gate_status dflash_gate_options_set_target(dflash_gate_options *options, const char *dir, size_t dir_len);
 
-/* Also compares every weight with the checkpoint in dir (--source). */
-dflash_gate_status dflash_gate_options_set_source(dflash_gate_options *options, const char *dir, size_t dir_len);
+/* Also compares every weight with its source (--source): path is the checkpoint's directory, or the
+ * .gguf file the package was converted from. */
+dflash_gate_status dflash_gate_options_set_source(dflash_gate_options *options, const char *path, size_t path_len);
 
 /* Also verifies MANIFEST.sha256 (--manifest) when manifest is true. */
 dflash_gate_status dflash_gate_options_set_manifest(dflash_gate_options *options, bool manifest);
@@ -141,12 +142,13 @@ dflash_gate_status dflash_gate_options_free(dflash_gate_options *options);
 dflash_gate_status dflash_gate_gate(const char *dir, size_t dir_len, const dflash_gate_options *options, dflash_gate_report **out);
 
 /*
- * Gates a package whose bytes the caller already holds: its config.json (null: the package has none)
- * and its weight file, named weight_name (null weights: it has none). A loader maps the files once and
- * gates the mapping; the bytes must not change during the call, and nothing is kept after it. package
- * names the package in the report.
+ * Gates a package whose bytes the caller already holds: its config.json when has_config (config_len
+ * bytes at config), and its weight file, named weight_name, when has_weights. Absence is the flag,
+ * never a null pointer: an empty file read into a std::vector has a null data(), and a null pointer
+ * with length 0 is an empty file. A loader maps the files once and gates the mapping; the bytes must
+ * not change during the call, and nothing is kept after it. package names the package in the report.
  */
-dflash_gate_status dflash_gate_evaluate(const char *package, size_t package_len, const uint8_t *config, size_t config_len, const char *weight_name, size_t weight_name_len, const uint8_t *weights, size_t weights_len, dflash_gate_report **out);
+dflash_gate_status dflash_gate_evaluate(const char *package, size_t package_len, bool has_config, const uint8_t *config, size_t config_len, const char *weight_name, size_t weight_name_len, bool has_weights, const uint8_t *weights, size_t weights_len, dflash_gate_report **out);
 
 /* The verdict: PASS only when every check passed. */
 dflash_gate_status dflash_gate_report_verdict(const dflash_gate_report *report, dflash_gate_verdict *out);

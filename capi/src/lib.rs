@@ -422,18 +422,19 @@ pub unsafe extern "C" fn dflash_gate_options_set_target(
     unsafe { set_dir(options, dir, dir_len, |o, d| o.with_target(d)) }
 }
 
-/// Also compares every weight with the checkpoint in `dir` (`--source`).
+/// Also compares every weight with its source (`--source`): `path` is the checkpoint's directory, or
+/// the `.gguf` file the package was converted from.
 ///
 /// # Safety
 /// As for [`dflash_gate_options_set_target`].
 #[no_mangle]
 pub unsafe extern "C" fn dflash_gate_options_set_source(
     options: *mut dflash_gate_options,
-    dir: *const c_char,
-    dir_len: usize,
+    path: *const c_char,
+    path_len: usize,
 ) -> dflash_gate_status {
     // SAFETY: the caller's promises.
-    unsafe { set_dir(options, dir, dir_len, |o, d| o.with_source(d)) }
+    unsafe { set_dir(options, path, path_len, |o, d| o.with_source(d)) }
 }
 
 /// Also verifies `MANIFEST.sha256` (`--manifest`) when `manifest` is true.
@@ -505,10 +506,12 @@ pub unsafe extern "C" fn dflash_gate_gate(
     })
 }
 
-/// Gates a package whose bytes the caller already holds (the library's `evaluate`): the bytes of
-/// its `config.json` (null: the package has none) and of its weight file named `weight_name` (null:
-/// it has none). A loader maps the files once and gates the mapping; the bytes must not change during
-/// the call, and nothing is kept after it. `package` names the package in the report.
+/// Gates a package whose bytes the caller already holds (the library's `evaluate`): its `config.json`
+/// when `has_config` (the `config_len` bytes at `config`), and its weight file named `weight_name` when
+/// `has_weights`. Absence is a flag, not a null pointer, because an empty file read into a C++
+/// `std::vector` has a null `data()`: a null pointer with length 0 is an empty file, never a missing
+/// one. A loader maps the files once and gates the mapping; the bytes must not change during the
+/// call, and nothing is kept after it. `package` names the package in the report.
 ///
 /// # Safety
 /// Each pointer and length pair is readable as documented; `out` is valid for a write.
@@ -516,10 +519,12 @@ pub unsafe extern "C" fn dflash_gate_gate(
 pub unsafe extern "C" fn dflash_gate_evaluate(
     package: *const c_char,
     package_len: usize,
+    has_config: bool,
     config: *const u8,
     config_len: usize,
     weight_name: *const c_char,
     weight_name_len: usize,
+    has_weights: bool,
     weights: *const u8,
     weights_len: usize,
     out: *mut *mut dflash_gate_report,
@@ -539,18 +544,18 @@ pub unsafe extern "C" fn dflash_gate_evaluate(
         };
         let name = dflash_gate::__private::escape::name(OsStr::new(name));
         let mut files = Vec::new();
-        let config = match config.is_null() {
-            true => Err("no config.json: the package must hold one".to_owned()),
-            false => {
+        let config = match has_config {
+            false => Err("no config.json: the package must hold one".to_owned()),
+            true => {
                 // SAFETY: the caller's promise.
                 let config = unsafe { bytes(config, config_len) }?;
                 files.push(file("config.json", config.len(), FileUse::Config));
                 Ok(config.to_vec())
             }
         };
-        let weights = match weights.is_null() {
-            true => Err("no weight file: the package must hold one".to_owned()),
-            false => {
+        let weights = match has_weights {
+            false => Err("no weight file: the package must hold one".to_owned()),
+            true => {
                 // SAFETY: the caller's promise.
                 let weights = unsafe { bytes(weights, weights_len) }?;
                 files.push(file(&name, weights.len(), FileUse::Weights));

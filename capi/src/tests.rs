@@ -41,16 +41,19 @@ fn evaluate(config: Option<&[u8]>, weights: Option<&[u8]>) -> *mut dflash_gate_r
     let (package, name) = ("in memory", "model.q4nx");
     let (c, c_len) = config.map_or((std::ptr::null(), 0), |c| (c.as_ptr(), c.len()));
     let (w, w_len) = weights.map_or((std::ptr::null(), 0), |w| (w.as_ptr(), w.len()));
+    let (has_config, has_weights) = (config.is_some(), weights.is_some());
     let mut report = null_mut();
     // SAFETY: valid buffers and out-pointer.
     let status = unsafe {
         dflash_gate_evaluate(
             package.as_ptr().cast(),
             package.len(),
+            has_config,
             c,
             c_len,
             name.as_ptr().cast(),
             name.len(),
+            has_weights,
             w,
             w_len,
             &mut report,
@@ -374,4 +377,43 @@ fn one_report_is_read_from_many_threads_at_once() {
         }
     }
     assert_eq!(free(report as *mut dflash_gate_report), DFLASH_GATE_OK);
+}
+
+#[test]
+fn an_empty_config_held_in_a_vector_is_an_empty_file_not_an_absent_one() {
+    // `std::vector<uint8_t>{}.data()` is null: what a C++ loader hands over for a config.json it read
+    // and found empty. The package has the file, so the refusal must be about its contents.
+    let weights = std::fs::read(tiny().join("model.q4nx")).unwrap();
+    let (package, name) = ("in memory", "model.q4nx");
+    let mut report = null_mut();
+    // SAFETY: valid buffers and out-pointer; a null config with length 0 is the empty string.
+    let status = unsafe {
+        dflash_gate_evaluate(
+            package.as_ptr().cast(),
+            package.len(),
+            true,
+            std::ptr::null(),
+            0,
+            name.as_ptr().cast(),
+            name.len(),
+            true,
+            weights.as_ptr(),
+            weights.len(),
+            &mut report,
+        )
+    };
+    assert_eq!(status, DFLASH_GATE_OK);
+    let (_, id, message) = objection(report);
+    assert_eq!(id, dflash_gate::CheckId::CONFIG_IS_DFLASH);
+    assert!(
+        !message.contains("no config.json"),
+        "an empty config.json read as absent: {message}"
+    );
+    assert_eq!(free(report), DFLASH_GATE_OK);
+
+    // Not there at all is the flag's to say, whatever the pointer.
+    let report = evaluate(None, Some(&weights));
+    let (_, _, message) = objection(report);
+    assert!(message.contains("no config.json"), "{message}");
+    assert_eq!(free(report), DFLASH_GATE_OK);
 }

@@ -11,7 +11,9 @@
 use crate::container::{self, parse_header_only, Table, TensorInfo};
 use crate::error::PackageError;
 use crate::files::{self, Bytes, FileError, RegularFile, CONFIG_FILE, GUARDED_MAPS};
-use crate::limits::{MAX_CONFIG_BYTES, MAX_HEADER_BYTES, MAX_INDEX_BYTES, MAX_TENSORS};
+use crate::limits::{
+    MAX_CONFIG_BYTES, MAX_HEADER_BYTES, MAX_INDEX_BYTES, MAX_TENSORS, RECOGNISE_BYTES,
+};
 use crate::strict_json::Skip;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -403,13 +405,23 @@ pub fn read_table(file: &RegularFile) -> Result<Table, PackageError> {
     }
     let mut prefix = [0u8; 8];
     file.read_exact_at(0, &mut prefix)?;
-    let n = container::header_length(prefix, file_len).map_err(|_| {
-        let n = u64::from_le_bytes(prefix);
-        malformed(
-            path,
-            format!("header length {n} is over the {MAX_HEADER_BYTES}-byte limit or past the end of the {file_len}-byte file"),
-        )
-    })?;
+    let n = match container::header_length(prefix, file_len) {
+        Ok(n) => n,
+        Err(_) => {
+            // A file mistaken for the weights (a Git LFS pointer, a saved web page) is named with
+            // what to do, from its first bytes; anything else by the length it declares.
+            let mut head = vec![0u8; file_len.min(RECOGNISE_BYTES) as usize];
+            file.read_exact_at(0, &mut head)?;
+            let why = match container::recognise(&head, head.len() as u64 == file_len) {
+                Some(found) => format!("the file is {found}"),
+                None => {
+                    let n = u64::from_le_bytes(prefix);
+                    format!("header length {n} is over the {MAX_HEADER_BYTES}-byte limit or past the end of the {file_len}-byte file")
+                }
+            };
+            return Err(malformed(path, why));
+        }
+    };
     let mut header = vec![0u8; 8 + n as usize];
     header[..8].copy_from_slice(&prefix);
     file.read_exact_at(8, &mut header[8..])?;

@@ -342,11 +342,8 @@ fn recognise(top: &Map<String, Value>) -> Result<(String, Architecture), String>
     }
     let found = match (model_type, architectures.as_slice()) {
         (None, []) => "neither model_type nor architectures".to_owned(),
-        (mt, archs) => format!(
-            "model_type {:?}, architectures {:?}",
-            mt.unwrap_or("(none)"),
-            archs
-        ),
+        (Some(mt), archs) => format!("model_type {mt:?}, architectures {archs:?}"),
+        (None, archs) => format!("no model_type, architectures {archs:?}"),
     };
     Err(format!("not a DFlash draft: {found} (want model_type \"dflash\" or architectures [\"{DRAFT_ARCHITECTURE}\"], [\"{SECOND_FAMILY_ARCHITECTURE}\"] or [\"{ASSISTANT_HEAD_ARCHITECTURE}\"])"))
 }

@@ -12,6 +12,9 @@ use crate::limits::{MAX_HEADER_BYTES, MAX_RANK, MAX_TENSORS, TENSOR_ALIGNMENT};
 use std::fmt;
 
 mod header;
+mod recognise;
+
+pub use recognise::{recognise, Impostor};
 
 /// The key safetensors reserves for free-form string metadata.
 pub const METADATA_KEY: &str = "__metadata__";
@@ -161,6 +164,10 @@ pub enum ContainerError {
         data_len: u64,
         beyond: usize,
     },
+    /// The file is something else a download or checkout leaves where the weights should be (a Git
+    /// LFS pointer, an HTML page, zeros, an archive, a GGUF), recognised from its first bytes only
+    /// once the container reading failed: the message says what it is and what to do.
+    NotAContainer { found: Impostor },
 }
 
 impl fmt::Display for ContainerError {
@@ -236,11 +243,14 @@ impl fmt::Display for ContainerError {
                     f,
                     "file is short, truncated: tensors end at {last_end}, data section is only {data_len} bytes; tensor {tensor:?} (data offsets [{begin}, {end}]) is cut off"
                 )?;
-                if *beyond > 0 {
-                    write!(f, ", and {beyond} more tensor(s) start past the end")?;
+                match beyond {
+                    0 => {}
+                    1 => write!(f, ", and 1 more tensor starts past the end")?,
+                    n => write!(f, ", and {n} more tensors start past the end")?,
                 }
                 Ok(())
             }
+            NotAContainer { found } => write!(f, "the file is {found}"),
         }
     }
 }
@@ -250,9 +260,11 @@ impl std::error::Error for ContainerError {}
 impl<'a> Container<'a> {
     /// Validates a whole container held in `bytes`.
     pub fn parse(bytes: &'a [u8]) -> Result<Container<'a>, ContainerError> {
-        let (n, header) = split_header(bytes, bytes.len() as u64)?;
+        let (n, header) = split_header(bytes, bytes.len() as u64)
+            .map_err(|e| recognise::instead(e, bytes, true))?;
         let data = bytes.get(header_end(n)..).unwrap_or_default();
-        let table = Table::parse(header, data.len() as u64)?;
+        let table = Table::parse(header, data.len() as u64)
+            .map_err(|e| recognise::instead(e, bytes, true))?;
         for &(gap_begin, gap_end) in &table.gaps {
             let gap = data
                 .get(to_usize(gap_begin)..to_usize(gap_end))
@@ -286,8 +298,10 @@ impl<'a> Container<'a> {
 /// Validates only the header of a container, given its first bytes and the whole file's length: for a
 /// target model whose data section the gate must never read. Alignment gaps are accepted unread.
 pub fn parse_header_only(prefix: &[u8], file_len: u64) -> Result<Table, ContainerError> {
-    let (n, header) = split_header(prefix, file_len)?;
-    Table::parse(header, file_len - 8 - n)
+    let whole = prefix.len() as u64 == file_len;
+    let (n, header) =
+        split_header(prefix, file_len).map_err(|e| recognise::instead(e, prefix, whole))?;
+    Table::parse(header, file_len - 8 - n).map_err(|e| recognise::instead(e, prefix, whole))
 }
 
 /// Reads the length prefix of a file of `file_len` bytes whose first bytes are `prefix`, and returns
@@ -841,7 +855,7 @@ mod tests {
         );
         b.truncate(b.len() - 4);
         let said = refusal(&b).to_string();
-        assert!(said.ends_with("tensor \"a\" (data offsets [0, 4]) is cut off, and 1 more tensor(s) start past the end"), "{said}");
+        assert!(said.ends_with("tensor \"a\" (data offsets [0, 4]) is cut off, and 1 more tensor starts past the end"), "{said}");
     }
 
     #[test]

@@ -138,6 +138,10 @@ pub struct ConfigGeometry {
 /// involves (a PASS has null evidence: its facts are the census's).
 pub type ContainerParses = crate::container::ContainerError;
 
+/// What a weight file was found to be instead of a container: `found` of the `not_a_container`
+/// refusal, so a program can tell a checkout without LFS from a damaged file.
+pub use crate::container::Impostor;
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ProjectionsPresent {

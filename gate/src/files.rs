@@ -150,7 +150,7 @@ impl FileError {
             FileError::Unreadable { source, .. } => format!("cannot read: {source}"),
             FileError::Changed { why, .. } => format!("the file changed while it was read ({why})"),
             FileError::Outside { to, .. } => format!(
-                "is a symbolic link to {}, which leads out of the package: not read",
+                "is a symbolic link to {}, which leads out of the package: not read (copy the file into the package, or gate the directory it points into)",
                 crate::escape::os(to.as_os_str())
             ),
         }

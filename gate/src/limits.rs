@@ -19,6 +19,11 @@ pub const MAX_HEADER_BYTES: u64 = 100 * 1024 * 1024;
 /// checkpoints around 100,000 across all their shards.
 pub const MAX_TENSORS: usize = 1 << 20;
 
+/// How many of a weight file's first bytes a header-only reader reads to say what the file is when it
+/// is not a container (a Git LFS pointer is about 130 bytes; an error page names itself in its first
+/// line; "all zeros" is said only of a file this short, since only then were all its bytes read).
+pub const RECOGNISE_BYTES: u64 = 4096;
+
 /// The most zero-byte tensors a header may declare. No role of a package is empty; a header of a
 /// million empty entries costs lookups and report lines while the file holds no bytes for them.
 pub const MAX_EMPTY_TENSORS: usize = 1024;

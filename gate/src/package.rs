@@ -58,8 +58,20 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     // architecture string) can reach a report.
     let inside = files::Inside::package(dir)?;
     let (config, config_file) = read_config(dir, &inside)?;
-    let (names, files) = list_files(dir)?;
+    let (names, mut files) = list_files(dir)?;
     let weight = locate_weights(&names);
+    // Every other `*.q4nx` beside the one read: never read, so never the package's weights.
+    let unread: Vec<String> = match &weight {
+        Ok(read) => names
+            .iter()
+            .filter(|n| *n != read && files::is_weight_file(n))
+            .map(|n| escape::name(n))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    for file in files.iter_mut().filter(|f| unread.contains(&f.name)) {
+        file.use_ = FileUse::NotChecked;
+    }
     let held = match &weight {
         Ok(name) => {
             let file = files::open(&dir.join(name))?;
@@ -76,6 +88,9 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     // names differ only there must never print, or appear in JSON, as one.
     let package = crate::escape::name(dir.as_os_str());
     let mut evaluation = evaluation(&package, config, weights, files)?;
+    if let (Ok(read), false) = (&weight, unread.is_empty()) {
+        unread_weights(&mut evaluation.report, &escape::name(read), &unread);
+    }
     if let Ok((_, bytes)) = &held {
         bytes.unchanged()?;
     }
@@ -111,6 +126,30 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     let mut report = evaluation.report;
     report.elapsed = start.elapsed();
     Ok(report)
+}
+
+/// A weight file that parsed, with other `*.q4nx` files beside it: the gate read one, but a loader
+/// that globs `*.q4nx` may load another, which nothing here vouches for. `container.parses` is
+/// UNDECIDED naming both, so the package is never approved as it stands; the checks of the file
+/// read still run and report.
+fn unread_weights(report: &mut Report, read: &str, unread: &[String]) {
+    let Some(check) = report.checks.iter_mut().find(|c| c.id() == PARSES) else {
+        return;
+    };
+    if check.outcome() != crate::report::Outcome::Pass {
+        return;
+    }
+    let (them, it) = match unread.len() {
+        1 => (unread[0].clone(), "it"),
+        _ => (unread.join(", "), "them"),
+    };
+    *check = Check::undecided(
+        PARSES,
+        format!(
+            "{}; not read: {them} beside it (the package's weights are {read}), which a loader that globs *.{WEIGHT_EXTENSION} may load instead: remove {it} or move {it} out of the package",
+            check.message()
+        ),
+    );
 }
 
 /// A later step's checks join the report, and the items it answered leave its NOT CHECKED list.

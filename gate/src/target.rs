@@ -413,7 +413,8 @@ fn depth(draft: &DraftConfig, target: &Target) -> Check {
         return Check::fail(
             DEPTH,
             format!(
-                "tap {bad} of target_layer_ids {taps:?} is not below the target's {layers} layers"
+                "tap {bad} of target_layer_ids {taps:?} is not below the target's {}",
+                count_layers(layers)
             ),
         )
         .with_evidence(evidence);
@@ -421,14 +422,28 @@ fn depth(draft: &DraftConfig, target: &Target) -> Check {
     match draft.num_target_layers.clone() {
         Ok(Some(n)) if n != layers => Check::fail(
             DEPTH,
-            format!("the draft's num_target_layers is {n}, the target has {layers} layers"),
+            format!(
+                "the draft's num_target_layers is {n}, the target has {}",
+                count_layers(layers)
+            ),
         )
         .with_evidence(evidence),
         _ => Check::pass(
             DEPTH,
-            format!("every tap in {taps:?} is below the target's {layers} layers"),
+            format!(
+                "every tap in {taps:?} is below the target's {}",
+                count_layers(layers)
+            ),
         )
         .with_evidence(evidence),
+    }
+}
+
+/// "1 layer", "36 layers".
+fn count_layers(n: u64) -> String {
+    match n {
+        1 => "1 layer".to_owned(),
+        n => format!("{n} layers"),
     }
 }
 

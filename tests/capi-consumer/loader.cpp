@@ -49,8 +49,9 @@ struct Mapped {
   }
   Mapped(const Mapped &) = delete;
   Mapped &operator=(const Mapped &) = delete;
-  // The library takes a null pointer as "no such file"; an empty file is a valid empty buffer.
-  const uint8_t *bytes() const { return opened ? (data ? data : reinterpret_cast<const uint8_t *>("")) : nullptr; }
+  // Whether the file is there is `opened`, the library's has_config / has_weights; an empty file's
+  // null data with length 0 is an empty buffer.
+  const uint8_t *bytes() const { return data; }
 };
 
 // The package's one weight file: the entry ending in .q4nx, or "" when there is none.
@@ -95,8 +96,9 @@ int main(int argc, char **argv) {
     std::string name = weight_name(dir);
     Mapped weights(dir + "/" + (name.empty() ? std::string("model.q4nx") : name));
     if (name.empty()) name = "model.q4nx";
-    status = dflash_gate_evaluate(dir.data(), dir.size(), config.bytes(), config.len, name.data(),
-                                  name.size(), weights.bytes(), weights.len, &report);
+    status = dflash_gate_evaluate(dir.data(), dir.size(), config.opened, config.bytes(), config.len,
+                                  name.data(), name.size(), weights.opened, weights.bytes(), weights.len,
+                                  &report);
   }
   if (status != DFLASH_GATE_OK) {
     std::fprintf(stderr, "loader: the gate did not answer (status %d)\n", static_cast<int>(status));

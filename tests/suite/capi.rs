@@ -13,6 +13,10 @@ pub fn trials() -> Vec<Trial> {
             cut_short,
         ),
         Trial::test("capi::a_report_freed_twice_is_refused", freed_twice),
+        Trial::test(
+            "capi::an_empty_config_handed_over_as_a_null_pointer_is_there_and_empty",
+            empty_config,
+        ),
     ]
 }
 
@@ -35,10 +39,12 @@ fn evaluate(weights: &[u8]) -> Result<*mut dflash_gate_report, Failed> {
         dflash_gate_evaluate(
             package.as_ptr().cast(),
             package.len(),
+            true,
             config.as_ptr(),
             config.len(),
             name.as_ptr().cast(),
             name.len(),
+            true,
             weights.as_ptr(),
             weights.len(),
             &mut report,
@@ -102,6 +108,54 @@ fn freed_twice() -> Result<(), Failed> {
         || second != dflash_gate_status::DFLASH_GATE_INVALID_HANDLE
     {
         return Err(format!("freed twice: {first:?} then {second:?}").into());
+    }
+    Ok(())
+}
+
+/// A C++ loader that read an empty config.json into a `std::vector` hands over `data()`, which is
+/// null: with `has_config` the file is there, so the refusal is about its contents, never "no
+/// config.json".
+fn empty_config() -> Result<(), Failed> {
+    let weights = tiny("model.q4nx");
+    let (package, name) = ("held", "model.q4nx");
+    let mut report = std::ptr::null_mut();
+    let mut objection = std::mem::MaybeUninit::<dflash_gate_check>::uninit();
+    // SAFETY: a null config with length 0 is the empty string; the other pairs are live buffers; the
+    // message is read before the report is freed.
+    let message = unsafe {
+        let status = dflash_gate_evaluate(
+            package.as_ptr().cast(),
+            package.len(),
+            true,
+            std::ptr::null(),
+            0,
+            name.as_ptr().cast(),
+            name.len(),
+            true,
+            weights.as_ptr(),
+            weights.len(),
+            &mut report,
+        );
+        if status != dflash_gate_status::DFLASH_GATE_OK {
+            return Err(format!("dflash_gate_evaluate: {status:?}").into());
+        }
+        let found = dflash_gate_report_first_objection(report, objection.as_mut_ptr());
+        let message = match found {
+            dflash_gate_status::DFLASH_GATE_OK => {
+                let m = objection.assume_init().message;
+                String::from_utf8_lossy(std::slice::from_raw_parts(m.ptr.cast::<u8>(), m.len))
+                    .into_owned()
+            }
+            other => format!("no first objection: {other:?}"),
+        };
+        dflash_gate_report_free(report);
+        message
+    };
+    if message.contains("no config.json") || !message.contains("config.json") {
+        return Err(format!(
+            "an empty config.json: {message:?}, expected a refusal of its contents"
+        )
+        .into());
     }
     Ok(())
 }

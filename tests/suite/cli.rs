@@ -21,6 +21,10 @@ pub fn trials() -> Vec<Trial> {
             "cli::two_packages_whose_names_differ_in_bytes_that_are_not_utf8_print_apart",
             names_apart,
         ),
+        Trial::test(
+            "cli::all_skips_another_models_directory_and_gates_a_draft_under_another_name",
+            all_skips_another_model,
+        ),
     ]
 }
 
@@ -127,7 +131,8 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
     if lines.last() != Some(&summary) {
         return Err(format!("the summary is not {summary:?}:\n{out}").into());
     }
-    // The JSON array has a document for each of the seven, six of them errors.
+    // The JSON array has a document for each of the seven, six of them errors, and the skipped
+    // checkpoint's in its place.
     let o = gate(&["--all".as_ref(), models.as_os_str(), "--json".as_ref()])?;
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout)?;
     let kinds: Vec<&str> = doc
@@ -138,7 +143,7 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
         .collect();
     if kinds
         != [
-            "report", "error", "error", "error", "error", "error", "error",
+            "report", "error", "error", "error", "error", "error", "skipped", "error",
         ]
         || o.status.code() != Some(2)
     {
@@ -244,5 +249,53 @@ fn names_apart() -> Result<(), Failed> {
 
 #[cfg(not(unix))]
 fn names_apart() -> Result<(), Failed> {
+    Ok(())
+}
+
+/// Under `--all`: a target beside its draft (a config naming another architecture, no draft field)
+/// is listed as skipped and leaves the exit status alone; a draft whose config names another
+/// architecture but keeps its draft fields (a misspelt or wrong `architectures`) is still gated,
+/// and refused: only a config that is plainly not a draft's is passed over.
+fn all_skips_another_model() -> Result<(), Failed> {
+    use gate_tests::synth::{Geometry, TargetPackage};
+    let root = tempfile::tempdir()?;
+    let models = root.path().join("models");
+    std::fs::create_dir(&models)?;
+    copy(&models, "draft");
+    TargetPackage::matching(&Geometry::small()).write(&models.join("target"))?;
+    let listing = |o: &Output| format!("{}{}", text(&o.stdout), text(&o.stderr));
+    let o = gate(&["--all".as_ref(), models.as_os_str()])?;
+    let skipped = text(&o.stdout)
+        .lines()
+        .any(|l| l.starts_with("SKIPPED") && l.contains("/target  another model"));
+    if o.status.code() != Some(0) || !skipped {
+        return Err(format!(
+            "a draft and its target: exit {:?}, expected 0 with the target skipped:\n{}",
+            o.status.code(),
+            listing(&o)
+        )
+        .into());
+    }
+    let misspelt = copy(&models, "misspelt");
+    gate_tests::fixture::edit_config(&misspelt, |c| {
+        c.insert(
+            "architectures".into(),
+            serde_json::json!(["LlamaForCausalLM"]),
+        );
+        // As a released checkpoint says it: `model_type` alone would declare a draft.
+        c.insert("model_type".into(), serde_json::json!("qwen3"));
+    });
+    let o = gate(&["--all".as_ref(), models.as_os_str()])?;
+    let refused = text(&o.stdout)
+        .lines()
+        .any(|l| l.starts_with("FAIL") && l.contains("/misspelt  config.is_dflash"));
+    if o.status.code() != Some(1) || !refused {
+        return Err(format!(
+            "a draft whose architectures name another model: exit {:?}, expected 1 with it refused:\n{}",
+            o.status.code(),
+            listing(&o)
+        )
+        .into());
+    }
     Ok(())
 }

@@ -65,6 +65,10 @@ pub fn trials() -> Vec<Trial> {
             container_refusal,
         ),
         Trial::test(
+            "hostile::a_weight_file_that_is_another_kind_of_file_says_what_it_is_and_what_to_do",
+            foreign_weight_files,
+        ),
+        Trial::test(
             "hostile::a_source_comparison_that_could_not_decide_leaves_its_not_checked_lines",
             undecided_source_keeps_not_checked,
         ),
@@ -854,4 +858,87 @@ fn undecided_source_keeps_not_checked() -> Result<(), Failed> {
         .into());
     }
     Ok(())
+}
+
+/// What a checkout without LFS, a saved error page, a reserved-but-unwritten download, an archive or
+/// a GGUF leaves as `model.q4nx` is named, with what to do, where a header length of quintillions of
+/// bytes told the user nothing: in `container.parses` (its evidence `not_a_container` and what was
+/// found) and, for a target's weight file read header-only, in the malformed error.
+fn foreign_weight_files() -> Result<(), Failed> {
+    use gate_tests::synth::TargetPackage;
+    const LFS: &[u8] = b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 1338\n";
+    let package = Package::generate(&Geometry::small(), Encoding::default(), SEED);
+    let config = serde_json::to_vec(&package.config)?;
+    let cases: [(&str, Vec<u8>, &str); 6] = [
+        ("git_lfs_pointer", LFS.to_vec(), "git lfs pull"),
+        (
+            "html",
+            b"<!DOCTYPE html>\n<html><head><title>Sign in</title></head></html>\n".to_vec(),
+            "download the file again",
+        ),
+        ("zeros", vec![0; 65536], "download or copy the file again"),
+        (
+            "gzip",
+            b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03rest".to_vec(),
+            "gunzip",
+        ),
+        (
+            "zip",
+            b"PK\x03\x04\x14\x00\x00\x00\x08\x00rest".to_vec(),
+            "unpack it",
+        ),
+        (
+            "gguf",
+            b"GGUF\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00".to_vec(),
+            "--source",
+        ),
+    ];
+    for (found, bytes, advice) in &cases {
+        let report = dflash_gate::evaluate(
+            "foreign",
+            Ok(config.clone()),
+            Ok(("model.q4nx", bytes)),
+            Vec::new(),
+        )?;
+        let check = report
+            .check(dflash_gate::CheckId::CONTAINER_PARSES)
+            .ok_or("no container.parses")?;
+        let evidence = serde_json::to_value(check.evidence())?;
+        let want = serde_json::json!({"kind": "not_a_container", "found": found});
+        if check.outcome() != dflash_gate::Outcome::Fail
+            || evidence != want
+            || !check.message().contains(advice)
+        {
+            return Err(format!(
+                "model.q4nx that is {found}: {} {evidence}: {:?}, expected FAIL with {want} saying {advice:?}",
+                check.outcome(),
+                check.message()
+            )
+            .into());
+        }
+    }
+    let root = tempfile::tempdir()?;
+    let draft = root.path().join("draft");
+    std::fs::create_dir(&draft)?;
+    package.write(&draft)?;
+    let target = root.path().join("target");
+    TargetPackage::matching(&Geometry::small()).write(&target)?;
+    std::fs::remove_file(target.join("model.q4nx"))?;
+    std::fs::write(target.join("model.safetensors"), LFS)?;
+    let options = dflash_gate::Options::default().with_target(&target);
+    match dflash_gate::gate(&draft, &options) {
+        Ok(r) => Err(format!(
+            "a target whose weights are an LFS pointer: gated, {}",
+            r.verdict()
+        )
+        .into()),
+        Err(e) if e.reason() == "malformed" && e.to_string().contains("a Git LFS pointer") => {
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "a target whose weights are an LFS pointer: {}: {e}",
+            e.reason()
+        )
+        .into()),
+    }
 }

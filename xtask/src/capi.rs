@@ -34,7 +34,8 @@ fn row(build: &Path, name: &str) -> (bool, String) {
 /// Requires: configure compiles nothing (a fresh cargo target directory stays empty); the loader's
 /// row passes on the good package and fails on the truncated one, naming its objection; an unreadable
 /// package is "could not run"; the header compiles alone as C99 and C++17, twice in one unit; the
-/// page's example compiles and passes; the loader under AddressSanitizer is clean on every kind of
+/// page's example compiles and passes (and on an empty config.json objects to its contents, never
+/// reads it as absent); the loader under AddressSanitizer is clean on every kind of
 /// input, and red when a report is leaked on purpose.
 pub fn smoke(args: &[String]) -> Result<ExitCode, String> {
     if !args.is_empty() {
@@ -45,6 +46,13 @@ pub fn smoke(args: &[String]) -> Result<ExitCode, String> {
     let work = work.path();
     let good = root.join("fixtures/tiny");
     let broken = broken_package(work, &good)?;
+    // The good package with its config.json emptied: the example reads it into a vector whose data()
+    // is null, and must still say the file is there.
+    let empty_config = work.join("empty-config");
+    std::fs::create_dir_all(&empty_config).map_err(|e| e.to_string())?;
+    std::fs::write(empty_config.join("config.json"), b"").map_err(|e| e.to_string())?;
+    std::fs::copy(good.join("model.q4nx"), empty_config.join("model.q4nx"))
+        .map_err(|e| format!("copying the good package's weights: {e}"))?;
     let project = work.join("consumer");
     std::fs::create_dir_all(project.join("cmake")).map_err(|e| e.to_string())?;
     for entry in std::fs::read_dir(root.join(CONSUMER)).map_err(|e| e.to_string())? {
@@ -68,6 +76,7 @@ pub fn smoke(args: &[String]) -> Result<ExitCode, String> {
                 .arg(build)
                 .arg(format!("-DGOOD_PACKAGE={}", good.display()))
                 .arg(format!("-DBROKEN_PACKAGE={}", broken.display()))
+                .arg(format!("-DEMPTY_CONFIG_PACKAGE={}", empty_config.display()))
                 .arg(format!("-DDFLASH_GATE_TARGET_DIR={}", target.display())),
         )
     };
@@ -85,10 +94,25 @@ pub fn smoke(args: &[String]) -> Result<ExitCode, String> {
     if !ok {
         return Err(format!("cmake configure failed:\n{out}"));
     }
+    // The project links the C library and registers no package row: its build must not build the
+    // command-line gate (a leftover binary from an earlier run is removed first, so its absence after
+    // the build says the build did not make it).
+    let cli = root.join("target/capi-smoke/release/dflash-gate");
+    match std::fs::remove_file(&cli) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("removing {}: {e}", cli.display()))
+        }
+        _ => {}
+    }
     quiet(
         Command::new("cmake").arg("--build").arg(&build),
         "cmake --build",
     )?;
+    tally.expect(
+        !cli.exists(),
+        "(a) and builds only what is linked: the C library, not the command-line gate",
+        &format!("{} was built", cli.display()),
+    );
 
     let (ok, out) = row(&build, "capi_good");
     tally.expect(
@@ -116,6 +140,12 @@ pub fn smoke(args: &[String]) -> Result<ExitCode, String> {
     );
     let (ok, out) = row(&build, "capi_example");
     tally.expect(ok, "(f) docs/c-abi.md's example compiles and passes", &out);
+    let (ok, out) = row(&build, "capi_example_empty_config");
+    tally.expect(
+        !ok && out.contains("refused: config.is_dflash") && !out.contains("no config.json"),
+        "(f) and on an empty config.json, the example's row fails for the file's contents, not as absent",
+        &out,
+    );
     let (ok, out) = row(&build, "capi_asan");
     tally.expect(
         ok,

@@ -88,9 +88,10 @@ const MODULE_HEAD: &str = r#"# DFlashGate.cmake: ctest rows for dflash-gate, bui
 #   dflash_gate_add_suite_row()         # optional: the gate's own test suite, in one row
 #   dflash_gate_add_arm_rows()          # optional: one row per trial of the gate's own test suite
 #
-# Including it adds the build target `dflash_gate` (part of ALL), which builds the optimised
-# dflash-gate binary once, into the build tree (DFLASH_GATE_TARGET_DIR), and the imported executable
-# DFlashGate::dflash-gate for it. It registers no row by itself.
+# Including it adds the build target `dflash_gate`, which builds the optimised dflash-gate binary once,
+# into the build tree (DFLASH_GATE_TARGET_DIR), and the imported executable DFlashGate::dflash-gate for
+# it. It registers no row by itself; the first package row puts `dflash_gate` in ALL, so a project that
+# only links the C library never builds the command-line gate.
 "#;
 
 /// The package config's opening comment: what finding it does.
@@ -107,7 +108,8 @@ const CONFIG_HEAD: &str = r#"# DFlashGateConfig.cmake: find_package(DFlashGate) 
 # DFLASH_GATE_EXECUTABLE): <prefix>/bin/dflash-gate beside this file, else the one on the PATH, and it
 # must say it is this config's version. Nothing is built and cargo is not needed; no binary found is
 # DFlashGate not found, saying where it looked. With DFLASH_GATE_BUILD_FROM_SOURCE=ON the binary is
-# built from the checkout instead, by the build target `dflash_gate` (part of ALL), as the module does.
+# built from the checkout instead, by the build target `dflash_gate` (in ALL once a package row is
+# added), as the module does.
 "#;
 
 /// The rest of the opening comment, the same for both.
@@ -209,15 +211,17 @@ if(NOT TARGET DFlashGate::dflash-gate)
     set(_dflash_gate_exe "${DFLASH_GATE_EXECUTABLE}")
   else()
     _dflash_gate_checkout("building dflash-gate")
-    # The build target `dflash_gate` (part of ALL) builds the optimised binary once, into the build
-    # tree; the rows run it, so no test row compiles anything.
-    add_custom_target(dflash_gate ALL
+    # The build target `dflash_gate` builds the optimised binary once, into the build tree; the rows
+    # run it, so no test row compiles anything. Not in ALL by itself: dflash_gate_add_package puts it
+    # there, so a project that only links the C library builds only the library.
+    add_custom_target(dflash_gate
       COMMAND "${CMAKE_COMMAND}" -E env "CARGO_TARGET_DIR=${DFLASH_GATE_TARGET_DIR}"
-              "${DFLASH_GATE_CARGO}" build --quiet --release --package dflash-gate --bin dflash-gate
+              "${DFLASH_GATE_CARGO}" build --release --package dflash-gate --bin dflash-gate
       WORKING_DIRECTORY "${DFLASH_GATE_ROOT}"
       COMMENT "dflash-gate: building the gate (optimised)"
       VERBATIM USES_TERMINAL)
     set(_dflash_gate_exe "${DFLASH_GATE_TARGET_DIR}/release/dflash-gate")
+    set_property(GLOBAL PROPERTY _DFLASH_GATE_BUILT_HERE ON)
   endif()
   add_executable(DFlashGate::dflash-gate IMPORTED GLOBAL)
   set_target_properties(DFlashGate::dflash-gate PROPERTIES IMPORTED_LOCATION "${_dflash_gate_exe}")
@@ -232,7 +236,7 @@ if(NOT TARGET dflash_gate::dflash_gate AND (_dflash_gate_mode STREQUAL "module" 
   set(_dflash_gate_capi "${DFLASH_GATE_TARGET_DIR}/release/${CMAKE_STATIC_LIBRARY_PREFIX}dflash_gate_capi${CMAKE_STATIC_LIBRARY_SUFFIX}")
   add_custom_target(dflash_gate_capi
     COMMAND "${CMAKE_COMMAND}" -E env "CARGO_TARGET_DIR=${DFLASH_GATE_TARGET_DIR}"
-            "${DFLASH_GATE_CARGO}" build --quiet --release --package dflash-gate-capi
+            "${DFLASH_GATE_CARGO}" build --release --package dflash-gate-capi
     WORKING_DIRECTORY "${DFLASH_GATE_ROOT}"
     BYPRODUCTS "${_dflash_gate_capi}"
     COMMENT "dflash-gate: building the C library (optimised)"
@@ -278,6 +282,12 @@ function(dflash_gate_add_package name dir)
   endif()
   if(_gate_MANIFEST)
     list(APPEND _options --manifest)
+  endif()
+  # A row runs the binary built from the checkout: the first row puts its build in ALL.
+  get_property(_built_here GLOBAL PROPERTY _DFLASH_GATE_BUILT_HERE)
+  if(_built_here AND NOT TARGET dflash_gate_for_rows)
+    add_custom_target(dflash_gate_for_rows ALL)
+    add_dependencies(dflash_gate_for_rows dflash_gate)
   endif()
   get_target_property(_exe DFlashGate::dflash-gate IMPORTED_LOCATION)
   add_test(NAME dflash_gate_package_${name} COMMAND "${_exe}" ${_options} -- "${_dir}")
@@ -374,12 +384,14 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
         }
         [flag, file] if flag == "--out" => {
             write(Path::new(file))?;
+            println!("wrote {file}");
             Ok(ExitCode::SUCCESS)
         }
         [flag, dir] if flag == "--install-dir" => {
             std::fs::create_dir_all(dir).map_err(|e| format!("{dir}: {e}"))?;
             for file in installed_files(Path::new(dir)) {
                 write(&file)?;
+                println!("wrote {}", file.display());
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -292,6 +292,36 @@ mod tests {
         );
     }
 
+    /// The docs are the repository's: a rule is written out or linked, never cited from a document a
+    /// reader of the repository does not have ("the specification", "section 12.2").
+    #[test]
+    fn the_docs_cite_no_document_outside_the_repository() {
+        let root = crate::root();
+        let mut cited = Vec::new();
+        for file in markdown_files(&root) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (n, line) in prose_lines(&text) {
+                let line = without_code_spans(line).to_lowercase();
+                let section = line.split("section ").skip(1).any(|rest| {
+                    let number: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_digit() || *c == '.')
+                        .collect();
+                    number.contains('.') && number.starts_with(|c: char| c.is_ascii_digit())
+                });
+                if section || line.contains("specification") {
+                    let name = file.strip_prefix(&root).unwrap_or(&file).display();
+                    cited.push(format!("{name}:{n}: {}", line.trim()));
+                }
+            }
+        }
+        assert!(
+            cited.is_empty(),
+            "cited from outside:\n{}",
+            cited.join("\n")
+        );
+    }
+
     #[test]
     fn a_missing_file_or_heading_is_named() {
         let dir = tempfile::tempdir().unwrap();

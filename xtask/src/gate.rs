@@ -54,9 +54,14 @@ pub fn build() -> Result<PathBuf, String> {
 
 /// The same, with more of cargo build's options (`cargo xtask dist`: `--locked`, `--target`).
 pub fn build_with(options: &[&str]) -> Result<PathBuf, String> {
+    let terminal = std::io::stderr().is_terminal();
+    if !terminal {
+        // cargo is quiet here (a log, a script): one line says what the wait is.
+        eprintln!("xtask: building dflash-gate (optimised; a first build takes a minute or more)");
+    }
     let output = Command::new(crate::cargo())
         .current_dir(crate::root())
-        .args(build_args(std::io::stderr().is_terminal()))
+        .args(build_args(terminal))
         .args(options)
         .stderr(Stdio::inherit())
         .output()

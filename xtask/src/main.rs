@@ -120,7 +120,7 @@ const TASKS: &[Task] = &[
     Task {
         name: "fuzz",
         run: fuzz::run,
-        usage: "fuzz <container|package> [seconds]",
+        usage: "fuzz <container|package|checkpoint|gguf> [seconds]",
         about: "seed a corpus from synthetic packages and run cargo fuzz (default 60 s)",
         options: &[],
     },
@@ -290,6 +290,44 @@ mod tests {
         for opt in gate_cli::OPTIONS {
             assert!(help.contains(opt.long), "{} missing:\n{help}", opt.long);
         }
+    }
+
+    /// A first run compiles for a minute or more before the task can say anything: cargo's own
+    /// progress is what shows it is working, so neither the alias that runs the task runner nor the
+    /// CMake module's build of the gate asks cargo to be quiet.
+    #[test]
+    fn no_long_build_runs_silently() {
+        let config = std::fs::read_to_string(root().join(".cargo/config.toml")).unwrap();
+        let alias = config
+            .lines()
+            .find(|l| l.trim_start().starts_with("xtask"))
+            .expect("the xtask alias");
+        assert!(!alias.contains("--quiet"), "{alias}");
+        let module = std::fs::read_to_string(root().join(cmake::MODULE_PATH)).unwrap();
+        for line in module.lines().filter(|l| l.contains(" build ")) {
+            assert!(
+                !line.contains("--quiet"),
+                "the module builds quietly: {line}"
+            );
+        }
+    }
+
+    #[test]
+    fn fuzz_help_names_every_fuzz_target() {
+        let fuzz = TASKS.iter().find(|t| t.name == "fuzz").unwrap();
+        let dir = root().join("fuzz/fuzz_targets");
+        let mut targets = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+            assert!(
+                fuzz.usage.contains(&name),
+                "the fuzz task's usage {:?} omits the target {name}",
+                fuzz.usage
+            );
+            targets += 1;
+        }
+        assert!(targets > 0, "no fuzz target in {}", dir.display());
     }
 
     #[test]

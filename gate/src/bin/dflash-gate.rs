@@ -7,6 +7,8 @@
 
 #[path = "dflash-gate/cli.rs"]
 mod cli;
+#[path = "dflash-gate/interrupt.rs"]
+mod interrupt;
 #[path = "dflash-gate/print.rs"]
 mod print;
 #[path = "dflash-gate/tree.rs"]
@@ -29,7 +31,8 @@ usage: dflash-gate [options] <package-dir>...
 const EXIT: &str =
     "exit status: 0 pass, 1 fail, 3 undecided, 2 usage error, unreadable path or unwritable
 output (with several packages, the worst: 2 over 1 over 3 over 0; a reader that closes the pipe
-early still gets the verdict's status)";
+early still gets the verdict's status; Ctrl-C during several packages: 130, after the package
+being gated)";
 
 /// What to gate and how to print it.
 struct Args {
@@ -52,7 +55,20 @@ enum Request {
     Version,
 }
 
-fn request(raw: Vec<OsString>) -> Result<Request, String> {
+/// Why the command line was refused: a usage error (followed by the usage text), or a path it named
+/// that cannot be used (the usage text would say nothing about what is wrong with the path).
+struct Refused {
+    why: String,
+    usage: bool,
+}
+
+impl From<String> for Refused {
+    fn from(why: String) -> Refused {
+        Refused { why, usage: true }
+    }
+}
+
+fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
     let parsed = cli::parse(raw, cli::OPTIONS)?;
     if parsed.has("--help") {
         return Ok(Request::Help);
@@ -74,7 +90,9 @@ fn request(raw: Vec<OsString>) -> Result<Request, String> {
     let (json, quiet) = (parsed.has("--json"), parsed.has("--quiet"));
     if json && quiet {
         return Err(
-            "--quiet and --json do not go together: the JSON document is always whole".to_owned(),
+            "--quiet and --json do not go together: the JSON document is always whole"
+                .to_owned()
+                .into(),
         );
     }
     let mut items: Vec<Item> = parsed
@@ -86,13 +104,19 @@ fn request(raw: Vec<OsString>) -> Result<Request, String> {
         .into_iter()
         .filter_map(|(option, dir)| dir.as_deref().map(|d| (option, d)))
         .collect();
+    if parsed.has("--all") || items.len() > 1 {
+        // Before `--all` lists its folder (which reads every config.json there): Ctrl-C from here on
+        // ends the run in order, never mid-document.
+        interrupt::install();
+    }
     let mut all = false;
     for models in parsed.values("--all") {
-        items.extend(tree::packages_under(Path::new(models), &beside)?);
+        let under = tree::packages_under(Path::new(models), &beside);
+        items.extend(under.map_err(|why| Refused { why, usage: false })?);
         all = true;
     }
     if items.is_empty() {
-        return Err("no package directory given".to_owned());
+        return Err("no package directory given".to_owned().into());
     }
     Ok(Request::Gate(Args {
         many: all || items.len() > 1,
@@ -119,18 +143,35 @@ fn main() -> ExitCode {
         Ok(Request::Version) => {
             return answer(&format!("dflash-gate {}\n", env!("CARGO_PKG_VERSION")));
         }
-        Err(why) => {
+        Err(Refused { why, usage }) => {
             // `why` quotes the command line: an argument may hold a newline or a terminal escape.
             let why = dflash_gate::__private::escape::line(&why);
-            say(&format!("dflash-gate: {why}\nusage: dflash-gate [options] <package-dir>...\nfor more, run 'dflash-gate --help'"));
+            match usage {
+                true => say(&format!("dflash-gate: {why}\nusage: dflash-gate [options] <package-dir>...\nfor more, run 'dflash-gate --help'")),
+                false => say(&format!("dflash-gate: {why}")),
+            }
             return ExitCode::from(2);
         }
     };
     let colour = !args.json && args.colour.colour_stdout();
     let mut out = print::Out::new(io::stdout().lock());
     let mut gated = Gated::default();
-    run(&args, colour, &mut out, &mut gated);
+    // On a terminal the report wraps at its width; a pipe gets the plain lines.
+    let columns = match args.json {
+        true => None,
+        false => print::terminal_width(),
+    };
+    run(&args, colour, columns, &mut out, &mut gated);
     out.flush();
+    if let Some(done) = gated.interrupted {
+        // Never a status that reads as approval: not every package was gated.
+        say(&format!(
+            "dflash-gate: interrupted after {done} of {} {}",
+            args.packages(),
+            packages(args.packages())
+        ));
+        return ExitCode::from(INTERRUPTED);
+    }
     match out.error {
         None => ExitCode::from(gated.worst),
         // The reader left: it has what it read; the status is still the verdict's (never a 0 for
@@ -141,7 +182,8 @@ fn main() -> ExitCode {
             let total = args.packages();
             let unreported = total - gated.reported.min(total);
             say(&format!(
-                "dflash-gate: cannot write the report to stdout: {e}; {unreported} of {total} package(s) not reported"
+                "dflash-gate: cannot write the report to stdout: {e}; {unreported} of {total} {} not reported",
+                packages(total)
             ));
             ExitCode::from(2)
         }
@@ -186,7 +228,12 @@ struct Gated {
     counts: [usize; 4],
     skipped: usize,
     reported: usize,
+    /// Ctrl-C stopped the run after this many packages were gated.
+    interrupted: Option<usize>,
 }
+
+/// The exit status of a run Ctrl-C stopped: 128 plus `SIGINT`, as a shell reports it.
+const INTERRUPTED: u8 = 130;
 
 impl Gated {
     fn count(&mut self, code: u8) {
@@ -198,11 +245,28 @@ impl Gated {
 /// Gates every package and writes its report as it goes (JSON: at the end, as one document). A lost
 /// report (a full disk) stops the run; a closed pipe does not: the rest is gated unprinted, so the
 /// exit status covers every package asked for.
-fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut Gated) {
+fn run(
+    args: &Args,
+    colour: bool,
+    columns: Option<usize>,
+    out: &mut print::Out<impl Write>,
+    gated: &mut Gated,
+) {
     let mut documents = Vec::new();
+    // One line per package reads as a table: the package column as wide as the widest name.
+    let width = args
+        .items
+        .iter()
+        .map(|i| shown(i.dir()).chars().count())
+        .max()
+        .unwrap_or(0);
     for item in &args.items {
         if out.lost() {
             return;
+        }
+        if args.many && interrupt::interrupted() {
+            gated.interrupted = Some(gated.counts.iter().sum());
+            break;
         }
         let text = match item {
             Item::Gate(dir) => match dflash_gate::gate(dir, &args.options) {
@@ -212,29 +276,30 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
                         documents.push(report.to_json());
                     }
                     if !args.many || args.full {
-                        print::report_text(&report, args.census, args.quiet, args.many)
+                        print::report_text(&report, args.census, args.quiet)
                     } else if args.quiet && report.verdict() == Outcome::Pass {
                         String::new()
                     } else {
-                        verdict_line(&report)
+                        verdict_line(&report, width)
                     }
                 }
-                Err(e) => not_gated(args, dir, &e, gated, &mut documents),
+                Err(e) => not_gated(args, dir, &e, gated, &mut documents, width),
             },
-            Item::NotGated { dir, error } => not_gated(args, dir, error, gated, &mut documents),
-            Item::Skip { dir, why } => {
+            Item::NotGated { dir, error } => {
+                not_gated(args, dir, error, gated, &mut documents, width)
+            }
+            Item::Skip { dir, why, reason } => {
                 gated.skipped += 1;
                 if args.json {
-                    // The JSON array holds reports and errors only; the skip is said on stderr.
-                    let line = format!("skipped {}: {why}", shown(dir));
-                    say(&format!(
-                        "dflash-gate: {}",
-                        dflash_gate::__private::escape::line(&line)
-                    ));
+                    documents.push(skipped_json(dir, reason, why));
                 }
-                let line = format!("{:<10} {}  {why}", "SKIPPED", shown(dir));
+                let line = format!("{:<10} {:<width$}  {why}", "SKIPPED", shown(dir));
                 format!("{}\n", dflash_gate::__private::escape::line(&line))
             }
+        };
+        let text = match columns {
+            Some(columns) => print::wrap(&text, columns),
+            None => text,
         };
         if !args.json
             && out.write(&print::paint(&text, colour))
@@ -255,13 +320,17 @@ fn run(args: &Args, colour: bool, out: &mut print::Out<impl Write>, gated: &mut 
         }
     } else if args.many {
         let c = &gated.counts;
-        let skipped = match gated.skipped {
+        let mut skipped = match gated.skipped {
             0 => String::new(),
             n => format!("; {n} skipped"),
         };
+        if let Some(done) = gated.interrupted {
+            skipped.push_str(&format!("; interrupted after {done}"));
+        }
         out.write(&format!(
-            "{} packages: {} pass, {} fail, {} undecided, {} not gated{skipped}\n",
+            "{} {}: {} pass, {} fail, {} undecided, {} not gated{skipped}\n",
             args.packages(),
+            packages(args.packages()),
             c[0],
             c[1],
             c[3],
@@ -276,6 +345,28 @@ fn shown(dir: &Path) -> String {
     dflash_gate::__private::escape::name(dir.as_os_str())
 }
 
+/// A directory `--all` passed over, as a document in the array where it was met: a reader of the
+/// JSON sees every directory the run looked at, not only those it gated.
+fn skipped_json(dir: &Path, reason: &'static str, why: &str) -> serde_json::Value {
+    #[derive(serde::Serialize)]
+    #[serde(tag = "kind", rename = "skipped")]
+    struct Skipped<'a> {
+        schema_version: u32,
+        tool: dflash_gate::Tool,
+        package: String,
+        reason: &'static str,
+        message: &'a str,
+    }
+    serde_json::to_value(Skipped {
+        schema_version: dflash_gate::SCHEMA_VERSION,
+        tool: dflash_gate::TOOL,
+        package: shown(dir),
+        reason,
+        message: why,
+    })
+    .unwrap_or_default()
+}
+
 /// A package the gate could not run on: stderr says why, the many-package listing has an ERROR line
 /// and the JSON an error document; exit 2.
 fn not_gated(
@@ -284,6 +375,7 @@ fn not_gated(
     e: &dflash_gate::PackageError,
     gated: &mut Gated,
     documents: &mut Vec<serde_json::Value>,
+    width: usize,
 ) -> String {
     gated.count(2);
     let why = format!("{e}{}", hint(dir, e));
@@ -295,7 +387,10 @@ fn not_gated(
         documents.push(dflash_gate::error_json(&shown(dir), e));
     }
     if args.many {
-        let line = format!("ERROR      {}  {why}", shown(dir));
+        // The line names the directory once: the error's own copy of the path goes.
+        let named = format!("{}: ", shown(dir));
+        let why = why.strip_prefix(&named).unwrap_or(&why);
+        let line = format!("{:<10} {:<width$}  {why}", "ERROR", shown(dir));
         format!("{}\n", dflash_gate::__private::escape::line(&line))
     } else {
         String::new()
@@ -319,7 +414,7 @@ fn hint(dir: &Path, e: &dflash_gate::PackageError) -> &'static str {
 }
 
 /// One line for a package among several: the verdict and, unless it passed, the first objection.
-fn verdict_line(report: &Report) -> String {
+fn verdict_line(report: &Report, width: usize) -> String {
     let verdict = report.verdict();
     let first = report
         .checks()
@@ -333,7 +428,11 @@ fn verdict_line(report: &Report) -> String {
             report.checks().len()
         ),
     };
-    let line = format!("{:<10} {}  {detail}", verdict.label(), report.package());
+    let line = format!(
+        "{:<10} {:<width$}  {detail}",
+        verdict.label(),
+        report.package()
+    );
     format!("{}\n", dflash_gate::__private::escape::line(&line))
 }
 
@@ -349,5 +448,13 @@ fn worse(a: u8, b: u8) -> u8 {
         b
     } else {
         a
+    }
+}
+
+/// "package" or "packages", for `n` of them.
+fn packages(n: usize) -> &'static str {
+    match n {
+        1 => "package",
+        _ => "packages",
     }
 }

@@ -139,7 +139,10 @@ fn judge(
     if let Some(layer) = role.layer().filter(|l| *l >= layers) {
         return Verdict::Unexplained(
             "beyond_layers",
-            Some(format!("layer {layer}, but the config has {layers} layers")),
+            Some(format!(
+                "layer {layer}, but the config has {layers} {}",
+                if layers == 1 { "layer" } else { "layers" }
+            )),
         );
     }
     let Some(kind) = role.kind() else {

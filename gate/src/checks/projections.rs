@@ -280,7 +280,16 @@ fn headers(grids: &[(&str, TileGrid<'_>)], scans: &[GridScan], all_grids: bool) 
     if let Some((name, b)) = first {
         return Check::fail(
             HEADERS,
-            format!("{bad} of {groups} groups have a broken tile header in {} tensor(s); first bad: {name} {}", bad_tensors.len(), b.describe()),
+            format!(
+                "{bad} of {groups} groups have a broken tile header in {} {}; first bad: {name} {}",
+                bad_tensors.len(),
+                if bad_tensors.len() == 1 {
+                    "tensor"
+                } else {
+                    "tensors"
+                },
+                b.describe()
+            ),
         )
         .with_evidence(evidence);
     }

@@ -292,12 +292,13 @@ fn all_skips_the_source_directory_and_checkpoints() {
     );
     assert!(
         lines[2].starts_with("SKIPPED")
-            && lines[2].contains("/source  the --source directory, not a package"),
+            && lines[2].contains("/source ")
+            && lines[2].ends_with("  the --source directory, not a package"),
         "{text}"
     );
     assert_eq!(
         lines[3],
-        "1 packages: 1 pass, 0 fail, 0 undecided, 0 not gated; 2 skipped"
+        "1 package: 1 pass, 0 fail, 0 undecided, 0 not gated; 2 skipped"
     );
     // A folder of nothing but checkpoints has no package to gate: exit 2, not an empty pass.
     let only = root.path().join("only");
@@ -402,7 +403,8 @@ fn colour_is_chosen_by_option_environment_and_terminal() {
         .contains("--color takes auto, always or never, not \"sometimes\""));
 }
 
-/// A verdict that is not PASS names its checks; `--quiet` prints only them and the verdict.
+/// A verdict that is not PASS names its checks; `--quiet` prints the package with its verdict on one
+/// line, then each check that failed or could not decide on its own, once.
 #[test]
 fn the_verdict_names_what_failed_and_quiet_prints_only_that() {
     let root = tempfile::tempdir().unwrap();
@@ -424,32 +426,57 @@ fn the_verdict_names_what_failed_and_quiet_prints_only_that() {
     let quiet = stdout(&o);
     let lines: Vec<&str> = quiet.lines().collect();
     assert_eq!(lines.len(), 2, "{quiet}");
+    assert_eq!(
+        lines[0],
+        format!("FAIL       {}  failed: scalars.block_size", d.display())
+    );
     assert!(
-        lines[0].starts_with("FAIL       scalars.block_size"),
+        lines[1].starts_with("FAIL       scalars.block_size"),
         "{quiet}"
     );
-    assert_eq!(lines[1], "VERDICT      FAIL (failed: scalars.block_size)");
+    // A weight file cut short stops nine checks: they are one line, naming the check that stopped
+    // them, not nine copies of "the weight file did not parse".
+    let cut = copy(root.path(), "cut");
+    let weights = cut.join("model.q4nx");
+    let len = std::fs::metadata(&weights).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&weights)
+        .unwrap()
+        .set_len(len - 100)
+        .unwrap();
+    let quiet = stdout(&gate_dir(&cut, &["-q"]));
+    let lines: Vec<&str> = quiet.lines().collect();
+    assert_eq!(lines.len(), 3, "{quiet}");
+    assert!(
+        lines[0].ends_with("/cut  failed: container.parses; 9 blocked")
+            && lines[1].starts_with("FAIL       container.parses")
+            && lines[2].starts_with("UNDECIDED  9 checks blocked by container.parses"),
+        "{quiet}"
+    );
     // An undecided one names the checks that could not decide.
     let u = copy(root.path(), "undecided");
     edit_config(&u, |c| {
         c.remove("intermediate_size");
     });
     let quiet = stdout(&gate_dir(&u, &["-q"]));
-    let last = quiet.lines().last().unwrap();
+    let first = quiet.lines().next().unwrap();
     assert!(
-        last.starts_with("VERDICT      UNDECIDED (undecided: "),
+        first.starts_with(&format!("UNDECIDED  {}  undecided: ", u.display())),
         "{quiet}"
     );
     assert!(
-        quiet
-            .lines()
-            .all(|l| l.starts_with("UNDECIDED ") || l.starts_with("VERDICT ")),
+        quiet.lines().all(|l| l.starts_with("UNDECIDED ")),
         "{quiet}"
     );
-    // A pass under --quiet is its verdict alone; several: only what did not pass, and the summary.
+    // A pass under --quiet is one line, the package and its verdict; several: only what did not
+    // pass, and the summary.
     assert_eq!(
         stdout(&gate_dir(&fixture(), &["-q"])),
-        "VERDICT      PASS\n"
+        format!(
+            "PASS       {}  18 of 18 checks passed\n",
+            fixture().display()
+        )
     );
     let models = root.path().join("models");
     copy(&models, "a");
@@ -574,4 +601,292 @@ fn auto_colours_a_terminal_unless_no_color() {
     assert!(!run(&[], &[("NO_COLOR", "1")]).contains('\u{1b}'));
     assert!(!run(&["--color", "never"], &[]).contains('\u{1b}'));
     assert!(!run(&["--json"], &[]).contains('\u{1b}'));
+}
+
+/// docs/ci.md's workflow, installing the gate from the repository at a pinned commit (no release is
+/// assumed), its gate steps run as written: a draft (`models/bolt-dflash`, with its
+/// MANIFEST.sha256) and its Q4NX target (`models/bolt`) side by side. `--all models` gates the draft
+/// and lists the target as skipped, another model's directory; the exit status is the draft's.
+#[test]
+fn the_ci_doc_example_runs_as_written() {
+    use gate_tests::synth::{write_manifest, Encoding, Geometry, Package, TargetPackage};
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/ci.md"))
+        .unwrap();
+    let start = doc.find("```yaml\n").expect("docs/ci.md has a yaml block");
+    let block = &doc[start..start + doc[start..].find("\n```\n").unwrap()];
+    let runs: Vec<&str> = block
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("run: "))
+        .filter(|cmd| cmd.starts_with("dflash-gate "))
+        .collect();
+    assert_eq!(runs.len(), 2, "the workflow's gate steps: {runs:?}");
+    // It installs what exists: the repository at a pinned commit, never a release download.
+    assert!(
+        block.contains("cargo install --locked --git")
+            && block.contains("--rev ")
+            && !block.contains("release download"),
+        "docs/ci.md's workflow installs from a release, or from a commit it does not pin:\n{block}"
+    );
+    let root = tempfile::tempdir().unwrap();
+    let models = root.path().join("models");
+    let draft = models.join("bolt-dflash");
+    std::fs::create_dir_all(&draft).unwrap();
+    Package::generate(&Geometry::small(), Encoding::default(), 7)
+        .write(&draft)
+        .unwrap();
+    write_manifest(&draft).unwrap();
+    TargetPackage::matching(&Geometry::small())
+        .write(&models.join("bolt"))
+        .unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_dflash-gate"))
+        .parent()
+        .unwrap();
+    let path = std::env::join_paths(std::iter::once(bin.to_owned()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    for run in runs {
+        let o = Command::new("sh")
+            .args(["-c", run])
+            .current_dir(root.path())
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let text = stdout(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{run}:\n{text}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if run.contains("--all") {
+            let skipped = text
+                .lines()
+                .find(|l| l.starts_with("SKIPPED") && l.contains("models/bolt "))
+                .unwrap_or_else(|| panic!("{run}: the target is not listed as skipped:\n{text}"));
+            assert!(
+                skipped.contains("Qwen3ForCausalLM") && skipped.contains("not a DFlash draft"),
+                "{skipped}"
+            );
+        }
+    }
+}
+
+/// Several packages read as a table: the package column as wide as the widest name, so the details
+/// line up; a path that is not there named once (`ERROR      nonexist  no such directory`); counts
+/// in words that agree with them ("1 package").
+#[test]
+fn several_packages_line_up_and_count_in_words() {
+    let root = tempfile::tempdir().unwrap();
+    let models = root.path().join("models");
+    copy(&models, "a");
+    copy(&models, "a-much-longer-name");
+    let o = gate(&["--all".as_ref(), models.as_os_str()]);
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    let column = |line: &str| line.find("  18 of 18").unwrap_or(0);
+    assert!(
+        column(lines[0]) > 0 && column(lines[0]) == column(lines[1]),
+        "{text}"
+    );
+    let o = gate(&["nonexist".as_ref(), fixture().as_os_str()]);
+    let text = stdout(&o);
+    let error = text.lines().find(|l| l.starts_with("ERROR")).unwrap();
+    assert_eq!(error.matches("nonexist").count(), 1, "{text}");
+    assert!(error.ends_with("  no such directory"), "{text}");
+    let one = root.path().join("one");
+    copy(&one, "a");
+    let text = stdout(&gate(&["--all".as_ref(), one.as_os_str()]));
+    assert!(
+        text.ends_with("1 package: 1 pass, 0 fail, 0 undecided, 0 not gated\n"),
+        "{text}"
+    );
+}
+
+/// A path `--all` cannot use is an error about the path, not a usage error: no usage text; and a
+/// folder with no package directly under it says that `--all` looks one level deep.
+#[test]
+fn all_path_errors_say_what_is_wrong_without_the_usage_text() {
+    let o = gate(&["--all".as_ref(), "nonexist".as_ref()]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("--all nonexist: no such directory"), "{err}");
+    assert!(!err.contains("usage:"), "{err}");
+    let root = tempfile::tempdir().unwrap();
+    let deep = root.path().join("models");
+    copy(&deep.join("org"), "draft");
+    let o = gate(&["--all".as_ref(), deep.as_os_str()]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(err.contains("one level deep"), "{err}");
+    assert!(!err.contains("usage:"), "{err}");
+}
+
+/// A config.json that links out of the package says what to do about it; a config naming another
+/// model without a model_type says there is none, not `model_type "(none)"`.
+#[test]
+fn messages_say_what_to_do_and_what_is_there() {
+    let root = tempfile::tempdir().unwrap();
+    let d = copy(root.path(), "linked");
+    let outside = root.path().join("config.json");
+    std::fs::rename(d.join("config.json"), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, d.join("config.json")).unwrap();
+    let o = gate_dir(&d, &[]);
+    let all = format!("{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        all.contains("copy the file into the package, or gate the directory it points into"),
+        "{all}"
+    );
+    let n = copy(root.path(), "named");
+    edit_config(&n, |c| {
+        c.insert(
+            "architectures".into(),
+            serde_json::json!(["LlamaForCausalLM"]),
+        );
+        c.remove("model_type");
+    });
+    let text = stdout(&gate_dir(&n, &[]));
+    assert!(!text.contains("(none)"), "{text}");
+    assert!(text.contains("no model_type"), "{text}");
+}
+
+/// A second `*.q4nx` beside `model.q4nx` is never read, and a loader that globs `*.q4nx` may load it
+/// instead: it is not listed as the package's weights, and the verdict is UNDECIDED naming both.
+#[test]
+fn a_second_weight_file_beside_model_q4nx_is_not_approved() {
+    let root = tempfile::tempdir().unwrap();
+    let d = copy(root.path(), "two");
+    std::fs::copy(d.join("model.q4nx"), d.join("other.q4nx")).unwrap();
+    let o = gate_dir(&d, &[]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("UNDECIDED  container.parses"))
+        .unwrap_or_else(|| panic!("container.parses is not UNDECIDED:\n{text}"));
+    assert!(
+        line.contains("other.q4nx") && line.contains("model.q4nx"),
+        "{line}"
+    );
+    assert!(!text.contains("other.q4nx (weights)"), "{text}");
+}
+
+/// Ctrl-C during `--all` stops the run after the package being gated: stderr says how far it got,
+/// the exit status is 130 (never one that reads as approval), and `--json` still prints one whole
+/// document, of the packages gated before it.
+#[test]
+fn ctrl_c_stops_the_run_says_how_far_and_closes_the_json() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    const PACKAGES: usize = 3000;
+    let root = tempfile::tempdir().unwrap();
+    let one = copy(root.path(), "one");
+    let models = root.path().join("models");
+    std::fs::create_dir(&models).unwrap();
+    for i in 0..PACKAGES {
+        std::os::unix::fs::symlink(&one, models.join(format!("p{i:04}"))).unwrap();
+    }
+    let interrupt = |pid: u32| {
+        let status = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    for json in [false, true] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+            .arg("--all")
+            .arg(&models)
+            .args(json.then_some("--json"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut text = String::new();
+        if json {
+            // Nothing is printed before the end: give it a moment to start gating.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        } else {
+            // The first package's line: the run (and its handler) has started.
+            stdout.read_line(&mut text).unwrap();
+        }
+        interrupt(child.id());
+        stdout.read_to_string(&mut text).unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "json {json}: {err}");
+        let done: usize = err
+            .split("interrupted after ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("json {json}: stderr does not say how far: {err}"));
+        assert!(
+            err.contains(&format!("interrupted after {done} of {PACKAGES} packages"))
+                && done < PACKAGES,
+            "{err}"
+        );
+        if json {
+            let doc: serde_json::Value = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("not one JSON document ({e}): {text}"));
+            assert_eq!(doc.as_array().map(Vec::len), Some(done), "{err}");
+        } else {
+            assert!(
+                text.lines()
+                    .last()
+                    .is_some_and(|l| l.ends_with(&format!("; interrupted after {done}"))),
+                "{}",
+                text.lines().last().unwrap_or_default()
+            );
+        }
+    }
+}
+
+/// On a terminal the report fits its width: a line longer than the terminal wraps with a hanging
+/// indent under the message's column, and nothing is lost (the continuation lines joined back give
+/// the plain report a pipe gets). Run on a pseudo-terminal 100 columns wide (`script`).
+#[cfg(target_os = "linux")]
+#[test]
+fn on_a_terminal_the_report_fits_its_width() {
+    const COLUMNS: usize = 100;
+    let bin = env!("CARGO_BIN_EXE_dflash-gate");
+    let pkg = fixture();
+    let command = format!(
+        "stty cols {COLUMNS} rows 50; exec '{bin}' --color never '{}'",
+        pkg.display()
+    );
+    let o = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("script runs");
+    let text = String::from_utf8_lossy(&o.stdout).replace('\r', "");
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(widest <= COLUMNS, "widest line {widest} columns:\n{text}");
+    // Joined back, the wrapped lines are the plain report's (timing aside).
+    // (No line of the plain report starts with a space, so every one that does continues the last.)
+    let mut joined: Vec<String> = Vec::new();
+    for line in text.lines() {
+        match (line.strip_prefix(' '), joined.last_mut()) {
+            (Some(rest), Some(last)) => {
+                last.push(' ');
+                last.push_str(rest.trim_start());
+            }
+            _ => joined.push(line.to_owned()),
+        }
+    }
+    let plain = stdout(&gate_dir(&pkg, &[]));
+    let mut plain: Vec<String> = plain.lines().map(str::to_owned).collect();
+    for lines in [&mut joined, &mut plain] {
+        if let Some(last) = lines.last_mut() {
+            *last = last.split(" (").next().unwrap_or_default().to_owned();
+        }
+    }
+    assert_eq!(joined, plain, "wrapped:\n{text}");
 }

@@ -153,7 +153,7 @@ fn equals_form_is_the_same_option() {
     let o = gate(&[all.as_str()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(
-        text(&o.stdout).contains("1 packages: 1 pass"),
+        text(&o.stdout).contains("1 package: 1 pass"),
         "{}",
         text(&o.stdout)
     );

@@ -280,3 +280,30 @@ fn each_check_documents_one_evidence_shape() {
         assert!(objects <= 1, "{id} has {objects} evidence object shapes");
     }
 }
+
+/// `--all --json` keeps the directories it passed over: each is a `skipped` document in its place,
+/// with a reason token and the sentence, not a line on stderr the document loses.
+#[test]
+fn skipped_directories_are_documents_of_their_own() {
+    use gate_tests::synth::{Geometry, TargetPackage};
+    let root = tempfile::tempdir().unwrap();
+    let models = root.path().join("models");
+    copy(&models, "a-draft");
+    TargetPackage::matching(&Geometry::small())
+        .write(&models.join("b-target"))
+        .unwrap();
+    let (doc, status) = json(&["--all".as_ref(), models.as_os_str()]);
+    valid(&doc);
+    assert_eq!(status, 0);
+    assert_eq!(each(&doc, "kind"), ["report", "skipped"]);
+    let skipped = &doc[1];
+    assert_eq!(skipped["reason"], "another_model", "{skipped}");
+    assert!(
+        skipped["package"].as_str().unwrap().ends_with("b-target")
+            && skipped["message"]
+                .as_str()
+                .unwrap()
+                .contains("not a DFlash draft"),
+        "{skipped}"
+    );
+}

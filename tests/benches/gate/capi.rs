@@ -26,10 +26,12 @@ fn in_process(dir: &Path) -> i32 {
         let status = dflash_gate_evaluate(
             package.as_ptr().cast(),
             package.len(),
+            true,
             config.as_ptr(),
             config.len(),
             name.as_ptr().cast(),
             name.len(),
+            true,
             weights.as_ptr(),
             weights.len(),
             &mut report,

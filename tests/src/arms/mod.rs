@@ -263,6 +263,12 @@ pub fn all() -> Vec<Arm> {
         arm("control::malformed_config_json", Base::Small, malformed_config, fail("config.is_dflash", &["not valid JSON"])),
         arm("control::no_weight_file", Base::Small, no_weight_file, fail("container.parses", &["no weight file"])),
         arm("control::two_weight_files", Base::Small, two_weight_files, fail("container.parses", &["2 *.q4nx files", "a.q4nx, b.q4nx"])),
+        arm(
+            "control::another_weight_file_beside_model_q4nx",
+            Base::Small,
+            another_weight_file,
+            Expect::Refused { check: "container.parses", outcome: Outcome::Undecided, mentions: &["not read: other.q4nx", "weights are model.q4nx"], also: &[] },
+        ),
         // A draft carrying its own embedding table (one published layout does).
         arm("pass::own_embedding_table", Base::Small, own_embedding, Expect::Pass { facts: embedding_explained }),
         arm(
@@ -803,6 +809,13 @@ fn malformed_config(s: &mut Scenario) {
 
 fn no_weight_file(s: &mut Scenario) {
     s.weight_name = None;
+}
+
+/// A copy of the weights beside model.q4nx under another name: never read, and a loader that globs
+/// may load it.
+fn another_weight_file(s: &mut Scenario) {
+    let copy = s.weight_bytes();
+    s.extra_files.push(("other.q4nx".into(), copy));
 }
 
 fn two_weight_files(s: &mut Scenario) {

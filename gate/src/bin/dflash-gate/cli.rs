@@ -66,7 +66,7 @@ pub const OPTIONS: &[Opt] = &[
         long: "--all",
         short: None,
         takes: Takes::Many("DIR"),
-        help: "gate every package directory under DIR (one holding config.json or a *.q4nx; checkpoints and the --source/--target directories are skipped)",
+        help: "gate every package directory directly under DIR, one level deep (one holding config.json or a *.q4nx; checkpoints, other models and the --source/--target directories are skipped)",
     },
     Opt {
         long: "--full",
@@ -78,7 +78,7 @@ pub const OPTIONS: &[Opt] = &[
         long: "--quiet",
         short: Some("-q"),
         takes: Takes::Nothing,
-        help: "print only the failing and undecided checks and the verdict (several packages: all but the passing lines)",
+        help: "print the package with its verdict on one line, then each failing or undecided check once (several packages: all but the passing lines)",
     },
     Opt {
         long: "--color",

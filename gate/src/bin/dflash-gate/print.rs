@@ -72,24 +72,163 @@ pub fn verdict_text(report: &Report) -> String {
 }
 
 /// The human report of one package: the library's text with the verdict line naming what failed, or
-/// (`quiet`) only the objections (FAIL and UNDECIDED lines) and the verdict, after the line naming
-/// the package when there are several (`--full --quiet`).
-pub fn report_text(report: &Report, census: bool, quiet: bool, many: bool) -> String {
+/// (`quiet`) [`quiet_text`].
+pub fn report_text(report: &Report, census: bool, quiet: bool) -> String {
+    if quiet {
+        return quiet_text(report);
+    }
     let plain = format!("VERDICT      {}", report.verdict());
     let mut out = String::new();
-    for (i, line) in report.to_text(census).lines().enumerate() {
+    for line in report.to_text(census).lines() {
         if line == plain {
             out.push_str(&verdict_text(report));
-        } else if quiet
-            && !(i == 0 && many || line.starts_with("FAIL ") || line.starts_with("UNDECIDED "))
-        {
-            continue;
         } else {
             out.push_str(line);
         }
         out.push('\n');
     }
     out
+}
+
+/// `--quiet`: the package and its verdict on one line (a loop over packages reads one line each),
+/// then each check that failed or could not decide on its own, once. The checks a failure stopped
+/// are one line per check that stopped them: nine copies of "the weight file did not parse" say
+/// nothing the first objection did not.
+pub fn quiet_text(report: &Report) -> String {
+    let text = report.to_text(false);
+    let mut objections = Vec::new();
+    let (mut failed, mut undecided) = (Vec::new(), Vec::new());
+    // Stopping check and how many it stopped, in the order first met.
+    let mut blocked: Vec<(&str, usize)> = Vec::new();
+    // The report's lines after its first are its checks', one each, in order.
+    for (check, line) in report.checks().iter().zip(text.lines().skip(1)) {
+        match (check.outcome(), check.blocked_by()) {
+            (Outcome::Pass, _) => {}
+            (_, Some(by)) => match blocked.iter_mut().find(|(b, _)| *b == by) {
+                Some((_, n)) => *n += 1,
+                None => blocked.push((by, 1)),
+            },
+            (outcome, None) => {
+                objections.push(line);
+                match outcome {
+                    Outcome::Fail => failed.push(check.id()),
+                    _ => undecided.push(check.id()),
+                }
+            }
+        }
+    }
+    let mut named = Vec::new();
+    if !failed.is_empty() {
+        named.push(format!("failed: {}", failed.join(", ")));
+    }
+    if !undecided.is_empty() {
+        named.push(format!("undecided: {}", undecided.join(", ")));
+    }
+    let stopped: usize = blocked.iter().map(|(_, n)| n).sum();
+    if stopped > 0 {
+        named.push(format!("{stopped} blocked"));
+    }
+    let total = report.checks().len();
+    let detail = match named.is_empty() {
+        true => format!("{} of {total} {} passed", report.passed(), checks(total)),
+        false => named.join("; "),
+    };
+    let verdict = report.verdict();
+    let head = format!("{:<10} {}  {detail}", verdict.label(), report.package());
+    let mut out = format!("{}\n", dflash_gate::__private::escape::line(&head));
+    for line in objections {
+        out.push_str(line);
+        out.push('\n');
+    }
+    for (by, n) in blocked {
+        let line = format!("{:<10} {n} {} blocked by {by}", "UNDECIDED", checks(n));
+        out.push_str(&dflash_gate::__private::escape::line(&line));
+        out.push('\n');
+    }
+    out
+}
+
+/// "check" or "checks", for `n` of them.
+fn checks(n: usize) -> &'static str {
+    match n {
+        1 => "check",
+        _ => "checks",
+    }
+}
+
+/// The terminal's width in columns, when stdout is a terminal that says it; `None` for a pipe or a
+/// file, which get the plain lines (byte for byte what the golden report and scripts read).
+pub fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !io::stdout().is_terminal() {
+        return None;
+    }
+    // SAFETY: a zeroed `winsize` is a valid value; `TIOCGWINSZ` on stdout writes one into it and
+    // nothing else.
+    let size = unsafe {
+        let mut size: libc::winsize = std::mem::zeroed();
+        (libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) == 0).then_some(size)
+    };
+    size.map(|s| usize::from(s.ws_col)).filter(|&w| w > 0)
+}
+
+/// `text` with every line longer than `width` columns wrapped at spaces, its continuation lines
+/// indented under the column where the line's message starts (a check's message, a package's
+/// detail), so the labels and ids stay a column of their own. Joined back with single spaces, the
+/// lines are the plain report's (a word longer than a line is cut, not lost).
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for line in text.lines() {
+        if line.chars().count() <= width {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        // At most half the width goes to the indent: the message keeps room to read.
+        let indent = hanging_indent(line).min(width / 2);
+        let mut rest = line;
+        let mut room = width;
+        loop {
+            if rest.chars().count() <= room {
+                out.push_str(rest);
+                out.push('\n');
+                break;
+            }
+            // The last space that leaves the piece within `room` columns, past the indent of the
+            // first piece (never a break inside the label and id columns); else a cut at `room`.
+            let limit = rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i);
+            let floor = if room == width { indent } else { 1 };
+            let at = rest[..limit]
+                .rfind(' ')
+                .filter(|&i| i >= floor)
+                .map_or((limit, limit), |i| (i, i + 1));
+            out.push_str(rest[..at.0].trim_end());
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            rest = &rest[at.1..];
+            room = width - indent;
+        }
+    }
+    out
+}
+
+/// Where a long line's message starts: after a check line's label and id, or a package line's label
+/// and name (the first run of two spaces past the label column); after `NOT CHECKED` or `VERDICT`;
+/// otherwise two past the line's own indent.
+fn hanging_indent(line: &str) -> usize {
+    const LABEL: usize = 11;
+    if line.starts_with("NOT CHECKED  ") || line.starts_with("VERDICT  ") {
+        return 13;
+    }
+    if style_of(line).is_some() {
+        if let Some(gap) = line.get(LABEL..).and_then(|rest| rest.find("  ")) {
+            let start = LABEL + gap;
+            let spaces = line[start..].len() - line[start..].trim_start().len();
+            return start + spaces;
+        }
+        return LABEL;
+    }
+    line.len() - line.trim_start().len() + 2
 }
 
 /// The style of a line by its label, or `None` for a line left plain.

@@ -4,11 +4,14 @@
 //! Fail-closed like the gate itself: a directory that looks like a package (it holds a `config.json`
 //! entry of any kind, or a `*.q4nx` entry) is gated, and one whose config.json is a link to nothing, a
 //! FIFO or a directory then ends as "not gated" (exit 2), never dropped from the count, as does an
-//! entry that cannot be followed (a link to nothing: it may have been a package). Only two kinds
+//! entry that cannot be followed (a link to nothing: it may have been a package). Only three kinds
 //! are passed over, each listed as skipped: a directory `--source` or `--target` names (the checkpoint
-//! or target beside the packages), and a safetensors checkpoint (`config.json` plus `model.safetensors`
-//! or its index, and no `*.q4nx`), which is what a package is converted from, not a package. A
-//! directory with neither a config.json nor a weight file is not a package and is not counted.
+//! or target beside the packages); a safetensors checkpoint (`config.json` plus `model.safetensors`
+//! or its index, and no `*.q4nx`), which is what a package is converted from, not a package; and a
+//! directory whose config.json declares another model (a target beside its draft), named by its
+//! `architectures` or `model_type` and carrying none of a draft's own fields, so that a draft whose
+//! architecture is misspelt is still gated and refused. A directory with neither a config.json nor a
+//! weight file is not a package and is not counted.
 
 use dflash_gate::__private::checkpoint::{INDEX_FILE, SINGLE_FILE};
 use dflash_gate::__private::files::{FileError, CONFIG_FILE};
@@ -20,10 +23,12 @@ use std::path::{Path, PathBuf};
 /// One directory of the run, named on the command line or found under `--all`.
 pub enum Item {
     Gate(PathBuf),
-    /// Not a package of this run: shown, but it changes nothing in the exit status.
+    /// Not a package of this run: shown, but it changes nothing in the exit status. `reason` is the
+    /// JSON document's token (`option_directory`, `checkpoint`, `another_model`).
     Skip {
         dir: PathBuf,
         why: String,
+        reason: &'static str,
     },
     /// Looks like a package, but could not even be looked at: exit 2.
     NotGated {
@@ -33,7 +38,7 @@ pub enum Item {
 }
 
 impl Item {
-    fn dir(&self) -> &Path {
+    pub fn dir(&self) -> &Path {
         match self {
             Item::Gate(dir) | Item::Skip { dir, .. } | Item::NotGated { dir, .. } => dir,
         }
@@ -91,7 +96,7 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
             also.push_str("; it is a package itself: name it without --all");
         }
         return Err(format!(
-            "--all {}: no package directory (with a config.json or a *.q4nx) under it{also}",
+            "--all {}: no package directory (with a config.json or a *.q4nx) under it{also}; --all looks one level deep, at the directories directly under it",
             dflash_gate::__private::escape::name(models.as_os_str())
         ));
     }
@@ -102,7 +107,8 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
 fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
     if let Some((option, _)) = beside.iter().find(|(_, named)| same_dir(&dir, named)) {
         let why = format!("the {option} directory, not a package");
-        return Some(Item::Skip { dir, why });
+        let reason = "option_directory";
+        return Some(Item::Skip { dir, why, reason });
     }
     // Any kind of entry: a link to nothing, a FIFO, a directory named config.json still say that a
     // package was meant here.
@@ -124,12 +130,68 @@ fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
         (false, false) => None,
         (true, false) if checkpoint => Some(Item::Skip {
             dir,
+            reason: "checkpoint",
             why: format!(
                 "a checkpoint, not a package ({CONFIG_FILE} and {SINGLE_FILE} or its index, no *.{WEIGHT_EXTENSION})"
             ),
         }),
-        _ => Some(Item::Gate(dir)),
+        (true, _) => match another_model(&dir) {
+            Some(why) => Some(Item::Skip { dir, why, reason: "another_model" }),
+            None => Some(Item::Gate(dir)),
+        },
+        (false, true) => Some(Item::Gate(dir)),
     }
+}
+
+/// The fields only a draft's config.json has: one of them in a config that names another
+/// architecture is a draft mislabelled, to be gated and refused, not passed over.
+const DRAFT_FIELDS: [&str; 5] = [
+    "dflash_config",
+    "block_size",
+    "mask_token_id",
+    "num_target_layers",
+    "target_layer_ids",
+];
+
+/// Why `dir` is another model's directory (its config.json names an architecture or model type and
+/// is not a draft's), or `None` when it may be a draft: anything the gate cannot read or recognise
+/// is gated, and the gate says what is wrong with it.
+fn another_model(dir: &Path) -> Option<String> {
+    use dflash_gate::__private::config::DraftConfig;
+    use dflash_gate::__private::limits::MAX_CONFIG_BYTES;
+    use serde_json::Value;
+    let bytes =
+        dflash_gate::__private::files::read_capped(&dir.join(CONFIG_FILE), MAX_CONFIG_BYTES)
+            .ok()?;
+    if DraftConfig::parse(&bytes).is_ok() {
+        return None;
+    }
+    let Ok(Value::Object(top)) = dflash_gate::__private::strict_json::parse(&bytes) else {
+        return None;
+    };
+    if DRAFT_FIELDS.iter().any(|f| top.contains_key(*f)) {
+        return None;
+    }
+    let architectures: Vec<&str> = match top.get("architectures") {
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let model_type = top.get("model_type").and_then(Value::as_str);
+    let declared = match (architectures.as_slice(), model_type) {
+        ([], None) => return None,
+        ([], Some(t)) => format!("model_type {t:?}"),
+        (a, None) => format!("architectures {a:?}"),
+        (a, Some(t)) => format!("architectures {a:?}, model_type {t:?}"),
+    };
+    // The names are the file's: a config written to flood the listing is cut short.
+    const SHOWN: usize = 160;
+    let declared = match declared.char_indices().nth(SHOWN) {
+        Some((at, _)) => format!("{}...", &declared[..at]),
+        None => declared,
+    };
+    Some(format!(
+        "another model ({declared}), not a DFlash draft: its {CONFIG_FILE} has no draft field"
+    ))
 }
 
 fn entry_names(dir: &Path) -> std::io::Result<Vec<OsString>> {
