@@ -4,9 +4,11 @@
 import os
 from typing import Any, Literal, final
 
+__all__ = ["__version__", "GateError", "Report", "Check", "gate", "main"]
+
 __version__: str
 
-Outcome = Literal["PASS", "FAIL", "UNDECIDED"]
+_Outcome = Literal["PASS", "FAIL", "UNDECIDED"]
 
 class GateError(Exception):
     """The gate could not run on the package (the CLI's exit 2); never a verdict."""
@@ -20,7 +22,7 @@ class Check:
     @property
     def id(self) -> str: ...
     @property
-    def outcome(self) -> Outcome: ...
+    def outcome(self) -> _Outcome: ...
     @property
     def message(self) -> str: ...
     @property
@@ -31,7 +33,7 @@ class Check:
 @final
 class Report:
     @property
-    def verdict(self) -> Outcome: ...
+    def verdict(self) -> _Outcome: ...
     @property
     def package(self) -> str: ...
     @property
