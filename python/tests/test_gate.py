@@ -242,25 +242,27 @@ def test_many_threads_at_once_get_the_serial_answers(in_packages: Packages) -> N
 
 
 def test_the_gil_is_released_while_the_gate_runs(in_packages: Packages) -> None:
-    # One thread gates (with --source: every weight compared) for a while, recording when each call
-    # began and ended; another records when it ran Python code. A tick can fall inside a call only
-    # if the call let go of the GIL: both timestamps are taken holding it.
-    windows: list[tuple[float, float]] = []
-    ticks: list[float] = []
+    # One thread gates (with --source: every weight compared, some milliseconds a call) for a while;
+    # another counts how often it gets to run Python code, waking every half millisecond. Holding
+    # the GIL through each call would leave it at most a tick per call (at the switches between
+    # calls: half a tick per call, measured so); released, it ticks all through them (six).
+    calls = 0
+    ticks = 0
     done = threading.Event()
 
     def gate_for_a_while() -> None:
+        nonlocal calls
         end = time.perf_counter() + 1.5
         while time.perf_counter() < end:
-            start = time.perf_counter()
             report = dflash_gate.gate(in_packages.passing, source=in_packages.source)
-            windows.append((start, time.perf_counter()))
             assert report.verdict == "PASS"
+            calls += 1
         done.set()
 
     def tick() -> None:
+        nonlocal ticks
         while not done.is_set():
-            ticks.append(time.perf_counter())
+            ticks += 1
             time.sleep(0.0005)
 
     threads = [threading.Thread(target=gate_for_a_while), threading.Thread(target=tick)]
@@ -268,8 +270,7 @@ def test_the_gil_is_released_while_the_gate_runs(in_packages: Packages) -> None:
         t.start()
     for t in threads:
         t.join()
-    inside = sum(1 for t in ticks if any(start < t < end for start, end in windows))
-    assert windows and inside >= 10, (len(windows), len(ticks), inside)
+    assert calls and ticks >= 2 * calls, (calls, ticks)
 
 
 def test_a_long_call_returns_whole_and_ctrl_c_is_never_swallowed(packages: Packages) -> None:
