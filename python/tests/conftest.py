@@ -21,8 +21,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def binary(variable: str, name: str) -> Path:
-    path = Path(os.environ.get(variable) or REPO / "target" / "debug" / name)
+# Resolved now, while the working directory is the one the suite was started from: the tests move it.
+BINARIES = {variable: Path(os.environ.get(variable) or REPO / "target" / "debug" / name).resolve()
+            for variable, name in (("DFLASH_GATE_BIN", "dflash-gate"),
+                                   ("DFLASH_GATE_SYNTH", "synth"))}
+
+
+def binary(variable: str) -> Path:
+    path = BINARIES[variable]
     if not path.is_file():
         pytest.fail(f"{path} is not built: run `cargo build --locked -p dflash-gate -p gate-tests` "
                     f"or set {variable}")
@@ -43,12 +49,12 @@ class Packages:
 
 @pytest.fixture(scope="session")
 def gate_bin() -> Path:
-    return binary("DFLASH_GATE_BIN", "dflash-gate")
+    return binary("DFLASH_GATE_BIN")
 
 
 @pytest.fixture(scope="session")
 def packages(tmp_path_factory: pytest.TempPathFactory) -> Packages:
-    synth = binary("DFLASH_GATE_SYNTH", "synth")
+    synth = binary("DFLASH_GATE_SYNTH")
     root = tmp_path_factory.mktemp("packages")
     subprocess.run([synth, "small", "pass", "--source", "pass-source"], cwd=root, check=True)
     subprocess.run([synth, "dflash2-small", "dflash2"], cwd=root, check=True)
