@@ -131,7 +131,14 @@ fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
 }
 
 fn main() -> ExitCode {
-    let args = match request(std::env::args_os().skip(1).collect()) {
+    command(std::env::args_os().skip(1).collect())
+}
+
+/// The whole command on `raw`, the arguments after the program's name. Not `main` itself, so that
+/// `python -m dflash_gate` (python/src/lib.rs compiles this file) runs this very code on the
+/// arguments Python was given.
+pub(crate) fn command(raw: Vec<OsString>) -> ExitCode {
+    let args = match request(raw) {
         Ok(Request::Gate(args)) => args,
         Ok(Request::Help) => {
             let text = format!(

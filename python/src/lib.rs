@@ -1,0 +1,298 @@
+//! The gate from Python: `dflash_gate._native`, the extension module inside the `dflash_gate`
+//! package (python/dflash_gate re-exports it; python/dflash_gate/_native.pyi types it).
+//!
+//! A thin layer over the library's curated API, as the C ABI is: the verdict, the checks and the
+//! document are the library's own, turned into Python values; nothing is decided here. The one
+//! thing added is what Python needs and Rust does not: the GIL released while the gate reads, an
+//! exception for "could not run" (the CLI's exit 2), and the command line as a function of its
+//! arguments for `python -m dflash_gate`.
+
+use dflash_gate::{Options, Outcome, PackageError};
+use pyo3::exceptions::{PyException, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use serde_json::Value;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The command-line gate's own source, compiled into this extension, so that `python -m
+/// dflash_gate` is the very code of `dflash-gate` (its argument parsing, output, colours, exit
+/// statuses), not a copy that could drift. Included by path rather than moved into the library: the
+/// library never prints (the workspace denies it), and the binary stays where it is built from.
+/// Its `main` is the binary's; here [`binary::command`] is the entry.
+#[allow(dead_code)]
+#[path = "../../gate/src/bin/dflash-gate.rs"]
+mod binary;
+
+pyo3::create_exception!(
+    dflash_gate,
+    GateError,
+    PyException,
+    "The gate could not run on the package: what `dflash-gate` exits 2 on (no such directory, no \
+     config.json, an unreadable file, a --source or --target that cannot be read). Never a verdict: \
+     `reason` is the JSON error document's token, `path` the path at fault, `package` the package \
+     as named."
+);
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", dflash_gate::TOOL.version)?;
+    m.add("GateError", m.py().get_type::<GateError>())?;
+    m.add_class::<Report>()?;
+    m.add_class::<Check>()?;
+    m.add_function(wrap_pyfunction!(gate, m)?)?;
+    m.add_function(wrap_pyfunction!(main, m)?)?;
+    Ok(())
+}
+
+/// Gates the package directory `path` (the library's `gate`), with the GIL released while it runs.
+/// `target`, `source` and `manifest` are `--target`, `--source` and `--manifest`. `revision` names
+/// a Hugging Face cache entry's revision, which the gate does not read yet: it is refused with a
+/// TypeError rather than ignored, so that no caller believes a revision was gated.
+#[pyfunction]
+#[pyo3(signature = (path, *, target=None, source=None, manifest=false, revision=None))]
+fn gate(
+    py: Python<'_>,
+    path: PathBuf,
+    target: Option<PathBuf>,
+    source: Option<PathBuf>,
+    manifest: bool,
+    revision: Option<Bound<'_, PyAny>>,
+) -> PyResult<Report> {
+    if let Some(revision) = revision.filter(|r| !r.is_none()) {
+        return Err(PyTypeError::new_err(format!(
+            "gate() does not support revision= yet (given {}): the gate does not read Hugging Face \
+             cache entries; give the snapshot's directory as path",
+            revision.repr()?
+        )));
+    }
+    let mut options = Options::default().with_manifest(manifest);
+    if let Some(target) = target {
+        options = options.with_target(target);
+    }
+    if let Some(source) = source {
+        options = options.with_source(source);
+    }
+    let result = py.detach(|| dflash_gate::gate(&path, &options));
+    // A Ctrl-C that arrived while the gate ran is raised here, by the call, rather than at some
+    // later line of the caller's, after a report was already acted upon.
+    py.check_signals()?;
+    match result {
+        Ok(report) => Ok(Report::new(report)),
+        Err(error) => Err(gate_error(py, &path, &error)),
+    }
+}
+
+/// A [`GateError`] carrying what the CLI's JSON error document says (`dflash_gate::error_json`).
+fn gate_error(py: Python<'_>, package: &Path, error: &PackageError) -> PyErr {
+    let err = GateError::new_err(error.to_string());
+    let value = err.value(py);
+    let attributes = [
+        ("reason", error.reason().to_owned()),
+        ("path", error.path().to_string_lossy().into_owned()),
+        ("package", package.to_string_lossy().into_owned()),
+    ];
+    for (name, text) in attributes {
+        if let Err(e) = value.setattr(name, text) {
+            return e;
+        }
+    }
+    err
+}
+
+/// `python -m dflash_gate ARGS`: the command-line gate run on `args` (the arguments after the
+/// program's name, as bytes, so that a name that is not UTF-8 reaches it unchanged); returns its
+/// exit status. It writes to the process's stdout and stderr as the binary does.
+#[pyfunction]
+fn main(py: Python<'_>, args: Vec<Vec<u8>>) -> u8 {
+    let raw: Vec<OsString> = args.into_iter().map(OsString::from_vec).collect();
+    let code = py.detach(|| binary::command(raw));
+    // `ExitCode` hides its number but compares equal to the one made from it; the binary exits
+    // with one of 0 to 3, all made by `ExitCode::from(u8)`.
+    (0..=u8::MAX)
+        .find(|n| code == ExitCode::from(*n))
+        .unwrap_or(2)
+}
+
+/// The answer for one package: the library's report and its JSON document, made once.
+#[pyclass(frozen, module = "dflash_gate")]
+struct Report {
+    report: dflash_gate::Report,
+    document: Value,
+}
+
+impl Report {
+    fn new(report: dflash_gate::Report) -> Report {
+        Report {
+            document: report.to_json(),
+            report,
+        }
+    }
+
+    /// The document's field `name` (a report document has every one asked for here).
+    fn field(&self, name: &str) -> &Value {
+        self.document.get(name).unwrap_or(&Value::Null)
+    }
+}
+
+#[pymethods]
+impl Report {
+    /// `"PASS"` only when every check passed; `"FAIL"` if any failed; `"UNDECIDED"` otherwise.
+    #[getter]
+    fn verdict(&self) -> &'static str {
+        self.report.verdict().label()
+    }
+
+    /// The package directory as it was named.
+    #[getter]
+    fn package(&self) -> &str {
+        self.report.package()
+    }
+
+    /// The CLI's exit status for this verdict: 0 PASS, 1 FAIL, 3 UNDECIDED.
+    #[getter]
+    fn exit_code(&self) -> u8 {
+        self.report.verdict().exit_code()
+    }
+
+    /// Every check, in run order (a new list each time: changing it changes no report).
+    #[getter]
+    fn checks(&self) -> Vec<Check> {
+        let documents = self.field("checks").as_array();
+        self.report
+            .checks()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Check {
+                id: c.id().to_owned(),
+                outcome: c.outcome().label(),
+                message: c.message().to_owned(),
+                blocked_by: c.blocked_by().map(str::to_owned),
+                evidence: documents
+                    .and_then(|d| d.get(i))
+                    .and_then(|d| d.get("evidence"))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+            })
+            .collect()
+    }
+
+    /// What was found in the package, as the document's `census` object (dicts and lists).
+    #[getter]
+    fn census<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        python_value(py, self.field("census"))
+    }
+
+    /// What the gate cannot know from what it was given, one sentence each.
+    #[getter]
+    fn not_checked(&self) -> Vec<String> {
+        self.report
+            .not_checked()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// The JSON document exactly as `dflash-gate --json` writes it, final newline included.
+    fn to_json(&self) -> String {
+        let text = serde_json::to_string_pretty(&self.document).unwrap_or_default();
+        format!("{text}\n")
+    }
+
+    /// True only for PASS: `if dflash_gate.gate(path):` never launches on FAIL or UNDECIDED.
+    fn __bool__(&self) -> bool {
+        self.report.verdict() == Outcome::Pass
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<dflash_gate.Report {} {:?}: {} of {} checks passed>",
+            self.report.verdict(),
+            self.report.package(),
+            self.report.passed(),
+            self.report.checks().len()
+        )
+    }
+}
+
+/// One check's result.
+#[pyclass(frozen, module = "dflash_gate")]
+struct Check {
+    id: String,
+    outcome: &'static str,
+    message: String,
+    blocked_by: Option<String>,
+    evidence: Value,
+}
+
+#[pymethods]
+impl Check {
+    /// Stable id, e.g. `tiles.q4_1_signature`.
+    #[getter]
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// `"PASS"`, `"FAIL"` or `"UNDECIDED"`.
+    #[getter]
+    fn outcome(&self) -> &'static str {
+        self.outcome
+    }
+
+    /// One line for a human, naming what it objected to; never to be parsed (see `evidence`).
+    #[getter]
+    fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The facts behind the message as the document's `evidence` (a dict), or None when the check
+    /// stopped before it could gather them.
+    #[getter]
+    fn evidence<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        python_value(py, &self.evidence)
+    }
+
+    /// For an UNDECIDED check that could not run: the id of the check that stopped it.
+    #[getter]
+    fn blocked_by(&self) -> Option<&str> {
+        self.blocked_by.as_deref()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<dflash_gate.Check {} {}: {:?}>",
+            self.outcome, self.id, self.message
+        )
+    }
+}
+
+/// A JSON value as the Python value `json.loads` would give for it.
+fn python_value<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => u.into_pyobject(py)?.into_any(),
+            (None, Some(i)) => i.into_pyobject(py)?.into_any(),
+            // Neither integer: serde_json holds it as a finite f64.
+            (None, None) => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+        },
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(python_value(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(fields) => {
+            let dict = PyDict::new(py);
+            for (key, field) in fields {
+                dict.set_item(key, python_value(py, field)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}

@@ -1,0 +1,48 @@
+"""Typed use of dflash_gate, checked by ``mypy --strict`` (test_types.py), never run.
+
+Each ``type: ignore`` marks a misuse the stub must reject: under --strict an ignore that is not
+needed is an error, so a stub that grew loose (``Any``) fails the check.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import dflash_gate
+from dflash_gate import Check, GateError, Report
+
+
+def launch_if_gated(draft: str | os.PathLike[str], target: Path) -> int:
+    try:
+        report: Report = dflash_gate.gate(draft, target=target, source="ckpt", manifest=True)
+    except GateError as e:
+        reason: str = e.reason
+        path: str = e.path
+        package: str = e.package
+        print(reason, path, package)
+        return 2
+    verdict: Literal["PASS", "FAIL", "UNDECIDED"] = report.verdict
+    code: int = report.exit_code
+    for check in report.checks:
+        c: Check = check
+        outcome: Literal["PASS", "FAIL", "UNDECIDED"] = c.outcome
+        evidence: dict[str, Any] | None = c.evidence
+        blocked: str | None = c.blocked_by
+        print(c.id, outcome, c.message, evidence, blocked)
+    census: dict[str, Any] = report.census
+    items: list[str] = report.not_checked
+    text: str = report.to_json()
+    version: str = dflash_gate.__version__
+    print(verdict, census, items, text, version, report.package)
+    return 0 if report else code
+
+
+def misuse() -> None:
+    dflash_gate.gate(3)  # type: ignore[arg-type]
+    dflash_gate.gate("d", revision="main")  # type: ignore[arg-type]
+    dflash_gate.gate("d", "target")  # type: ignore[call-arg]
+    n: int = dflash_gate.gate("d").verdict  # type: ignore[assignment]
+    dflash_gate.gate("d").verdict = "PASS"  # type: ignore[misc]
+    print(n)
