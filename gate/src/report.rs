@@ -592,15 +592,36 @@ impl Report {
         }
         line(self.census.summary());
         if with_census {
-            for t in &self.census.tensors {
-                let role = t.role_text.as_deref().unwrap_or("UNEXPLAINED");
+            // A table: each column as wide as its widest cell, so no long name or role pushes the
+            // columns after it out of line.
+            let rows: Vec<[String; 5]> = self
+                .census
+                .tensors
+                .iter()
+                .map(|t| {
+                    [
+                        t.name.clone(),
+                        t.dtype.clone(),
+                        crate::container::shape_text(&t.shape),
+                        t.role_text.as_deref().unwrap_or("UNEXPLAINED").to_owned(),
+                        t.form_text.clone(),
+                    ]
+                })
+                .collect();
+            let header = ["tensor", "dtype", "shape", "role", "form"].map(str::to_owned);
+            // A hostile name of thousands of characters widens only its own row.
+            const WIDEST: usize = 64;
+            let mut widths = [0usize; 4];
+            for row in std::iter::once(&header).chain(&rows) {
+                for (w, cell) in widths.iter_mut().zip(row) {
+                    *w = (*w).max(cell.chars().count().min(WIDEST));
+                }
+            }
+            for row in std::iter::once(&header).chain(&rows) {
+                let [name, dtype, shape, role, form] = row;
+                let [a, b, c, d] = widths;
                 line(format!(
-                    "  {:<48} {:<5} {:<22} {:<26} {}",
-                    t.name,
-                    t.dtype,
-                    crate::container::shape_text(&t.shape),
-                    role,
-                    t.form_text
+                    "  {name:<a$}  {dtype:<b$}  {shape:<c$}  {role:<d$}  {form}"
                 ));
             }
             if self.census.tensors_not_listed > 0 {

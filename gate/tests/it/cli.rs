@@ -890,3 +890,32 @@ fn on_a_terminal_the_report_fits_its_width() {
     }
     assert_eq!(joined, plain, "wrapped:\n{text}");
 }
+
+/// `--census` is a table: a header row names the columns, and every tensor's row starts each cell
+/// where the header's does, whatever the length of a name or a role (`post_attention_layernorm`
+/// pushed the form column out of line when the widths were fixed).
+#[test]
+fn the_census_is_an_aligned_table() {
+    let text = stdout(&gate_dir(&fixture(), &["--census"]));
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("census:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "));
+    let header = lines.next().expect("a header row");
+    let starts: Vec<usize> = ["dtype", "shape", "role", "form"]
+        .iter()
+        .map(|c| header.find(&format!("  {c}")).expect("the column") + 2)
+        .collect();
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 20, "{text}");
+    for row in rows {
+        for &at in &starts {
+            let (before, after) = row.split_at(at);
+            assert!(
+                before.ends_with(' ') && !after.starts_with(' '),
+                "a cell out of line at column {at}: {row}"
+            );
+        }
+    }
+}
