@@ -37,13 +37,13 @@ fn check(package: &[u8], source: &[u8]) -> Check {
     }
 }
 
-/// What the comparison found, in the evidence's shape.
+/// What the comparison found, in the evidence's shape (against a checkpoint and a GGUF alike).
 #[derive(Default)]
-struct Found {
-    fields: Vec<String>,
-    compared: Vec<String>,
-    differing: Vec<String>,
-    one_sided: Vec<String>,
+pub(super) struct Found {
+    pub fields: Vec<String>,
+    pub compared: Vec<String>,
+    pub differing: Vec<String>,
+    pub one_sided: Vec<String>,
 }
 
 /// The package's config (the object the evaluation parsed) against the source's config.json.

@@ -16,6 +16,7 @@ use crate::config::DraftConfig;
 use crate::escape::escape;
 use crate::gguf::{Header, Value};
 use crate::report::Check;
+use crate::source::config::Found;
 use serde_json::Map;
 
 /// What a key's counterpart in the package config is.
@@ -92,17 +93,6 @@ fn package_value(config: &DraftConfig, canonical: &Canonical, field: &str) -> Pa
         "rms_norm_eps" | "rope_theta" => from_json(canonical, field, true),
         _ => from_json(canonical, field, false),
     }
-}
-
-/// What the comparison found, key by key, in the evidence's shape.
-#[derive(Default)]
-struct Found {
-    fields: Vec<String>,
-    compared: Vec<String>,
-    differing: Vec<String>,
-    one_sided: Vec<String>,
-    /// Keys that cannot decide the comparison, and why (the message's).
-    undecided: Vec<(String, String)>,
 }
 
 pub fn compare(
@@ -286,7 +276,9 @@ fn verdict(found: Found) -> Check {
         differing: found.differing.clone(),
         one_sided: found.one_sided.clone(),
         skipped: Vec::new(),
-        undecided: Some(found.undecided.iter().map(|(key, _)| key.clone()).collect()),
+        // Nothing is left undecided by its value since `target_layers` plus one is agreement; the
+        // list stays in the document's shape.
+        undecided: Some(Vec::new()),
     };
     let id = super::super::CONFIG;
     if !found.differing.is_empty() {
@@ -299,24 +291,9 @@ fn verdict(found: Found) -> Check {
         )
         .with_evidence(evidence);
     }
-    let open: Vec<&String> = found
-        .undecided
-        .iter()
-        .map(|(_, why)| why)
-        .chain(&found.one_sided)
-        .collect();
-    if !open.is_empty() {
-        return Check::undecided(
-            id,
-            format!(
-                "cannot decide: {}",
-                open.iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        )
-        .with_evidence(evidence);
+    if !found.one_sided.is_empty() {
+        return Check::undecided(id, format!("cannot decide: {}", found.one_sided.join("; ")))
+            .with_evidence(evidence);
     }
     Check::pass(
         id,
