@@ -430,13 +430,12 @@ fn million_one_byte_tensors() -> Result<(), Failed> {
     let bound = (8 * header_bytes).min(2 << 30);
     for extra in [None, Some("--json"), Some("--census")] {
         let out = root.path().join("out");
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dflash-gate"));
-        command
-            .arg(&dir)
-            .args(extra)
-            .stdout(std::fs::File::create(&out)?)
-            .stderr(std::process::Stdio::null());
-        let (code, peak) = peak_memory(command)?;
+        let (code, peak) = measured(
+            &[env!("CARGO_BIN_EXE_dflash-gate").as_ref(), dir.as_os_str()],
+            extra,
+            &out,
+            &root.path().join("peak"),
+        )?;
         let shown = extra.unwrap_or("the report");
         // A NaN-free bound: a peak of 0 (not measured) fails too.
         if !(0 < peak && peak < bound) {
@@ -471,6 +470,57 @@ fn million_one_byte_tensors() -> Result<(), Failed> {
 #[cfg(not(target_os = "linux"))]
 fn million_one_byte_tensors() -> Result<(), Failed> {
     Err("needs Linux's wait4 to measure a child's peak memory".into())
+}
+
+/// The environment variable that makes the suite binary measure one command instead of running
+/// trials (see [`measure`]); its value is the file the peak is written to.
+pub const MEASURE_VAR: &str = "DFLASH_GATE_SUITE_MEASURE";
+
+/// Runs `program args extra` through a fresh copy of this binary in measure mode, stdout to `out`;
+/// the exit code and the peak resident memory in bytes. Measured from a fresh process, not from this
+/// one: Linux carries the high-water mark of the memory a child was forked from across its `exec`,
+/// so a child spawned straight from the suite (hundreds of MB at its peak) reports the suite's
+/// peak, not its own.
+#[cfg(target_os = "linux")]
+fn measured(
+    program: &[&std::ffi::OsStr],
+    extra: Option<&str>,
+    out: &std::path::Path,
+    peak: &std::path::Path,
+) -> Result<(Option<i32>, u64), Failed> {
+    let status = std::process::Command::new(std::env::current_exe()?)
+        .env(MEASURE_VAR, peak)
+        .args(program)
+        .args(extra)
+        .stdout(std::fs::File::create(out)?)
+        .stderr(std::process::Stdio::null())
+        .status()?;
+    let peak: u64 = std::fs::read_to_string(peak)?.trim().parse()?;
+    Ok((status.code(), peak))
+}
+
+/// Measure mode: runs this process's arguments as a command and writes its peak resident memory in
+/// bytes to `report`; exits with its exit code. This process is fresh, a few MB, so the command's
+/// high-water mark is its own.
+#[cfg(target_os = "linux")]
+pub fn measure(report: &str) -> std::process::ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    let Some(program) = args.next() else {
+        return std::process::ExitCode::from(2);
+    };
+    let mut command = std::process::Command::new(program);
+    command.args(args).env_remove(MEASURE_VAR);
+    match peak_memory(command) {
+        Ok((code, peak)) if std::fs::write(report, peak.to_string()).is_ok() => {
+            std::process::ExitCode::from(code.and_then(|c| u8::try_from(c).ok()).unwrap_or(255))
+        }
+        _ => std::process::ExitCode::from(2),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn measure(_: &str) -> std::process::ExitCode {
+    std::process::ExitCode::from(2)
 }
 
 /// Runs `command` to its end; its exit code and its peak resident memory in bytes, as the kernel

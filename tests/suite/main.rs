@@ -26,6 +26,9 @@ fn main() -> ExitCode {
     if let Ok(spec) = std::env::var(campaign::CAMPAIGN_VAR) {
         return campaign::child(&spec);
     }
+    if let Ok(report) = std::env::var(hostile::MEASURE_VAR) {
+        return hostile::measure(&report);
+    }
     let args = Arguments::from_args();
     let mut trials = Vec::new();
     for arm in gate_tests::arms::all() {
