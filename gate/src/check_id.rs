@@ -33,6 +33,7 @@ impl CheckId {
     pub const NORMS_BF16: &'static str = "norms.bf16";
     pub const DFLASH2_CONV: &'static str = "dflash2.conv";
     pub const DFLASH2_SELECTOR: &'static str = "dflash2.selector";
+    pub const INVENTORY_COMPLETE: &'static str = "inventory.complete";
     pub const INVENTORY_EXPLAINED: &'static str = "inventory.explained";
     pub const BF16_FINITE: &'static str = "bf16.finite";
     pub const TARGET_HIDDEN_SIZE: &'static str = "target.hidden_size";
@@ -47,7 +48,7 @@ impl CheckId {
     pub const SOURCE_Q4_1: &'static str = "source.q4_1";
 
     /// Every id, in report order (a package, then `--target`, `--manifest`, `--source`).
-    pub const ALL: [&'static str; 37] = [
+    pub const ALL: [&'static str; 38] = [
         CheckId::CONFIG_IS_DFLASH,
         CheckId::CONFIG_GEOMETRY,
         CheckId::CONTAINER_PARSES,
@@ -73,6 +74,7 @@ impl CheckId {
         CheckId::NORMS_BF16,
         CheckId::DFLASH2_CONV,
         CheckId::DFLASH2_SELECTOR,
+        CheckId::INVENTORY_COMPLETE,
         CheckId::INVENTORY_EXPLAINED,
         CheckId::BF16_FINITE,
         CheckId::TARGET_HIDDEN_SIZE,

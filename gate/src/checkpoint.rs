@@ -76,7 +76,7 @@ enum Layout {
 impl Headers {
     /// Reads config.json and every shard's header; no tensor data, and no shard is kept open.
     pub fn read(dir: &Path) -> Result<Headers, PackageError> {
-        Ok(read(dir, Read::Headers, MAX_TENSORS)?.0)
+        Ok(read(dir, Read::Headers, MAX_TENSORS, None)?.0)
     }
 
     /// The header entry of `name`, and the shard holding it (a binary search of each shard's table:
@@ -97,7 +97,15 @@ impl Headers {
 impl Checkpoint {
     /// Reads a checkpoint directory whole (config, index, every shard).
     pub fn open(dir: &Path) -> Result<Checkpoint, PackageError> {
-        let (headers, config, files) = read(dir, Read::Whole, MAX_TENSORS)?;
+        let (headers, config, files) = read(dir, Read::Whole, MAX_TENSORS, None)?;
+        Checkpoint::hold(headers, config, files)
+    }
+
+    /// Reads a draft's own folder whole, under the package's link rule: every file it opens (config,
+    /// index, shards) is refused unread when its name is a link that leaves `inside`'s roots (a hub
+    /// cache snapshot's links into its blobs are read).
+    pub fn open_inside(dir: &Path, inside: &files::Inside) -> Result<Checkpoint, PackageError> {
+        let (headers, config, files) = read(dir, Read::Whole, MAX_TENSORS, Some(inside))?;
         Checkpoint::hold(headers, config, files)
     }
 
@@ -132,6 +140,14 @@ impl Checkpoint {
         Ok(())
     }
 
+    /// The files the checkpoint was read from, as opened: config.json and every shard (for a manifest
+    /// to hash the very bytes that were judged).
+    pub fn files(&self) -> Vec<&RegularFile> {
+        std::iter::once(&self.config)
+            .chain(self.bytes.iter().map(Bytes::file))
+            .collect()
+    }
+
     /// The header entry and data bytes of `name`.
     pub fn tensor(&self, name: &str) -> Option<(&TensorInfo, &[u8])> {
         let (s, info) = self.headers.get(name)?;
@@ -150,13 +166,14 @@ fn read(
     dir: &Path,
     how: Read,
     max_tensors: usize,
+    inside: Option<&files::Inside>,
 ) -> Result<(Headers, RegularFile, Vec<RegularFile>), PackageError> {
     crate::error::require_dir(dir)?;
-    let (config, _, config_file) = read_config(dir, "checkpoint's")?;
+    let (config, _, config_file) = read_config_inside(dir, "checkpoint's", inside)?;
     // Every file read, so that the checkpoint read is proved to have been there together, as read,
     // once the last header is in: a file renamed into place midway is "changed while it was read".
     let mut seen = vec![config_file.seen()];
-    let (names, index) = match layout(dir, how, max_tensors)? {
+    let (names, index) = match layout(dir, how, max_tensors, inside)? {
         Layout::Single => (vec![SINGLE_FILE.to_owned()], None),
         Layout::Sharded {
             index,
@@ -180,7 +197,7 @@ fn read(
         let named = index
             .as_ref()
             .map(|_| format!("{INDEX_FILE} lists {count} tensor{plural} in it"));
-        let file = open_present(&path, named)?;
+        let file = open_present(&path, named, inside)?;
         let table = read_table(&file)?;
         if let Some(index) = &index {
             agrees(dir, index, name, count, &table, &shards)?;
@@ -210,8 +227,18 @@ pub(crate) fn read_config(
     dir: &Path,
     whose: &str,
 ) -> Result<(Vec<u8>, Value, RegularFile), PackageError> {
+    read_config_inside(dir, whose, None)
+}
+
+/// [`read_config`], under a link rule when one is given.
+fn read_config_inside(
+    dir: &Path,
+    whose: &str,
+    inside: Option<&files::Inside>,
+) -> Result<(Vec<u8>, Value, RegularFile), PackageError> {
     let path = dir.join(CONFIG_FILE);
-    let read = files::open(&path).and_then(|file| Ok((file.read_all(MAX_CONFIG_BYTES)?, file)));
+    let read =
+        open_under(&path, inside).and_then(|file| Ok((file.read_all(MAX_CONFIG_BYTES)?, file)));
     let (bytes, file) = match read {
         Ok(read) => read,
         Err(FileError::NotFound { .. }) => {
@@ -236,7 +263,12 @@ pub(crate) fn read_config(
 
 /// Which weight files the directory holds. Names are looked up without following links, so a link
 /// that leads nowhere counts as there (and is then reported as what it is, not as absent).
-fn layout(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageError> {
+fn layout(
+    dir: &Path,
+    how: Read,
+    max_tensors: usize,
+    inside: Option<&files::Inside>,
+) -> Result<Layout, PackageError> {
     let there = |name: &str| match std::fs::symlink_metadata(dir.join(name)) {
         Ok(_) => true,
         Err(e) => e.kind() != std::io::ErrorKind::NotFound,
@@ -247,7 +279,7 @@ fn layout(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageEr
             format!("holds both {SINGLE_FILE} and {INDEX_FILE}: a loader may read either (transformers reads {SINGLE_FILE} first), so the gate does not pick one"),
         )),
         (true, false) => Ok(Layout::Single),
-        (false, true) => sharded(dir, how, max_tensors),
+        (false, true) => sharded(dir, how, max_tensors, inside),
         (false, false) => Err(PackageError::Missing {
             path: dir.to_owned(),
             why: no_weights(dir, how),
@@ -258,9 +290,14 @@ fn layout(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageEr
 /// The index and the shards it names. Its tensor count is the checkpoint's (each shard must hold
 /// exactly the tensors the index lists in it), so the cap on that is applied here, as the index is
 /// read, before any shard is opened.
-fn sharded(dir: &Path, how: Read, max_tensors: usize) -> Result<Layout, PackageError> {
+fn sharded(
+    dir: &Path,
+    how: Read,
+    max_tensors: usize,
+    inside: Option<&files::Inside>,
+) -> Result<Layout, PackageError> {
     let path = dir.join(INDEX_FILE);
-    let file = open_present(&path, None)?;
+    let file = open_present(&path, None, inside)?;
     let bytes = file.read_all(MAX_INDEX_BYTES)?;
     let seen = file.seen();
     let index = parse_index(&bytes, max_tensors).map_err(|why| malformed(&path, why))?;
@@ -316,8 +353,12 @@ fn no_weights(dir: &Path, how: Read) -> String {
 /// found then means a symbolic link that leads nowhere, which is said with where it points, or a file
 /// removed meanwhile; `named` says what named it, since "no such file" alone reads as a file nothing
 /// asked for.
-fn open_present(path: &Path, named: Option<String>) -> Result<RegularFile, PackageError> {
-    let error = match files::open(path) {
+fn open_present(
+    path: &Path,
+    named: Option<String>,
+    inside: Option<&files::Inside>,
+) -> Result<RegularFile, PackageError> {
+    let error = match open_under(path, inside) {
         Ok(file) => return Ok(file),
         Err(error @ FileError::NotFound { .. }) => error,
         Err(error) => return Err(error.into()),
@@ -336,6 +377,14 @@ fn open_present(path: &Path, named: Option<String>) -> Result<RegularFile, Packa
         error,
         note: notes.join("; "),
     })
+}
+
+/// Opens `path`, under the link rule when there is one.
+fn open_under(path: &Path, inside: Option<&files::Inside>) -> Result<RegularFile, FileError> {
+    match inside {
+        Some(inside) => inside.open(path),
+        None => files::open(path),
+    }
 }
 
 /// Checks one shard's table against the index as soon as it is read, so the first shard that
@@ -769,7 +818,7 @@ mod tests {
         for len in [4, files::READ_BELOW as usize] {
             let dir = directory(&[(SINGLE_FILE, filled(len, 1))]);
             let (headers, config, files) =
-                read(dir.path(), Read::Whole, MAX_TENSORS).expect("read");
+                read(dir.path(), Read::Whole, MAX_TENSORS, None).expect("read");
             // Another file of the same length renamed into place between the header and the data.
             let other = dir.path().join("other");
             std::fs::write(&other, filled(len, 9)).expect("other");
@@ -867,14 +916,14 @@ mod tests {
             ("s1", b"not a container".to_vec()),
             (INDEX_FILE, index(r#""a": "s1", "b": "s1", "c": "s1""#)),
         ]);
-        let e = error(read(dir.path(), Read::Headers, 2));
+        let e = error(read(dir.path(), Read::Headers, 2, None));
         assert_eq!(e.path(), dir.path().join(INDEX_FILE), "{e}");
         assert!(
             e.to_string()
                 .contains("weight_map lists 3 tensors, more than the 2 one checkpoint may hold"),
             "{e}"
         );
-        assert!(read(dir.path(), Read::Headers, 3).is_err_and(|e| e.path().ends_with("s1")));
+        assert!(read(dir.path(), Read::Headers, 3, None).is_err_and(|e| e.path().ends_with("s1")));
     }
 
     #[test]

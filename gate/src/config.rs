@@ -138,6 +138,37 @@ pub struct DraftConfig {
     pub is_causal: Field<Option<bool>>,
     /// Read for any family; its length and sliding entries are checked against the geometry.
     pub layer_types: Field<Option<Vec<LayerType>>>,
+    /// Whether q, k, v and o carry a bias (`attention_bias`): a Hugging Face folder then holds the four
+    /// bias vectors of every layer. Absent is false, as the model class reads it.
+    pub attention_bias: Field<Option<bool>>,
+    /// The scheme `quantization_config` names (`quant_method`, else `format`), when it is there:
+    /// packed integers are not weights to read as floats.
+    pub quantization: Option<String>,
+}
+
+/// The speculators library's DFlash format (`speculators_model_type: "dflash"`), recognised and named:
+/// its tensor layout is not written down here, so no check can vouch for it, and it is no less a
+/// draft for that. `Some(what to say)` for such a config.
+pub fn speculators_format(top: &Map<String, Value>) -> Option<String> {
+    let declared = top.get("speculators_model_type")?.as_str()?;
+    (declared == "dflash").then(|| {
+        "config.json declares the speculators format (speculators_model_type \"dflash\"): recognised, but its tensor layout is not one the gate knows, so nothing in it is checked".to_owned()
+    })
+}
+
+/// The scheme a `quantization_config` object names: `quant_method`, else `format`, else that it names
+/// none.
+fn quantization(top: &Map<String, Value>) -> Option<String> {
+    let Value::Object(q) = top.get("quantization_config")? else {
+        return Some("an unreadable quantization_config (not an object)".to_owned());
+    };
+    let named = ["quant_method", "format"]
+        .iter()
+        .find_map(|k| q.get(*k).and_then(Value::as_str));
+    Some(match named {
+        Some(n) => n.chars().take(64).collect(),
+        None => "an unnamed scheme".to_owned(),
+    })
 }
 
 impl DraftConfig {
@@ -205,6 +236,8 @@ impl DraftConfig {
             // A DFlash field like the rest: in dflash_config or at the top level (spec 13.2).
             embedding_scale: optional(at.either("embedding_scale", Order::TopFirst), positive_f32),
             vocab_size: optional(at.top("vocab_size"), |l| bounded(l, 1, MAX_VOCAB)),
+            attention_bias: optional(at.top("attention_bias"), boolean),
+            quantization: quantization(top),
             hidden_size,
             num_attention_heads,
             head_dim,

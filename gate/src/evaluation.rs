@@ -6,6 +6,7 @@
 use crate::checks::{self, IS_DFLASH, PARSES};
 use crate::config::DraftConfig;
 use crate::container::Container;
+use crate::draft::Form;
 use crate::error::PackageError;
 use crate::limits::MAX_CENSUS_TENSORS;
 use crate::report::{Census, Check, FileCensus, NotChecked, Report, TensorCensus};
@@ -43,6 +44,34 @@ pub struct Evaluation<'a> {
     pub forms: checks::Forms<'a>,
 }
 
+impl Evaluation<'_> {
+    /// An evaluation before any check: the package's files listed, everything in `not_checked` still
+    /// unanswered.
+    pub(crate) fn start(
+        package: &str,
+        form: Form,
+        files: Vec<FileCensus>,
+        not_checked: &[NotChecked],
+    ) -> Self {
+        Evaluation {
+            report: Report {
+                package: package.to_owned(),
+                checks: Vec::new(),
+                census: Census {
+                    form,
+                    files,
+                    ..Census::default()
+                },
+                not_checked: not_checked.iter().copied().collect(),
+                elapsed: Default::default(),
+            },
+            draft: Err(String::new()),
+            container: None,
+            forms: checks::Forms::default(),
+        }
+    }
+}
+
 /// [`evaluate`], keeping what the checks found for the steps after them.
 pub fn evaluation<'a>(
     package: &str,
@@ -50,21 +79,7 @@ pub fn evaluation<'a>(
     weights: Result<(&str, &'a [u8]), String>,
     files: Vec<FileCensus>,
 ) -> Result<Evaluation<'a>, PackageError> {
-    let mut evaluation = Evaluation {
-        report: Report {
-            package: package.to_owned(),
-            checks: Vec::new(),
-            census: Census {
-                files,
-                ..Census::default()
-            },
-            not_checked: NotChecked::ALL.into_iter().collect(),
-            elapsed: Default::default(),
-        },
-        draft: Err(String::new()),
-        container: None,
-        forms: checks::Forms::default(),
-    };
+    let mut evaluation = Evaluation::start(package, Form::Q4nx, files, &NotChecked::ALL);
     let report = &mut evaluation.report;
     let (config, json) = match config.and_then(|bytes| DraftConfig::parse(&bytes)) {
         Ok(c) => c,
@@ -162,35 +177,15 @@ fn container_checks<'a>(
     );
     report.census.aligned_gaps = table.gaps.len() as u64;
     report.census.metadata = table.metadata.clone();
-    // Listed up to the limit, the rest counted: a header of a million tensors is reported in the
-    // memory of a few thousand.
-    let listed = table.entries.len().min(MAX_CENSUS_TENSORS);
-    report.census.tensors = Vec::with_capacity(listed);
-    for (i, e) in table.entries.iter().enumerate() {
+    report.census.tensors = Vec::with_capacity(table.entries.len().min(MAX_CENSUS_TENSORS));
+    for e in &table.entries {
         let (form, grid) = forms
             .by_name
             .get(&e.name)
             .cloned()
             .unwrap_or_else(|| (format!("{} {}", e.dtype, e.shape_text()), None));
-        let role = naming.role(&e.name);
-        let t = TensorCensus {
-            name: e.name.clone(),
-            role: role.map(|r| r.class()),
-            role_text: role.map(|r| r.to_string()),
-            layer: role.and_then(|r| r.layer()),
-            dtype: e.dtype.name().to_owned(),
-            shape: e.shape.clone(),
-            data_offsets: [e.begin, e.end],
-            bytes: e.end - e.begin,
-            form_text: form,
-            grid,
-        };
-        if i < listed {
-            report.census.tensors.push(t);
-        } else {
-            report.census.unlisted.get_or_insert_default().add(&t);
-            report.census.tensors_not_listed += 1;
-        }
+        let t = TensorCensus::of(e, naming.role(&e.name), form, grid);
+        report.census.list(t);
     }
     Ok((Some(container), forms))
 }

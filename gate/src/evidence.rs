@@ -40,6 +40,7 @@ pub enum Evidence {
     NormsBf16(NormsBf16),
     /// `dflash2.conv` and `dflash2.selector`.
     Dflash2Feature(Dflash2Feature),
+    InventoryComplete(InventoryComplete),
     InventoryExplained(InventoryExplained),
     Bf16Finite(Bf16Finite),
     TargetHiddenSize(TargetHiddenSize),
@@ -78,6 +79,7 @@ evidence!(
     NormsSizes,
     NormsBf16,
     Dflash2Feature,
+    InventoryComplete,
     InventoryExplained,
     Bf16Finite,
     TargetHiddenSize,
@@ -286,6 +288,23 @@ pub struct Dflash2Feature {
     pub refused: Vec<Finding>,
     pub undecided: Vec<Finding>,
     pub proven: Vec<Finding>,
+}
+
+/// `inventory.complete` (a draft whose tensors are plain float arrays): what the model class defines
+/// and what of it is missing or wrong.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct InventoryComplete {
+    /// The tensors the model class defines for this config (optional ones not counted).
+    pub required: usize,
+    /// Of those and the optional ones, how many the folder holds.
+    pub present: usize,
+    /// The first [`crate::limits::MAX_CENSUS_TENSORS`] tensors missing or wrong: `missing`,
+    /// `misshapen`, `element_type`, `codebook_suffix`.
+    pub problems: Vec<Finding>,
+    /// Problems past that limit, counted and not listed; absent when none were left out.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_listed: u64,
 }
 
 /// `inventory.explained`: `unexplained` kinds `no_role`, `second_name`, `second_family`,

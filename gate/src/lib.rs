@@ -27,6 +27,7 @@ mod checkpoint;
 mod checks;
 mod config;
 mod container;
+mod draft;
 mod dtype;
 mod error;
 mod escape;
@@ -35,6 +36,7 @@ pub mod evidence;
 mod family;
 mod files;
 mod gguf;
+mod hub;
 mod limits;
 mod manifest;
 mod package;
@@ -46,6 +48,7 @@ mod target;
 mod tile;
 
 pub use check_id::CheckId;
+pub use draft::Form;
 pub use error::PackageError;
 pub use evaluation::evaluate;
 pub use files::FileError;
@@ -73,6 +76,7 @@ pub mod __private {
         checks,
         config,
         container,
+        draft,
         dtype,
         error,
         escape,
@@ -80,6 +84,7 @@ pub mod __private {
         family,
         files,
         gguf,
+        hub,
         limits,
         manifest,
         package,

@@ -1,5 +1,6 @@
 //! A package directory: finding its files, reading them safely, and running the checks in order.
 
+use crate::draft::folder;
 use crate::escape;
 use crate::evaluation::evaluation;
 use crate::files::{self, FileError, WeightFile};
@@ -26,6 +27,9 @@ pub struct Options {
     /// Compare every weight with what the package was converted from (`source.*`): a checkpoint
     /// directory, a `.gguf` file, or a directory holding one.
     pub source: Option<PathBuf>,
+    /// The revision of a Hugging Face cache repository to gate (a branch, tag or commit; `main` when
+    /// none is given), when the path names a repository rather than a folder.
+    pub revision: Option<String>,
 }
 
 impl Options {
@@ -41,6 +45,13 @@ impl Options {
         self
     }
 
+    /// Gates this revision of a Hugging Face cache repository (`--revision`): the path is then a
+    /// `models--ORG--NAME` directory or an `ORG/NAME` id looked up in the hub cache.
+    pub fn with_revision(mut self, revision: impl Into<String>) -> Options {
+        self.revision = Some(revision.into());
+        self
+    }
+
     /// Also compares every weight with the checkpoint in `path`, or the GGUF at `path` (a `.gguf`
     /// file, or a directory holding exactly one) (`--source`).
     pub fn with_source(mut self, path: impl Into<PathBuf>) -> Options {
@@ -50,8 +61,15 @@ impl Options {
 }
 
 /// Gates the package in `dir`.
-pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
+pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
     let start = Instant::now();
+    // A hub cache repository (or `ORG/NAME`) is gated as the snapshot its ref names.
+    let resolved = crate::hub::resolve(
+        path,
+        options.revision.as_deref(),
+        crate::hub::cache_root().as_deref(),
+    )?;
+    let dir = resolved.as_path();
     crate::error::require_dir(dir)?;
     // config.json and the weight file follow the manifest's link rule: a link out of the package is
     // refused before a byte of it is read, so no value derived from another file (a header length, an
@@ -59,6 +77,28 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     let inside = files::Inside::package(dir)?;
     let (config, config_file) = read_config(dir, &inside)?;
     let (names, mut files) = list_files(dir)?;
+    let q4nx: Vec<String> = names
+        .iter()
+        .filter(|n| files::is_weight_file(n))
+        .map(|n| escape::name(n))
+        .collect();
+    if folder::holds_weights(&names) {
+        if !q4nx.is_empty() {
+            return Err(PackageError::Malformed {
+                path: dir.to_owned(),
+                why: format!(
+                    "holds both Q4NX weights ({}) and safetensors weights ({}): each form's loader reads its own, so the gate does not pick one (move one form out)",
+                    crate::checks::list(&q4nx, 3),
+                    if names.iter().any(|n| n == crate::checkpoint::INDEX_FILE) {
+                        crate::checkpoint::INDEX_FILE
+                    } else {
+                        crate::checkpoint::SINGLE_FILE
+                    }
+                ),
+            });
+        }
+        return gate_folder(dir, &inside, options, (config, config_file), files, start);
+    }
     let weight = locate_weights(&names);
     // Every other `*.q4nx` beside the one read: never read, so never the package's weights.
     let unread: Vec<String> = match &weight {
@@ -122,6 +162,52 @@ pub fn gate(dir: &Path, options: &Options) -> Result<Report, PackageError> {
     }
     for file in judged(&config_file, &held) {
         file.unchanged()?;
+    }
+    let mut report = evaluation.report;
+    report.elapsed = start.elapsed();
+    Ok(report)
+}
+
+/// A Hugging Face folder: its own checks, then the steps the options ask for (`--source` compares a
+/// converted draft with what it was converted from, so it does not apply to the folder itself).
+fn gate_folder(
+    dir: &Path,
+    inside: &files::Inside,
+    options: &Options,
+    (config, config_file): ReadConfig,
+    files: Vec<crate::report::FileCensus>,
+    start: Instant,
+) -> Result<Report, PackageError> {
+    if let Some(source) = &options.source {
+        return Err(PackageError::Option {
+            option: "--source",
+            inner: Box::new(PackageError::Malformed {
+                path: source.clone(),
+                why: format!("not compared: {} is a Hugging Face safetensors folder, the form a draft is converted from; --source holds a converted draft (a Q4NX package) against its folder", escape::name(dir.as_os_str())),
+            }),
+        });
+    }
+    let package = escape::name(dir.as_os_str());
+    let (mut evaluation, checkpoint) = folder::evaluation(dir, inside, &package, config, files)?;
+    let mut judged: Vec<&files::RegularFile> = config_file.iter().collect();
+    if let Some(checkpoint) = &checkpoint {
+        judged.extend(checkpoint.files().into_iter().skip(1));
+    }
+    if let Some(target_dir) = &options.target {
+        let target = crate::target::read(target_dir).map_err(|e| e.under_option("--target"))?;
+        let checks = crate::target::checks(&evaluation, &target);
+        let answers = crate::target::answered(&checks);
+        answered(&mut evaluation.report, checks, answers);
+    }
+    if options.manifest {
+        let (checks, answers) = crate::manifest::checks(&evaluation, dir, &judged)?;
+        answered(&mut evaluation.report, checks, &answers);
+    }
+    for file in judged {
+        file.unchanged()?;
+    }
+    if let Some(checkpoint) = &checkpoint {
+        checkpoint.unchanged()?;
     }
     let mut report = evaluation.report;
     report.elapsed = start.elapsed();
@@ -217,7 +303,10 @@ fn list_files(dir: &Path) -> Result<(Vec<OsString>, Vec<FileCensus>), PackageErr
                 FileUse::Config
             } else if raw == crate::manifest::MANIFEST_FILE {
                 FileUse::Manifest
-            } else if files::is_weight_file(raw) {
+            } else if files::is_weight_file(raw)
+                || raw == crate::checkpoint::INDEX_FILE
+                || raw.as_encoded_bytes().ends_with(b".safetensors")
+            {
                 FileUse::Weights
             } else {
                 FileUse::NotChecked

@@ -169,6 +169,30 @@ pub struct TensorCensus {
     pub grid: Option<GridCensus>,
 }
 
+impl TensorCensus {
+    /// A tensor as its header entry states it, with the role its name plays and what its bytes were
+    /// found to be.
+    pub(crate) fn of(
+        e: &crate::container::TensorInfo,
+        role: Option<crate::family::Role>,
+        form_text: String,
+        grid: Option<GridCensus>,
+    ) -> TensorCensus {
+        TensorCensus {
+            name: e.name.clone(),
+            role: role.map(|r| r.class()),
+            role_text: role.map(|r| r.to_string()),
+            layer: role.and_then(|r| r.layer()),
+            dtype: e.dtype.name().to_owned(),
+            shape: e.shape.clone(),
+            data_offsets: [e.begin, e.end],
+            bytes: e.end - e.begin,
+            form_text,
+            grid,
+        }
+    }
+}
+
 /// The class of a tensor's role, as the census's `role` token names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -252,6 +276,8 @@ pub struct FileCensus {
 #[serde(tag = "kind", rename = "census")]
 #[non_exhaustive]
 pub struct Census {
+    /// The form the draft ships in, as the reader that read it names it.
+    pub form: crate::draft::Form,
     pub files: Vec<FileCensus>,
     pub weight_file: Option<String>,
     pub header_bytes: Option<u64>,
@@ -360,6 +386,17 @@ impl TensorCounts {
 }
 
 impl Census {
+    /// Lists a tensor, up to [`crate::limits::MAX_CENSUS_TENSORS`], and counts the rest: a header of
+    /// a million tensors is reported in the memory of a few thousand.
+    pub(crate) fn list(&mut self, t: TensorCensus) {
+        if self.tensors.len() < crate::limits::MAX_CENSUS_TENSORS {
+            self.tensors.push(t);
+        } else {
+            self.unlisted.get_or_insert_default().add(&t);
+            self.tensors_not_listed += 1;
+        }
+    }
+
     /// One line: how many tensors of each kind, for the human report.
     pub fn summary(&self) -> String {
         if self.tensors.is_empty() {
@@ -375,6 +412,16 @@ impl Census {
             .iter()
             .map(|f| format!("{} ({})", f.name, f.use_))
             .collect();
+        if self.form != crate::draft::Form::Q4nx {
+            return format!(
+                "census: a {}, {} tensors: {} gains, {} unexplained; files: {}",
+                self.form,
+                n.tensors,
+                n.gains,
+                n.unexplained,
+                files.join(", ")
+            );
+        }
         format!(
             "census: {} tensors: {} q4_1 grids ({} tiles), {} gains, {} scalars, {} unexplained; files: {}",
             n.tensors,
@@ -433,6 +480,9 @@ pub enum NotChecked {
     TargetAgreement,
     /// Whether these are the right weights, element by element (`--source`).
     Content,
+    /// Whether a Hugging Face folder holds the weights its publisher trained: it is the form others are
+    /// converted from, so nothing compares it element by element.
+    PublishedContent,
     /// Whether these are the publisher's files, byte for byte (`--manifest`).
     Provenance,
     /// Whether the forward pass is correct: nothing the gate does answers it.
@@ -444,6 +494,16 @@ pub enum NotChecked {
 }
 
 impl NotChecked {
+    /// What a Hugging Face folder's report starts with: no grid codes to leave unread, and no source
+    /// to compare it with.
+    pub const FOLDER: [NotChecked; 5] = [
+        NotChecked::TargetAgreement,
+        NotChecked::PublishedContent,
+        NotChecked::Provenance,
+        NotChecked::ForwardPass,
+        NotChecked::OtherFiles,
+    ];
+
     /// Every item, as a report starts with them.
     pub const ALL: [NotChecked; 6] = [
         NotChecked::TargetAgreement,
@@ -460,6 +520,7 @@ impl fmt::Display for NotChecked {
         f.write_str(match self {
             NotChecked::TargetAgreement => "vocabulary and tokenizer agreement with the target, and the target's depth (give --target DIR)",
             NotChecked::Content => "whether these are the right weights: a grid in another tile or nibble order, or another layer's matrix, has the same form (give --source PATH to compare every element with the checkpoint or the GGUF it was converted from)",
+            NotChecked::PublishedContent => "whether these are the weights the publisher trained: a Hugging Face folder is the form others are converted from, so no --source compares it (give --manifest to pin its bytes)",
             NotChecked::Provenance => "whether these are the publisher's files, byte for byte: provenance (give --manifest to verify MANIFEST.sha256)",
             NotChecked::ForwardPass => "whether the draft's forward pass is correct: the gate reads bytes, it runs no model",
             NotChecked::RealGroupCodes => "the 4-bit codes of real groups: only constant and padding groups are read (give --source PATH to compare every element)",

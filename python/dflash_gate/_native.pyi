@@ -53,6 +53,6 @@ def gate(
     target: str | os.PathLike[str] | None = None,
     source: str | os.PathLike[str] | None = None,
     manifest: bool = False,
-    revision: None = None,
+    revision: str | None = None,
 ) -> Report: ...
 def main(args: list[bytes]) -> int: ...

@@ -8,7 +8,7 @@
 //! arguments for `python -m dflash_gate`.
 
 use dflash_gate::{Options, Outcome, PackageError};
-use pyo3::exceptions::{PyException, PyTypeError};
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::Value;
@@ -47,10 +47,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// Gates the package directory `path` (the library's `gate`), with the GIL released while it runs.
-/// `target`, `source` and `manifest` are `--target`, `--source` and `--manifest`. `revision` names
-/// a Hugging Face cache entry's revision, which the gate does not read yet: it is refused with a
-/// TypeError rather than ignored, so that no caller believes a revision was gated.
+/// Gates the draft at `path` (the library's `gate`), with the GIL released while it runs: a Q4NX
+/// package, a Hugging Face folder, a hub cache repository directory or an `ORG/NAME` id looked up
+/// offline in the hub cache. `target`, `source`, `manifest` and `revision` are `--target`,
+/// `--source`, `--manifest` and `--revision`.
 #[pyfunction]
 #[pyo3(signature = (path, *, target=None, source=None, manifest=false, revision=None))]
 fn gate(
@@ -59,21 +59,17 @@ fn gate(
     target: Option<PathBuf>,
     source: Option<PathBuf>,
     manifest: bool,
-    revision: Option<Bound<'_, PyAny>>,
+    revision: Option<String>,
 ) -> PyResult<Report> {
-    if let Some(revision) = revision.filter(|r| !r.is_none()) {
-        return Err(PyTypeError::new_err(format!(
-            "gate() does not support revision= yet (given {}): the gate does not read Hugging Face \
-             cache entries; give the snapshot's directory as path",
-            revision.repr()?
-        )));
-    }
     let mut options = Options::default().with_manifest(manifest);
     if let Some(target) = target {
         options = options.with_target(target);
     }
     if let Some(source) = source {
         options = options.with_source(source);
+    }
+    if let Some(revision) = revision {
+        options = options.with_revision(revision);
     }
     let result = py.detach(|| dflash_gate::gate(&path, &options));
     // A Ctrl-C that arrived while the gate ran is raised here, by the call, rather than at some

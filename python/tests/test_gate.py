@@ -115,11 +115,21 @@ def test_a_path_of_another_type_is_a_type_error() -> None:
         dflash_gate.gate(3)  # type: ignore[arg-type]
 
 
-def test_revision_is_refused_not_ignored(in_packages: Packages) -> None:
-    with pytest.raises(TypeError, match="revision= yet"):
-        dflash_gate.gate(in_packages.passing, revision="main")  # type: ignore[arg-type]
+def test_revision_is_honoured_not_ignored(in_packages: Packages) -> None:
+    # A revision asks for a hub cache repository's snapshot: on a plain folder it is an error that
+    # says so, never a report on the folder as if no revision had been given.
+    with pytest.raises(dflash_gate.GateError, match="not one"):
+        dflash_gate.gate(in_packages.passing, revision="main")
     # None is the default: no revision asked for.
     assert dflash_gate.gate(in_packages.passing, revision=None)
+
+
+def test_a_hugging_face_folder_is_gated_in_its_form(in_packages: Packages) -> None:
+    # The checkpoint a package was converted from is a draft in the publisher's form.
+    report = dflash_gate.gate(in_packages.source)
+    assert report.verdict == "PASS"
+    assert json.loads(report.to_json())["census"]["form"] == "safetensors"
+    assert "inventory.complete" in [c.id for c in report.checks]
 
 
 @pytest.mark.parametrize("args", [

@@ -5,7 +5,7 @@
 //! plain loop with no checks. Both are timed warm, in one process, N times each; the figures that
 //! matter are ratios measured in the same run, since the machines are shared and noisy.
 //!
-//! `cargo xtask bench [--runs N] [--only source|gguf|finite|capi]` runs this; packages are generated once and cached under
+//! `cargo xtask bench [--runs N] [--only source|gguf|finite|capi|folder]` runs this; packages are generated once and cached under
 //! `target/bench-packages/`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -13,6 +13,8 @@
 mod capi;
 #[path = "gate/finite.rs"]
 mod finite;
+#[path = "gate/folder.rs"]
+mod folder;
 #[path = "gate/gguf.rs"]
 mod gguf;
 #[path = "gate/source.rs"]
@@ -83,6 +85,11 @@ fn main() {
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-packages");
     if only.as_deref() == Some("source") {
         source::run(&cache, runs);
+        return;
+    }
+    // `--only folder` times a Hugging Face folder of the reference geometry against reading it.
+    if only.as_deref() == Some("folder") {
+        folder::run(&cache, runs);
         return;
     }
     // `--only gguf` runs the --source FILE.gguf table alone.

@@ -81,12 +81,10 @@ fn all_counts_the_unreadable() -> Result<(), Failed> {
         root.path().join("unmounted"),
         models.join("h-link-to-nothing"),
     )?;
+    // A target's checkpoint: its config declares no draft (a draft's folder is gated, in its form).
     let checkpoint = models.join("f-checkpoint");
     std::fs::create_dir(&checkpoint)?;
-    std::fs::copy(
-        models.join("a-good/config.json"),
-        checkpoint.join("config.json"),
-    )?;
+    std::fs::write(checkpoint.join("config.json"), br#"{"hidden_size": 256}"#)?;
     std::fs::write(checkpoint.join("model.safetensors"), b"")?;
     let notes = models.join("g-notes");
     std::fs::create_dir(&notes)?;

@@ -39,6 +39,9 @@ fn main() -> ExitCode {
     for (name, body) in gate_tests::arms::source::unreadable() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }
+    for (name, body) in gate_tests::arms::folder::trials() {
+        trials.push(Trial::test(name, move || body().map_err(Failed::from)));
+    }
     for (name, body) in gate_tests::arms::gguf::trials() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }

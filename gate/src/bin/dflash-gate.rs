@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tree::Item;
 
-const ABOUT: &str = "Gates DFlash draft packages (config.json + one Q4NX weight file), fail-closed.
+const ABOUT: &str = "Gates DFlash drafts, fail-closed: a Q4NX package (config.json + one *.q4nx), a Hugging
+Face safetensors folder (config.json + model.safetensors or shards), or a hub cache entry (ORG/NAME).
 
 usage: dflash-gate [options] <package-dir>...
        dflash-gate [options] --all <models-dir>
@@ -82,6 +83,9 @@ fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
     }
     if let Some(dir) = parsed.value("--source") {
         options = options.with_source(dir);
+    }
+    if let Some(rev) = parsed.value("--revision") {
+        options = options.with_revision(rev.to_string_lossy());
     }
     let colour = match parsed.value("--color") {
         Some(v) => print::When::parse(&v.to_string_lossy())?,
@@ -435,8 +439,13 @@ fn verdict_line(report: &Report, width: usize) -> String {
             report.checks().len()
         ),
     };
+    // A package's form goes unsaid (it is the form the gate began with); any other form is named.
+    let form = match report.census().form {
+        dflash_gate::Form::Q4nx => String::new(),
+        other => format!("[{}] ", other.token()),
+    };
     let line = format!(
-        "{:<10} {:<width$}  {detail}",
+        "{:<10} {:<width$}  {form}{detail}",
         verdict.label(),
         report.package()
     );

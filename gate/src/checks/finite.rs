@@ -22,35 +22,48 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// A bf16 whose exponent bits are all set is an infinity or a NaN.
 const EXPONENT: u16 = 0x7f80;
 
-/// The non-finite values of one BF16 tensor.
+/// The non-finite values of one float tensor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NonFinite<'t> {
     pub tensor: &'t TensorInfo,
     pub count: u64,
     /// The first one's element index (in declared order) and its bits.
-    pub first: (u64, u16),
+    pub first: (u64, u32),
 }
 
-/// What the pass read: how many BF16 tensors and elements, and every tensor holding a non-finite value
-/// (in table order).
+/// What the pass read: how many float tensors and elements, and every tensor holding a non-finite
+/// value (in the order given).
 pub struct Scan<'t> {
     pub tensors: usize,
     pub elements: u64,
     pub found: Vec<NonFinite<'t>>,
 }
 
+/// The float types whose every value is read: BF16 in a Q4NX package (its reader writes no other), and
+/// F16 and F32 too in the forms that ship them (a Hugging Face folder, a GGUF).
+pub fn is_float(dtype: Dtype) -> bool {
+    matches!(dtype, Dtype::Bf16 | Dtype::F16 | Dtype::F32)
+}
+
 /// Reads every BF16 tensor of `container`, on every core. Public for the bench, which times it alone.
 /// A worker that panicked loses the whole pass (nothing is then vouched for).
 pub fn scan<'t>(container: &'t Container<'_>) -> Result<Scan<'t>, WorkerPanic> {
-    let tensors: Vec<&TensorInfo> = container
+    let tensors: Vec<(&TensorInfo, &[u8])> = container
         .table
         .entries
         .iter()
         .filter(|e| e.dtype == Dtype::Bf16)
+        .map(|e| (e, container.data(e)))
         .collect();
+    scan_tensors(&tensors)
+}
+
+/// Reads every value of each float tensor given (its header entry and data bytes), on every core;
+/// a tensor of another type is counted as nothing and skipped by the caller's filter, not here.
+pub fn scan_tensors<'t>(tensors: &[(&'t TensorInfo, &[u8])]) -> Result<Scan<'t>, WorkerPanic> {
     let mut items = Vec::new();
-    for (t, info) in tensors.iter().enumerate() {
-        let len = container.data(info).len();
+    for (t, (_, data)) in tensors.iter().enumerate() {
+        let len = data.len();
         let mut from = 0;
         while from < len {
             let to = from.saturating_add(CHUNK_BYTES).min(len);
@@ -62,18 +75,19 @@ pub fn scan<'t>(container: &'t Container<'_>) -> Result<Scan<'t>, WorkerPanic> {
         ID,
         &items,
         || (),
-        |_, &(t, from, to)| chunk(&container.data(tensors[t])[from..to]),
+        |_, &(t, from, to)| chunk(tensors[t].0.dtype, &tensors[t].1[from..to]),
     )?;
     let mut found: Vec<NonFinite<'t>> = Vec::new();
     for (&(t, from, _), part) in items.iter().zip(parts) {
         let Some((count, at, bits)) = part else {
             continue;
         };
-        let index = (from / 2) as u64 + at;
+        let tensor = tensors[t].0;
+        let index = (from / width(tensor.dtype)) as u64 + at;
         match found.last_mut() {
-            Some(last) if std::ptr::eq(last.tensor, tensors[t]) => last.count += count,
+            Some(last) if std::ptr::eq(last.tensor, tensor) => last.count += count,
             _ => found.push(NonFinite {
-                tensor: tensors[t],
+                tensor,
                 count,
                 first: (index, bits),
             }),
@@ -81,7 +95,7 @@ pub fn scan<'t>(container: &'t Container<'_>) -> Result<Scan<'t>, WorkerPanic> {
     }
     let elements = tensors
         .iter()
-        .map(|t| container.data(t).len() as u64 / 2)
+        .map(|(t, data)| (data.len() / width(t.dtype)) as u64)
         .sum();
     Ok(Scan {
         tensors: tensors.len(),
@@ -90,23 +104,59 @@ pub fn scan<'t>(container: &'t Container<'_>) -> Result<Scan<'t>, WorkerPanic> {
     })
 }
 
-/// How many elements of `bytes` are non-finite, the first one's index and bits; `None` for none.
-fn chunk(bytes: &[u8]) -> Option<(u64, u64, u16)> {
+/// Bytes per element of a float type the scan reads (2 for anything not F32: the caller passes only
+/// floats).
+fn width(dtype: Dtype) -> usize {
+    if dtype == Dtype::F32 {
+        4
+    } else {
+        2
+    }
+}
+
+/// How many elements of `bytes` (of float type `dtype`) are non-finite, the first one's index and
+/// bits; `None` for none.
+fn chunk(dtype: Dtype, bytes: &[u8]) -> Option<(u64, u64, u32)> {
+    match dtype {
+        Dtype::F32 => chunk_f32(bytes),
+        Dtype::F16 => chunk_16(bytes, 0x7c00),
+        _ => chunk_16(bytes, EXPONENT),
+    }
+}
+
+/// A 16-bit float type whose exponent bits are `exponent` (BF16 `0x7f80`, F16 `0x7c00`).
+fn chunk_16(bytes: &[u8], exponent: u16) -> Option<(u64, u64, u32)> {
     let (elements, _) = bytes.as_chunks::<2>();
-    // Adding 0x80 to the exponent bits carries into the sign position exactly when they are all set:
-    // one add, one and, one or per element, which the compiler vectorizes. Only a chunk that holds
-    // one is read again, element by element.
+    // Adding the exponent's lowest bit to the exponent bits carries into the sign position exactly
+    // when they are all set: one add, one and, one or per element, which the compiler vectorizes.
+    // Only a chunk that holds one is read again, element by element.
+    let carry = exponent & exponent.wrapping_neg();
     let flagged = elements.iter().fold(0u16, |acc, e| {
-        acc | (u16::from_le_bytes(*e) & EXPONENT).wrapping_add(0x80)
+        acc | (u16::from_le_bytes(*e) & exponent).wrapping_add(carry)
     });
     if flagged & 0x8000 == 0 {
         return None;
     }
     let bits = |e: &[u8; 2]| u16::from_le_bytes(*e);
-    let bad = |e: &&[u8; 2]| bits(e) & EXPONENT == EXPONENT;
+    let bad = |e: &&[u8; 2]| bits(e) & exponent == exponent;
     let at = elements.iter().position(|e| bad(&e))?;
     let count = elements.iter().filter(bad).count() as u64;
-    Some((count, at as u64, bits(&elements[at])))
+    Some((count, at as u64, u32::from(bits(&elements[at]))))
+}
+
+fn chunk_f32(bytes: &[u8]) -> Option<(u64, u64, u32)> {
+    const F32_EXPONENT: u32 = 0x7f80_0000;
+    let (elements, _) = bytes.as_chunks::<4>();
+    let flagged = elements.iter().fold(0u32, |acc, e| {
+        acc | (u32::from_le_bytes(*e) & F32_EXPONENT).wrapping_add(0x0080_0000)
+    });
+    if flagged & 0x8000_0000 == 0 {
+        return None;
+    }
+    let bad = |e: &&[u8; 4]| u32::from_le_bytes(**e) & F32_EXPONENT == F32_EXPONENT;
+    let at = elements.iter().position(|e| bad(&e))?;
+    let count = elements.iter().filter(bad).count() as u64;
+    Some((count, at as u64, u32::from_le_bytes(elements[at])))
 }
 
 /// `[i, j, k]`: element `index` of a tensor of `shape`, row-major.
@@ -122,16 +172,37 @@ fn coordinates(shape: &[u64], mut index: u64) -> String {
     format!("[{}]", at.join(", "))
 }
 
-fn value(bits: u16) -> &'static str {
-    match bits {
-        0x7f80 => "inf",
-        0xff80 => "-inf",
+/// `inf`, `-inf` or `NaN`: the mantissa bits below the exponent are zero exactly for an infinity.
+fn value(dtype: Dtype, bits: u32) -> &'static str {
+    let (sign, mantissa) = match dtype {
+        Dtype::F32 => (0x8000_0000, 0x007f_ffff),
+        Dtype::F16 => (0x8000, 0x03ff),
+        _ => (0x8000, 0x007f),
+    };
+    match (bits & mantissa == 0, bits & sign != 0) {
+        (true, false) => "inf",
+        (true, true) => "-inf",
         _ => "NaN",
     }
 }
 
 pub fn run(container: &Container<'_>) -> Result<Check, WorkerPanic> {
-    let scan = scan(container)?;
+    Ok(verdict(&scan(container)?, "BF16"))
+}
+
+/// The check for the float tensors given (a draft folder's, read from every shard): every value of
+/// every BF16, F16 and F32 tensor.
+pub fn run_tensors(tensors: &[(&TensorInfo, &[u8])]) -> Result<Check, WorkerPanic> {
+    let floats: Vec<(&TensorInfo, &[u8])> = tensors
+        .iter()
+        .filter(|(t, _)| is_float(t.dtype))
+        .copied()
+        .collect();
+    Ok(verdict(&scan_tensors(&floats)?, "float (BF16, F16, F32)"))
+}
+
+/// The check for a finished scan; `kind` names the tensors it read (`BF16`).
+fn verdict(scan: &Scan<'_>, kind: &str) -> Check {
     let evidence = Bf16Finite {
         tensors: scan.tensors,
         elements: scan.elements,
@@ -146,21 +217,27 @@ pub fn run(container: &Container<'_>) -> Result<Check, WorkerPanic> {
         first: scan.found.first().map(|f| FirstNonFinite {
             tensor: f.tensor.name.clone(),
             index: f.first.0,
-            value: value(f.first.1),
+            value: value(f.tensor.dtype, f.first.1),
         }),
     };
     if let Some(f) = scan.found.first() {
         let names: Vec<&str> = scan.found.iter().map(|f| f.tensor.name.as_str()).collect();
-        return Ok(Check::fail(
+        let elements: u64 = f.tensor.shape.iter().product();
+        let dtype = if kind == "BF16" {
+            String::new()
+        } else {
+            format!(" {}", f.tensor.dtype)
+        };
+        return Check::fail(
             ID,
             format!(
-                "{} holds {} non-finite value{} (NaN or infinite), the first {} at element {} of {} ({} in its shape {}); {} of the {} BF16 tensors hold one: {}",
+                "{}{dtype} holds {} non-finite value{} (NaN or infinite), the first {} at element {} of {} ({} in its shape {}); {} of the {} {kind} tensors hold one: {}",
                 f.tensor.name,
                 f.count,
                 if f.count == 1 { "" } else { "s" },
-                value(f.first.1),
+                value(f.tensor.dtype, f.first.1),
                 f.first.0,
-                container.data(f.tensor).len() / 2,
+                elements,
                 coordinates(&f.tensor.shape, f.first.0),
                 f.tensor.shape_text(),
                 scan.found.len(),
@@ -168,22 +245,20 @@ pub fn run(container: &Container<'_>) -> Result<Check, WorkerPanic> {
                 super::list(&names, 4)
             ),
         )
-        .with_evidence(evidence));
+        .with_evidence(evidence);
     }
     if scan.tensors == 0 {
-        return Ok(
-            Check::undecided(ID, "cannot decide: no tensor is labelled BF16")
-                .with_evidence(evidence),
-        );
+        return Check::undecided(ID, format!("cannot decide: no tensor is labelled {kind}"))
+            .with_evidence(evidence);
     }
-    Ok(Check::pass(
+    Check::pass(
         ID,
         format!(
-            "every value of the {} BF16 tensors is finite ({} elements read)",
+            "every value of the {} {kind} tensors is finite ({} elements read)",
             scan.tensors, scan.elements
         ),
     )
-    .with_evidence(evidence))
+    .with_evidence(evidence)
 }
 
 #[cfg(test)]
@@ -197,13 +272,36 @@ mod tests {
     #[test]
     fn every_non_finite_bf16_is_found_and_nothing_else() {
         assert_eq!(
-            chunk(&bytes(&[0x3f80, 0x7f7f, 0xff7f, 0x0001, 0x8000])),
+            chunk(
+                Dtype::Bf16,
+                &bytes(&[0x3f80, 0x7f7f, 0xff7f, 0x0001, 0x8000])
+            ),
             None
         );
         for bad in [0x7f80, 0xff80, 0x7fc0, 0x7f81, 0xffff] {
-            let found = chunk(&bytes(&[0x3f80, 0x1234, bad, 0x0000, bad]));
-            assert_eq!(found, Some((2, 2, bad)), "{bad:#06x}");
+            let found = chunk(Dtype::Bf16, &bytes(&[0x3f80, 0x1234, bad, 0x0000, bad]));
+            assert_eq!(found, Some((2, 2, u32::from(bad))), "{bad:#06x}");
         }
+    }
+
+    /// F16's exponent sits lower than BF16's: 0x7bff is its largest finite value, 0x7c00 infinity
+    /// (an F16 draft that overflowed in conversion).
+    #[test]
+    fn every_non_finite_f16_and_f32_is_found_and_nothing_else() {
+        assert_eq!(
+            chunk(Dtype::F16, &bytes(&[0x3c00, 0x7bff, 0xfbff, 0x0001])),
+            None
+        );
+        for bad in [0x7c00u16, 0xfc00, 0x7e00, 0x7c01] {
+            let found = chunk(Dtype::F16, &bytes(&[0x3c00, bad, 0x0000]));
+            assert_eq!(found, Some((1, 1, u32::from(bad))), "{bad:#06x}");
+        }
+        assert_eq!(value(Dtype::F16, 0xfc00), "-inf");
+        let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        assert_eq!(chunk(Dtype::F32, &f32s(&[1.0, f32::MAX, -f32::MAX])), None);
+        let found = chunk(Dtype::F32, &f32s(&[1.0, 2.0, f32::INFINITY, f32::NAN]));
+        assert_eq!(found, Some((2, 2, f32::INFINITY.to_bits())));
+        assert_eq!(value(Dtype::F32, f32::NAN.to_bits()), "NaN");
     }
 
     #[test]

@@ -14,6 +14,22 @@ pub fn blocked_by_field(id: &str, problem: &FieldProblem) -> Check {
 /// `config.geometry`: required fields present and typed, positive, taps increasing and below
 /// `num_target_layers`, heads a multiple of kv heads, mask token inside the vocabulary.
 pub fn check_geometry(c: &DraftConfig) -> Check {
+    geometry(c, false)
+}
+
+/// [`check_geometry`] for a draft whose config is its only statement of the DFlash fields (a Hugging
+/// Face folder, unlike a Q4NX package whose container scalars state them too): `target_layer_ids` and
+/// `mask_token_id` are then required, and their absence FAILs. Loaders guess absent ids with formulas
+/// that disagree, and a draft without a mask id cannot draft: the gate never guesses either.
+pub fn check_draft_geometry(c: &DraftConfig) -> Check {
+    geometry(c, true)
+}
+
+/// The largest block any released draft, or any loader found, uses: above it the gate cannot say a
+/// loader will run the draft as written.
+pub const MAX_KNOWN_BLOCK: u64 = 64;
+
+fn geometry(c: &DraftConfig, config_only: bool) -> Check {
     let mut problems: Vec<FieldProblem> = Vec::new();
     let mut note = |r: Result<(), FieldProblem>| {
         if let Err(p) = r {
@@ -27,7 +43,13 @@ pub fn check_geometry(c: &DraftConfig) -> Check {
     note(c.head_dim.clone().map(drop));
     note(c.intermediate_size.clone().map(drop));
     note(c.block_size.clone().map(drop));
-    note(c.target_layer_ids.clone().map(drop));
+    note(c.target_layer_ids.clone().map(drop).map_err(|p| match p.kind {
+        ProblemKind::Missing if config_only => invalid(
+            &p.field,
+            "is required and missing: loaders guess absent ids with formulas that disagree, so the gate never guesses them".to_owned(),
+        ),
+        _ => p,
+    }));
     note(c.mask_token_id.clone().map(drop));
     note(c.num_target_layers.clone().map(drop));
     note(c.sliding_window.clone().map(drop));
@@ -50,6 +72,11 @@ pub fn check_geometry(c: &DraftConfig) -> Check {
             )));
         }
     }
+    if config_only {
+        if let Ok(None) = c.mask_token_id {
+            note(Err(invalid("mask_token_id", "is required and missing (in dflash_config or at the top level): every loader needs a mask id to draft a block".to_owned())));
+        }
+    }
     if let Ok(1) = c.block_size {
         note(Err(invalid(
             "block_size",
@@ -70,6 +97,14 @@ pub fn check_geometry(c: &DraftConfig) -> Check {
                 "mask_token_id",
                 format!("{mask} is not below vocab_size {vocab}"),
             )));
+        }
+    }
+    if let Ok(b) = c.block_size {
+        if b > MAX_KNOWN_BLOCK {
+            problems.push(FieldProblem::new(
+                "block_size",
+                ProblemKind::WrongType(format!("{b}: no released draft, and no loader found, uses a block above {MAX_KNOWN_BLOCK}")),
+            ));
         }
     }
     let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();

@@ -4,6 +4,7 @@
 //! earlier check let it down is UNDECIDED with `blocked_by` naming that check, so a reader (and a
 //! negative control) can tell "failed here" from "could not be asked".
 
+pub mod complete;
 mod dflash2;
 pub mod finite;
 mod gains;
@@ -12,7 +13,7 @@ mod inventory;
 mod projections;
 mod scalars;
 
-pub use geometry::{check_geometry, Geometry};
+pub use geometry::{check_draft_geometry, check_geometry, Geometry};
 pub use projections::{HEADERS, SCAN_STEP};
 
 use crate::config::DraftConfig;

@@ -287,7 +287,8 @@ fn all_skips_the_source_directory_and_checkpoints() {
     );
     assert!(
         lines[1].starts_with("SKIPPED")
-            && lines[1].contains("/other-checkpoint  a checkpoint, not a package"),
+            && lines[1]
+                .contains("/other-checkpoint  a Hugging Face safetensors draft: --source compares"),
         "{text}"
     );
     assert!(
@@ -300,10 +301,16 @@ fn all_skips_the_source_directory_and_checkpoints() {
         lines[3],
         "1 package: 1 pass, 0 fail, 0 undecided, 0 not gated; 2 skipped"
     );
-    // A folder of nothing but checkpoints has no package to gate: exit 2, not an empty pass.
+    // A folder of nothing but other models' checkpoints has no draft to gate: exit 2, not an empty
+    // pass.
     let only = root.path().join("only");
     std::fs::create_dir_all(only.join("ckpt")).unwrap();
     source::write_source(&mut package, &only.join("ckpt"), Default::default(), 7).unwrap();
+    std::fs::write(
+        only.join("ckpt/config.json"),
+        r#"{"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3"}"#,
+    )
+    .unwrap();
     let o = gate(&["--all".as_ref(), only.as_os_str()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
@@ -918,4 +925,45 @@ fn the_census_is_an_aligned_table() {
             );
         }
     }
+}
+
+/// `--all` gates a Hugging Face draft folder beside a package, naming its form, and passes over a
+/// target's folder (a config that declares no draft) saying what it is.
+#[test]
+fn all_gates_a_draft_folder_and_names_its_form() {
+    use gate_tests::synth::{source, Encoding, Geometry, Package};
+    let root = tempfile::tempdir().unwrap();
+    let models = root.path().join("models");
+    let mut package = Package::generate(&Geometry::small(), Encoding::default(), 7);
+    std::fs::create_dir_all(models.join("folder")).unwrap();
+    source::write_source(&mut package, &models.join("folder"), Default::default(), 7).unwrap();
+    std::fs::create_dir(models.join("draft")).unwrap();
+    package.write(&models.join("draft")).unwrap();
+    std::fs::create_dir(models.join("target")).unwrap();
+    std::fs::copy(
+        models.join("folder/model.safetensors"),
+        models.join("target/model.safetensors"),
+    )
+    .unwrap();
+    std::fs::write(
+        models.join("target/config.json"),
+        r#"{"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3","hidden_size":256}"#,
+    )
+    .unwrap();
+    let o = gate(&["--all".as_ref(), models.as_os_str()]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("PASS") && lines[0].contains("/draft  "),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("PASS") && lines[1].contains("/folder  [safetensors] 6 of 6"),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("SKIPPED") && lines[2].contains("another model"),
+        "{text}"
+    );
 }

@@ -16,6 +16,22 @@ use std::time::{Duration, Instant};
 /// The floor's unit of work, as the check hands out its own.
 const CHUNK_BYTES: usize = 1 << 20;
 
+/// The floor of a pass over every value: each chunk's bytes read once, on every core, tested for
+/// nothing.
+pub fn read_every_byte(chunks: &[&[u8]]) -> Vec<u64> {
+    dflash_gate::__private::parallel::map(
+        "bench floor",
+        chunks,
+        || (),
+        |_, c| {
+            c.chunks_exact(8).fold(0u64, |s, w| {
+                s.wrapping_add(u64::from_le_bytes(w.try_into().unwrap_or_default()))
+            })
+        },
+    )
+    .expect("every worker finished")
+}
+
 pub fn run(name: &str, dir: &Path, runs: usize) {
     let weights =
         dflash_gate::__private::files::bytes(&dir.join("model.q4nx")).expect("weight file");
@@ -31,19 +47,7 @@ pub fn run(name: &str, dir: &Path, runs: usize) {
     let scan =
         dflash_gate::__private::checks::finite::scan(&container).expect("every worker finished");
     assert!(scan.found.is_empty(), "the bench package holds no NaN");
-    let floor = || {
-        dflash_gate::__private::parallel::map(
-            "bench floor",
-            &chunks,
-            || (),
-            |_, c| {
-                c.chunks_exact(8).fold(0u64, |s, w| {
-                    s.wrapping_add(u64::from_le_bytes(w.try_into().unwrap_or_default()))
-                })
-            },
-        )
-        .expect("every worker finished")
-    };
+    let floor = || read_every_byte(&chunks);
     // Warm: both the floor and the pass have every page mapped before timing.
     black_box(floor());
     let options = dflash_gate::Options::default();

@@ -6,6 +6,7 @@
 //! another reason turns red.
 
 mod dflash2;
+pub mod folder;
 pub mod gguf;
 mod hostile;
 

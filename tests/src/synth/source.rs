@@ -40,7 +40,7 @@ pub enum Quantizer {
 /// How the checkpoint is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SourceOptions {
-    /// BF16 (as published) or F32.
+    /// BF16 (as published), F16 or F32.
     pub dtype: Dtype,
     /// 1: `model.safetensors`; more: that many shards named by `model.safetensors.index.json`.
     pub shards: usize,
@@ -224,6 +224,10 @@ pub fn grid_source(package: &Package, name: &str, seed: u64) -> Option<(u64, u64
 fn to_bytes(values: &[f32], dtype: Dtype) -> Vec<u8> {
     match dtype {
         Dtype::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        Dtype::F16 => values
+            .iter()
+            .flat_map(|&v| half::f16::from_f32(v).to_bits().to_le_bytes())
+            .collect(),
         _ => values
             .iter()
             .flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes())

@@ -57,6 +57,12 @@ pub const OPTIONS: &[Opt] = &[
             "also compare every weight with what it was converted from: a checkpoint directory, a .gguf file, or a directory holding one (source.* checks)",
     },
     Opt {
+        long: "--revision",
+        short: None,
+        takes: Takes::One("REV"),
+        help: "for a Hugging Face cache repository (a models--ORG--NAME directory, or ORG/NAME looked up offline in HF_HUB_CACHE): gate this branch, tag or commit's snapshot instead of main's",
+    },
+    Opt {
         long: "--manifest",
         short: None,
         takes: Takes::Nothing,

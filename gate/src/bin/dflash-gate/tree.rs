@@ -127,20 +127,59 @@ fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
         .any(|n| dflash_gate::__private::files::is_weight_file(n));
     let checkpoint = names.iter().any(|n| n == SINGLE_FILE || n == INDEX_FILE);
     match (config, weights) {
+        // A hub cache repository: gated as the snapshot its `refs/main` names.
+        (false, false) if dflash_gate::__private::hub::is_repository(&dir) => Some(Item::Gate(dir)),
         (false, false) => None,
-        (true, false) if checkpoint => Some(Item::Skip {
-            dir,
-            reason: "checkpoint",
-            why: format!(
-                "a checkpoint, not a package ({CONFIG_FILE} and {SINGLE_FILE} or its index, no *.{WEIGHT_EXTENSION})"
-            ),
-        }),
+        // A Hugging Face folder is a draft when its config says so (the gate then says what is wrong
+        // with it); another model's folder (a target's checkpoint) is passed over, saying what it is.
+        (true, false) if checkpoint => match another_model(&dir) {
+            Some(why) => Some(Item::Skip {
+                dir,
+                reason: "another_model",
+                why,
+            }),
+            // `--source` holds converted drafts against their folders: a folder is not one of them.
+            None if is_draft_config(&dir) && beside.iter().any(|(o, _)| *o == "--source") => {
+                Some(Item::Skip {
+                    dir,
+                    reason: "checkpoint",
+                    why: "a Hugging Face safetensors draft: --source compares converted drafts with their folders, so it is not gated with --source (gate it without)".to_owned(),
+                })
+            }
+            None if is_draft_config(&dir) => Some(Item::Gate(dir)),
+            None => Some(Item::Skip {
+                dir,
+                reason: "checkpoint",
+                why: format!(
+                    "a checkpoint whose {CONFIG_FILE} declares no DFlash draft ({SINGLE_FILE} or its index, no *.{WEIGHT_EXTENSION})"
+                ),
+            }),
+        },
         (true, _) => match another_model(&dir) {
             Some(why) => Some(Item::Skip { dir, why, reason: "another_model" }),
             None => Some(Item::Gate(dir)),
         },
         (false, true) => Some(Item::Gate(dir)),
     }
+}
+
+/// Whether `dir`'s config.json reads as a draft's (recognised, or holding a field only drafts have).
+fn is_draft_config(dir: &Path) -> bool {
+    use dflash_gate::__private::config::DraftConfig;
+    use dflash_gate::__private::limits::MAX_CONFIG_BYTES;
+    let Ok(bytes) =
+        dflash_gate::__private::files::read_capped(&dir.join(CONFIG_FILE), MAX_CONFIG_BYTES)
+    else {
+        return false;
+    };
+    if DraftConfig::parse(&bytes).is_ok() {
+        return true;
+    }
+    matches!(
+        dflash_gate::__private::strict_json::parse(&bytes),
+        Ok(serde_json::Value::Object(top)) if DRAFT_FIELDS.iter().any(|f| top.contains_key(*f))
+            || top.contains_key("speculators_model_type")
+    )
 }
 
 /// The fields only a draft's config.json has: one of them in a config that names another

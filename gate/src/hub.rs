@@ -1,0 +1,218 @@
+//! A draft in a Hugging Face hub cache, found offline: a snapshot directory is a folder like any
+//! other, but users name the repository directory (`models--ORG--NAME`) or the repository id
+//! (`ORG/NAME`) as they name it to the hub client. Both resolve to one snapshot through `refs/`, the
+//! way the client does, and nothing is ever downloaded: a revision the cache does not hold is an error
+//! that says so.
+
+use crate::error::PackageError;
+use crate::files;
+use std::path::{Path, PathBuf};
+
+/// The revision the hub client reads when none is named.
+pub const DEFAULT_REVISION: &str = "main";
+
+/// Longer than any ref the client writes (a 40-hex commit and a newline): a larger file is not a ref.
+const MAX_REF_BYTES: u64 = 256;
+
+/// Where the hub client keeps its cache, from the environment as the client reads it: `HF_HUB_CACHE`,
+/// else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`. `None` when none of them is set.
+pub fn cache_root() -> Option<PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(cache) = var("HF_HUB_CACHE") {
+        return Some(PathBuf::from(cache));
+    }
+    if let Some(home) = var("HF_HOME") {
+        return Some(PathBuf::from(home).join("hub"));
+    }
+    var("HOME").map(|home| PathBuf::from(home).join(".cache/huggingface/hub"))
+}
+
+/// The directory to gate for `path`: a hub repository directory resolved to the snapshot of
+/// `revision` (default `main`), a repository id `ORG/NAME` that names no directory looked up in
+/// `cache` first, and any other path as it is (its reader says what is wrong with it).
+pub fn resolve(
+    path: &Path,
+    revision: Option<&str>,
+    cache: Option<&Path>,
+) -> Result<PathBuf, PackageError> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        if is_repository(path) {
+            return snapshot(path, revision.unwrap_or(DEFAULT_REVISION));
+        }
+        return match revision {
+            None => Ok(path.to_owned()),
+            Some(rev) => Err(PackageError::Missing {
+                path: path.to_owned(),
+                why: format!("--revision {} picks a snapshot of a hub cache repository (a models--ORG--NAME directory, or ORG/NAME), and this is not one", shown(rev)),
+            }),
+        };
+    }
+    let Some(repo) = path.to_str().and_then(repository_id) else {
+        return Ok(path.to_owned());
+    };
+    let Some(cache) = cache else {
+        return Err(PackageError::Missing {
+            path: path.to_owned(),
+            why: "no such directory, and no hub cache to look the repository id up in (neither HF_HUB_CACHE, HF_HOME nor HOME is set)".to_owned(),
+        });
+    };
+    let dir = cache.join(&repo);
+    if !dir.is_dir() {
+        return Err(PackageError::Missing {
+            path: path.to_owned(),
+            why: format!(
+                "no such directory, and the hub cache at {} holds no {}: the gate reads the cache offline and downloads nothing (fetch it with the hub client first, or name the folder)",
+                crate::escape::name(cache.as_os_str()),
+                repo
+            ),
+        });
+    }
+    snapshot(&dir, revision.unwrap_or(DEFAULT_REVISION))
+}
+
+/// `ORG/NAME` as the hub cache names its directory (`models--ORG--NAME`), for a string that reads as a
+/// model repository id and nothing else (no path of more parts, no `.` or `..` parts).
+fn repository_id(id: &str) -> Option<String> {
+    let (org, name) = id.split_once('/')?;
+    let part = |p: &str| {
+        !p.is_empty()
+            && !p.starts_with('.')
+            && p.len() <= 96
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    };
+    (part(org) && part(name)).then(|| format!("models--{org}--{name}"))
+}
+
+/// A hub cache repository directory: named `models--...`, holding `snapshots/`.
+pub fn is_repository(dir: &Path) -> bool {
+    dir.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("models--"))
+        && dir.join("snapshots").is_dir()
+}
+
+/// The snapshot `revision` names in repository directory `repo`: `refs/REV` holds the commit whose
+/// snapshot it is; a commit may be named directly.
+fn snapshot(repo: &Path, revision: &str) -> Result<PathBuf, PackageError> {
+    let plain = !revision.is_empty()
+        && revision != "."
+        && revision != ".."
+        && !revision.contains(['/', '\0']);
+    let missing = |why: String| PackageError::Missing {
+        path: repo.to_owned(),
+        why,
+    };
+    if !plain {
+        return Err(missing(format!(
+            "{} is not a revision name (a branch, tag or commit, with no '/')",
+            shown(revision)
+        )));
+    }
+    let reference = repo.join("refs").join(revision);
+    let commit = if reference.symlink_metadata().is_ok() {
+        let bytes = files::read_capped(&reference, MAX_REF_BYTES)?;
+        let text = String::from_utf8_lossy(&bytes).trim().to_owned();
+        let hex = text.len() == 40 && text.bytes().all(|b| b.is_ascii_hexdigit());
+        if !hex {
+            return Err(PackageError::Malformed {
+                path: reference,
+                why: format!(
+                    "holds {}, not a 40-digit commit as the hub client writes",
+                    shown(&text)
+                ),
+            });
+        }
+        text
+    } else {
+        revision.to_owned()
+    };
+    let dir = repo.join("snapshots").join(&commit);
+    if dir.is_dir() {
+        return Ok(dir);
+    }
+    let mut held: Vec<String> = std::fs::read_dir(repo.join("snapshots"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| crate::escape::name(&e.file_name()))
+        .collect();
+    held.sort();
+    let held = crate::checks::list(&held, 4);
+    Err(missing(if commit == revision {
+        format!("no snapshot for revision {} (neither refs/{0} nor snapshots/{0}; snapshots held: {held}): the gate reads the cache offline and downloads nothing", shown(revision))
+    } else {
+        format!("refs/{} names commit {commit}, whose snapshot is not in the cache (snapshots held: {held})", shown(revision))
+    }))
+}
+
+/// A name from the command line or a ref file, cut short and escaped for a message.
+fn shown(text: &str) -> String {
+    let cut: String = text.chars().take(64).collect();
+    crate::escape::name(std::ffi::OsStr::new(&cut))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    fn cache() -> (tempfile::TempDir, PathBuf) {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path().join("models--z-lab--Qwen3-4B-DFlash-b16");
+        std::fs::create_dir_all(repo.join("snapshots").join(COMMIT)).unwrap();
+        std::fs::create_dir_all(repo.join("refs")).unwrap();
+        std::fs::write(repo.join("refs/main"), format!("{COMMIT}\n")).unwrap();
+        (root, repo)
+    }
+
+    #[test]
+    fn a_repository_resolves_through_refs_main() {
+        let (_root, repo) = cache();
+        let got = resolve(&repo, None, None).unwrap();
+        assert_eq!(got, repo.join("snapshots").join(COMMIT));
+    }
+
+    #[test]
+    fn a_repository_id_is_looked_up_in_the_cache() {
+        let (root, repo) = cache();
+        let id = Path::new("z-lab/Qwen3-4B-DFlash-b16");
+        let got = resolve(id, None, Some(root.path())).unwrap();
+        assert_eq!(got, repo.join("snapshots").join(COMMIT));
+        let e = resolve(Path::new("z-lab/absent"), None, Some(root.path())).unwrap_err();
+        assert!(e.to_string().contains("downloads nothing"), "{e}");
+    }
+
+    #[test]
+    fn a_revision_names_a_ref_or_a_commit_and_nothing_else() {
+        let (_root, repo) = cache();
+        assert!(resolve(&repo, Some(COMMIT), None).is_ok());
+        let e = resolve(&repo, Some("v2"), None).unwrap_err().to_string();
+        assert!(
+            e.contains("no snapshot for revision v2") && e.contains(COMMIT),
+            "{e}"
+        );
+        let e = resolve(&repo, Some("../x"), None).unwrap_err().to_string();
+        assert!(e.contains("not a revision name"), "{e}");
+        std::fs::write(repo.join("refs/bad"), "not a commit").unwrap();
+        let e = resolve(&repo, Some("bad"), None).unwrap_err().to_string();
+        assert!(e.contains("not a 40-digit commit"), "{e}");
+    }
+
+    #[test]
+    fn a_revision_on_a_plain_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(resolve(dir.path(), None, None).unwrap(), dir.path());
+        let e = resolve(dir.path(), Some("main"), None).unwrap_err();
+        assert!(e.to_string().contains("not one"), "{e}");
+    }
+
+    #[test]
+    fn only_a_two_part_id_is_a_repository_id() {
+        assert_eq!(repository_id("a/b").as_deref(), Some("models--a--b"));
+        for not in ["a", "a/b/c", "../b", "a/..", "/b", "a/", "a b/c"] {
+            assert_eq!(repository_id(not), None, "{not}");
+        }
+    }
+}
