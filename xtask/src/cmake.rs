@@ -431,6 +431,18 @@ fn installed_files(dir: &Path) -> [PathBuf; 2] {
     [dir.join(CONFIG_FILE), dir.join(CONFIG_VERSION_FILE)]
 }
 
+/// Writes the package config and its version file into `dir` recording no checkout: the copy the
+/// release archive ships, which works on a machine that never had this checkout (the suite rows and
+/// DFLASH_GATE_BUILD_FROM_SOURCE then ask for DFLASH_GATE_ROOT instead of naming a stale path).
+pub(crate) fn write_relocatable_config(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for file in installed_files(dir) {
+        std::fs::write(&file, text(Kind::of(&file), None))
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+    }
+    Ok(())
+}
+
 pub(crate) fn write(file: &Path) -> Result<(), String> {
     std::fs::write(file, text_for(file)).map_err(|e| format!("{}: {e}", file.display()))
 }
@@ -504,16 +516,26 @@ struct Consumer {
 }
 
 impl Consumer {
-    /// A copy of the project `from`; for the module's consumer, with the module written with `--out`
-    /// into the project's own folder, as a user would.
+    /// A copy of the project `from` (every file of its folder: the CMakeLists.txt and any source it
+    /// compiles); for the module's consumer, with the module written with `--out` into the project's
+    /// own folder, as a user would.
     fn new(work: &Path, name: &str, from: &str, defines: &[String]) -> Result<Consumer, String> {
         let project = work.join(name);
         std::fs::create_dir_all(project.join("cmake")).map_err(|e| e.to_string())?;
-        std::fs::copy(
-            crate::root().join(from).join("CMakeLists.txt"),
-            project.join("CMakeLists.txt"),
-        )
-        .map_err(|e| format!("copying the consumer project {from}: {e}"))?;
+        let source = crate::root().join(from);
+        let entries =
+            std::fs::read_dir(&source).map_err(|e| format!("{}: {e}", source.display()))?;
+        for entry in entries {
+            let path = entry
+                .map_err(|e| format!("{}: {e}", source.display()))?
+                .path();
+            if path.is_file() {
+                let to = project.join(path.file_name().unwrap_or_default());
+                std::fs::copy(&path, &to).map_err(|e| {
+                    format!("copying the consumer project's {}: {e}", path.display())
+                })?;
+            }
+        }
         if from == CONSUMER {
             write(&project.join("cmake/DFlashGate.cmake"))?;
         }
@@ -539,6 +561,14 @@ impl Consumer {
             // that must be reported skipped.
             .env_remove("DFLASH_GATE_PYTHON");
         output(&mut cmd)
+    }
+
+    /// Configures with `defines` and `path` as the PATH: whether it succeeded and found `binary` as
+    /// the binary the rows run (every installed way's first question), and its output.
+    fn configure_finding(&self, defines: &[String], path: &str, binary: &Path) -> (bool, String) {
+        let (ok, out) = self.try_configure(defines, &[("PATH", path)]);
+        let found = self.cached("DFLASH_GATE_EXECUTABLE").as_deref() == binary.to_str();
+        (ok && found, out)
     }
 
     fn configure(&self, defines: &[String], env: &[(&str, &str)]) -> Result<(), String> {
@@ -772,12 +802,25 @@ pub(crate) fn broken_package(work: &Path, good: &Path) -> Result<PathBuf, String
 ///   one of another version and a request for another version, and builds from the checkout when
 ///   asked; `--check` sees a stale package config.
 pub fn smoke(args: &[String]) -> Result<ExitCode, String> {
-    let (checkout, installed_way) = match args {
-        [] => (true, true),
-        [way] if way == "checkout" => (true, false),
-        [way] if way == "installed" => (false, true),
-        _ => return Err("usage: cargo xtask cmake-smoke [checkout | installed]".to_owned()),
-    };
+    let usage = || format!("usage: cargo xtask {SMOKE_USAGE}");
+    let mut way = None;
+    let mut given_archive = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--archive" => {
+                let file = rest.next().ok_or_else(usage)?;
+                if given_archive.replace(PathBuf::from(file)).is_some() {
+                    return Err(format!("--archive given twice; {}", usage()));
+                }
+            }
+            "checkout" | "installed" | "archive" if way.is_none() => way = Some(arg.as_str()),
+            _ => return Err(usage()),
+        }
+    }
+    let wanted = |name: &str| way.is_none_or(|w| w == name);
+    let (checkout, installed_way, archive_way) =
+        (wanted("checkout"), wanted("installed"), wanted("archive"));
     let root = crate::root();
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
     let work = work.path();
@@ -794,6 +837,9 @@ pub fn smoke(args: &[String]) -> Result<ExitCode, String> {
     }
     if installed_way {
         installed(&mut tally, work, &packages)?;
+    }
+    if archive_way {
+        from_archive(&mut tally, work, &packages, given_archive.as_deref())?;
     }
     println!("{} passed, {} failed", tally.passed, tally.failed.len());
     Ok(if tally.failed.is_empty() {
@@ -984,11 +1030,13 @@ fn installed(tally: &mut Tally, work: &Path, packages: &[String]) -> Result<(), 
     let no_cargo = path_without_cargo();
     let consumer = Consumer::new(work, "installed", CONSUMER_INSTALLED, packages)?;
     let at_prefix = format!("-DCMAKE_PREFIX_PATH={}", prefix.display());
-    let (ok, out) =
-        consumer.try_configure(std::slice::from_ref(&at_prefix), &[("PATH", &no_cargo)]);
+    let (found, out) = consumer.configure_finding(
+        std::slice::from_ref(&at_prefix),
+        &no_cargo,
+        &installed_binary,
+    );
     tally.expect(
-        ok && consumer.cached("DFLASH_GATE_EXECUTABLE").as_deref()
-            == Some(&*installed_binary.to_string_lossy()),
+        found,
         "find_package(DFlashGate 0.1) with CMAKE_PREFIX_PATH=<prefix> configures with no cargo on the PATH, and finds the binary beside the config",
         &out,
     );
@@ -1040,13 +1088,13 @@ fn installed(tally: &mut Tally, work: &Path, packages: &[String]) -> Result<(), 
 
     // Found by its directory alone (no prefix searched), the config still finds the binary beside it.
     let beside = Consumer::new(work, "beside", CONSUMER_INSTALLED, packages)?;
-    let (ok, out) = beside.try_configure(
+    let (found, out) = beside.configure_finding(
         &[format!("-DDFlashGate_DIR={}", config_dir.display())],
-        &[("PATH", &no_cargo)],
+        &no_cargo,
+        &installed_binary,
     );
     tally.expect(
-        ok && beside.cached("DFLASH_GATE_EXECUTABLE").as_deref()
-            == Some(&*installed_binary.to_string_lossy()),
+        found,
         "with DFlashGate_DIR=<prefix>/lib/cmake/DFlashGate and no prefix searched, the binary in <prefix>/bin is found",
         &out,
     );
@@ -1060,12 +1108,11 @@ fn installed(tally: &mut Tally, work: &Path, packages: &[String]) -> Result<(), 
     let at_bare = format!("-DDFlashGate_DIR={}", bare.display());
     let on_path = Consumer::new(work, "on-path", CONSUMER_INSTALLED, packages)?;
     let path = format!("{}:{no_cargo}", prefix.join("bin").display());
-    let (ok, out) = on_path.try_configure(std::slice::from_ref(&at_bare), &[("PATH", &path)]);
+    let (found, out) =
+        on_path.configure_finding(std::slice::from_ref(&at_bare), &path, &installed_binary);
     let (passes, ctest_out) = on_path.ctest("^dflash_gate_package_good$", &[], Some(&no_cargo));
     tally.expect(
-        ok && passes
-            && on_path.cached("DFLASH_GATE_EXECUTABLE").as_deref()
-                == Some(&*installed_binary.to_string_lossy()),
+        found && passes,
         "no binary beside the config: the one on the PATH is found, and its row passes",
         &format!("{out}{ctest_out}"),
     );
@@ -1132,6 +1179,136 @@ fn installed(tally: &mut Tally, work: &Path, packages: &[String]) -> Result<(), 
         ok && !fails,
         "built from source, the good package's row passes and the truncated one's fails",
         &out,
+    );
+    Ok(())
+}
+
+/// `cmake-smoke`'s arguments, for its usage line and `cargo xtask help`.
+pub const SMOKE_USAGE: &str = "cmake-smoke [checkout | installed | archive] [--archive FILE]";
+
+/// find_package(DFlashGate) against the release archive unpacked alone into a fresh prefix: `FILE`
+/// (say, the one `cargo xtask dist` just wrote), else an archive made here as `cargo xtask dist`
+/// makes it. Nothing of the checkout is used but the consumer project and the test packages, and
+/// cargo is not on the PATH: the archive must be complete by itself. Its package config records no
+/// checkout; it finds the archive's own binary; the package rows pass and fail as they must; and a C
+/// program links the archive's C library through the imported target dflash_gate::dflash_gate and
+/// gates the same packages in process.
+fn from_archive(
+    tally: &mut Tally,
+    work: &Path,
+    packages: &[String],
+    given: Option<&Path>,
+) -> Result<(), String> {
+    let archive = match given {
+        Some(file) => file.to_path_buf(),
+        None => crate::dist::make(None, &work.join("dist"))?.0,
+    };
+    let unpacked = work.join("unpacked");
+    std::fs::create_dir_all(&unpacked).map_err(|e| format!("{}: {e}", unpacked.display()))?;
+    quiet(
+        std::process::Command::new("tar")
+            .arg("-xzf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&unpacked),
+        &format!("unpacking {}", archive.display()),
+    )?;
+    // The archive holds one directory, dflash-gate-<version>-<triple>: that is the prefix.
+    let tops: Vec<PathBuf> = std::fs::read_dir(&unpacked)
+        .map_err(|e| format!("{}: {e}", unpacked.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    let [prefix] = tops.as_slice() else {
+        return Err(format!(
+            "{} holds {} top-level entries, not the one directory dflash-gate-<version>-<triple>",
+            archive.display(),
+            tops.len()
+        ));
+    };
+    let binary = prefix.join("bin/dflash-gate");
+    let config = prefix.join("lib/cmake/DFlashGate").join(CONFIG_FILE);
+    let root = crate::root().to_string_lossy().into_owned();
+    let recorded = std::fs::read_to_string(&config).unwrap_or_default();
+    tally.expect(
+        !recorded.is_empty() && !recorded.contains(&root),
+        "the archive's package config is there and names no checkout",
+        &format!("{}: {} bytes", config.display(), recorded.len()),
+    );
+
+    let no_cargo = path_without_cargo();
+    let consumer = Consumer::new(work, "from-archive", CONSUMER_INSTALLED, packages)?;
+    let (found, out) = consumer.configure_finding(
+        &[
+            format!("-DCMAKE_PREFIX_PATH={}", prefix.display()),
+            "-DWITH_C_LOADER=ON".to_owned(),
+        ],
+        &no_cargo,
+        &binary,
+    );
+    tally.expect(
+        found,
+        "find_package(DFlashGate 0.1) with CMAKE_PREFIX_PATH=<unpacked archive> configures with no cargo on the PATH, and finds the archive's binary",
+        &out,
+    );
+    if !found {
+        // Nothing below can run on a project that did not configure.
+        return Ok(());
+    }
+    let (package, loader): (Vec<Row>, Vec<Row>) = consumer
+        .rows()?
+        .into_iter()
+        .partition(|r| r.name.starts_with("dflash_gate_package_"));
+    tally.expect(
+        package_rows_hold(&package, &binary)
+            && Row::names(&loader) == ["c_loader_good", "c_loader_broken"],
+        "it registers the package rows, each running the archive's binary, and the C loader's two rows",
+        &format!("{}{}", Row::describe(&package), Row::describe(&loader)),
+    );
+    let built = quiet(
+        std::process::Command::new("cmake")
+            .arg("--build")
+            .arg(&consumer.build)
+            .env("PATH", &no_cargo),
+        "cmake --build",
+    );
+    tally.expect(
+        built.is_ok(),
+        "the C loader builds against the archive's header and links its static library (dflash_gate::dflash_gate), with no cargo on the PATH",
+        &built.err().unwrap_or_default(),
+    );
+    for (row, passes, shows) in [
+        (
+            "dflash_gate_package_good",
+            true,
+            "the good package's row passes",
+        ),
+        (
+            "dflash_gate_package_broken",
+            false,
+            "the truncated package's row fails",
+        ),
+        (
+            "c_loader_good",
+            true,
+            "the C loader passes the good package in process",
+        ),
+        (
+            "c_loader_broken",
+            false,
+            "the C loader refuses the truncated package",
+        ),
+    ] {
+        let (ok, out) = consumer.ctest(&format!("^{row}$"), &[], Some(&no_cargo));
+        tally.expect(
+            ok == passes && (passes || out.contains("Failed")),
+            &format!("(archive) {shows}"),
+            &out,
+        );
+    }
+    tally.expect(
+        !consumer.build.join("dflash-gate-cargo").exists(),
+        "(archive) nothing was built from source in the build tree",
+        "",
     );
     Ok(())
 }
