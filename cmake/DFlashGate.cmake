@@ -124,31 +124,48 @@ if(NOT TARGET DFlashGate::dflash-gate)
 endif()
 
 # The gate in process, for a C or C++ loader (include/dflash_gate.h, docs/c-abi.md): the imported
-# static library dflash_gate::dflash_gate, built from the checkout by cargo into the build tree the
-# first time a target that links it is built (the build target `dflash_gate_capi`, not part of ALL),
-# so configure compiles nothing and a project that does not link it builds nothing for it.
-if(NOT TARGET dflash_gate::dflash_gate AND (_dflash_gate_mode STREQUAL "module" OR DFLASH_GATE_BUILD_FROM_SOURCE))
-  _dflash_gate_checkout("the C library dflash_gate::dflash_gate")
-  set(_dflash_gate_capi "${DFLASH_GATE_TARGET_DIR}/release/${CMAKE_STATIC_LIBRARY_PREFIX}dflash_gate_capi${CMAKE_STATIC_LIBRARY_SUFFIX}")
-  add_custom_target(dflash_gate_capi
-    COMMAND "${CMAKE_COMMAND}" -E env "CARGO_TARGET_DIR=${DFLASH_GATE_TARGET_DIR}"
-            "${DFLASH_GATE_CARGO}" build --release --package dflash-gate-capi
-    WORKING_DIRECTORY "${DFLASH_GATE_ROOT}"
-    BYPRODUCTS "${_dflash_gate_capi}"
-    COMMENT "dflash-gate: building the C library (optimised)"
-    VERBATIM USES_TERMINAL)
-  add_library(dflash_gate::dflash_gate STATIC IMPORTED GLOBAL)
-  # What Rust's standard library needs from the system (rustc --print native-static-libs).
-  if(APPLE)
-    set(_dflash_gate_native iconv System c m)
-  else()
-    set(_dflash_gate_native gcc_s util rt pthread m dl c)
+# static library dflash_gate::dflash_gate. From a checkout (the module, or DFLASH_GATE_BUILD_FROM_SOURCE)
+# cargo builds it into the build tree the first time a target that links it is built (the build target
+# `dflash_gate_capi`, not part of ALL), so configure compiles nothing and a project that does not link
+# it builds nothing for it. Installed (the release archive unpacked as the prefix), it is the prefix's
+# lib/libdflash_gate_capi.a and include/dflash_gate.h, when both are there, and nothing is built.
+if(NOT TARGET dflash_gate::dflash_gate)
+  set(_dflash_gate_capi "")
+  set(_dflash_gate_capi_built_here OFF)
+  if(_dflash_gate_mode STREQUAL "module" OR DFLASH_GATE_BUILD_FROM_SOURCE)
+    _dflash_gate_checkout("the C library dflash_gate::dflash_gate")
+    set(_dflash_gate_capi "${DFLASH_GATE_TARGET_DIR}/release/${CMAKE_STATIC_LIBRARY_PREFIX}dflash_gate_capi${CMAKE_STATIC_LIBRARY_SUFFIX}")
+    set(_dflash_gate_capi_include "${DFLASH_GATE_ROOT}/capi/include")
+    set(_dflash_gate_capi_built_here ON)
+    add_custom_target(dflash_gate_capi
+      COMMAND "${CMAKE_COMMAND}" -E env "CARGO_TARGET_DIR=${DFLASH_GATE_TARGET_DIR}"
+              "${DFLASH_GATE_CARGO}" build --release --package dflash-gate-capi
+      WORKING_DIRECTORY "${DFLASH_GATE_ROOT}"
+      BYPRODUCTS "${_dflash_gate_capi}"
+      COMMENT "dflash-gate: building the C library (optimised)"
+      VERBATIM USES_TERMINAL)
+  elseif(EXISTS "${_dflash_gate_prefix}/lib/libdflash_gate_capi.a" AND EXISTS "${_dflash_gate_prefix}/include/dflash_gate.h")
+    # The gate builds on Unix only, where the static library is always lib*.a (the names CMake knows
+    # are unset in a project that has enabled no language yet).
+    set(_dflash_gate_capi "${_dflash_gate_prefix}/lib/libdflash_gate_capi.a")
+    set(_dflash_gate_capi_include "${_dflash_gate_prefix}/include")
   endif()
-  set_target_properties(dflash_gate::dflash_gate PROPERTIES
-    IMPORTED_LOCATION "${_dflash_gate_capi}"
-    INTERFACE_INCLUDE_DIRECTORIES "${DFLASH_GATE_ROOT}/capi/include"
-    INTERFACE_LINK_LIBRARIES "${_dflash_gate_native}")
-  add_dependencies(dflash_gate::dflash_gate dflash_gate_capi)
+  if(_dflash_gate_capi)
+    add_library(dflash_gate::dflash_gate STATIC IMPORTED GLOBAL)
+    # What Rust's standard library needs from the system (rustc --print native-static-libs).
+    if(APPLE)
+      set(_dflash_gate_native iconv System c m)
+    else()
+      set(_dflash_gate_native gcc_s util rt pthread m dl c)
+    endif()
+    set_target_properties(dflash_gate::dflash_gate PROPERTIES
+      IMPORTED_LOCATION "${_dflash_gate_capi}"
+      INTERFACE_INCLUDE_DIRECTORIES "${_dflash_gate_capi_include}"
+      INTERFACE_LINK_LIBRARIES "${_dflash_gate_native}")
+    if(_dflash_gate_capi_built_here)
+      add_dependencies(dflash_gate::dflash_gate dflash_gate_capi)
+    endif()
+  endif()
 endif()
 
 function(dflash_gate_add_package name dir)

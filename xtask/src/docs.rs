@@ -322,6 +322,36 @@ mod tests {
         );
     }
 
+    /// No release has been published, so docs/ci.md's workflows take the gate from what exists: the
+    /// repository at a commit the reader pinned (cargo install, or the release archive built there),
+    /// never a release tag or a download. (Its CMake workflow once checked out the tag `v0.1.0`.)
+    #[test]
+    fn the_ci_doc_installs_from_a_pinned_commit_never_a_release() {
+        let doc = std::fs::read_to_string(crate::root().join("docs/ci.md")).unwrap();
+        let mut refs = 0;
+        for line in doc.lines().map(str::trim) {
+            assert!(
+                !line.contains("release download") && !line.contains("releases/download"),
+                "docs/ci.md downloads a release: {line}"
+            );
+            if let Some(rev) = line.strip_prefix("ref: ") {
+                assert_eq!(
+                    rev, "<40 hex digits>",
+                    "docs/ci.md checks out {rev}, not a commit"
+                );
+                refs += 1;
+            }
+        }
+        assert!(
+            refs > 0,
+            "docs/ci.md's CMake workflow checks out no pinned commit"
+        );
+        assert!(
+            doc.contains("cargo --locked xtask dist"),
+            "docs/ci.md builds no archive"
+        );
+    }
+
     #[test]
     fn a_missing_file_or_heading_is_named() {
         let dir = tempfile::tempdir().unwrap();

@@ -54,23 +54,36 @@ pub fn build() -> Result<PathBuf, String> {
 
 /// The same, with more of cargo build's options (`cargo xtask dist`: `--locked`, `--target`).
 pub fn build_with(options: &[&str]) -> Result<PathBuf, String> {
+    let messages = cargo_build(
+        "dflash-gate",
+        &["--package", "dflash-gate", "--bin", "dflash-gate"],
+        options,
+    )?;
+    executable(&messages, "dflash-gate")
+        .ok_or_else(|| "cargo built dflash-gate but did not say where".to_owned())
+}
+
+/// Runs an optimised `cargo build` of `selection` (named `what` in what it says) with `options`, and
+/// returns cargo's JSON messages, which say where each artifact was put: the one place the gate and
+/// `cargo xtask dist`'s C library are built from, so both honour `CARGO_TARGET_DIR` and `--target`.
+pub fn cargo_build(what: &str, selection: &[&str], options: &[&str]) -> Result<String, String> {
     let terminal = std::io::stderr().is_terminal();
     if !terminal {
         // cargo is quiet here (a log, a script): one line says what the wait is.
-        eprintln!("xtask: building dflash-gate (optimised; a first build takes a minute or more)");
+        eprintln!("xtask: building {what} (optimised; a first build takes a minute or more)");
     }
     let output = Command::new(crate::cargo())
         .current_dir(crate::root())
         .args(build_args(terminal))
+        .args(selection)
         .args(options)
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("running cargo build: {e}"))?;
     if !output.status.success() {
-        return Err("building dflash-gate failed (cargo's errors are above)".to_owned());
+        return Err(format!("building {what} failed (cargo's errors are above)"));
     }
-    executable(&String::from_utf8_lossy(&output.stdout), "dflash-gate")
-        .ok_or_else(|| "cargo built dflash-gate but did not say where".to_owned())
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// Cargo's arguments. On a terminal cargo's own progress is shown (a cold checkout compiles for a
@@ -80,14 +93,7 @@ fn build_args(terminal: bool) -> Vec<&'static str> {
     if !terminal {
         args.push("--quiet");
     }
-    args.extend([
-        "--release",
-        "--package",
-        "dflash-gate",
-        "--bin",
-        "dflash-gate",
-        "--message-format=json-render-diagnostics",
-    ]);
+    args.extend(["--release", "--message-format=json-render-diagnostics"]);
     args
 }
 

@@ -74,11 +74,19 @@ const TASKS: &[Task] = &[
     Task {
         name: "cmake-smoke",
         run: cmake::smoke,
-        usage: "cmake-smoke [checkout | installed]",
+        usage: cmake::SMOKE_USAGE,
         about: "throwaway consumer projects, from a checkout and with find_package: rows pass and fail as they must",
         options: &[
             ("checkout", "only the module included from the checkout"),
             ("installed", "only find_package after cargo install"),
+            (
+                "archive",
+                "only find_package on the release archive unpacked alone (no cargo on the PATH)",
+            ),
+            (
+                "--archive FILE",
+                "that archive (say, the one `cargo xtask dist` wrote) instead of one made here",
+            ),
         ],
     },
     Task {
