@@ -3,7 +3,8 @@
 //! that rule; and the values scan naming a non-finite value or block scale of every type.
 
 use dflash_gate::__private::gguf::{
-    block_scales, dequantize, scan_tensor, Fault, GgmlType, Gguf, NotFinite, Rule, ScaleKind, Value,
+    block_scales, dequantize, dequantize_k_quant, scan_tensor, Fault, GgmlType, Gguf, NotFinite,
+    Rule, ScaleKind, Value,
 };
 use dflash_gate::Outcome;
 use gate_tests::synth::gguf::{
@@ -50,6 +51,9 @@ pub fn trials() -> Vec<Trial> {
         .collect();
     out.push(Trial::test("gguf::rules_on_a_real_file", || {
         rules().map_err(Failed::from)
+    }));
+    out.push(Trial::test("gguf::k_quants_dequantize_as_gguf_py", || {
+        k_quants().map_err(Failed::from)
     }));
     out.push(Trial::test(
         "gguf::non_finite_values_and_block_scales_named",
@@ -383,4 +387,83 @@ fn put_scale(block: &mut [u8], at: usize, kind: ScaleKind, bits: u32) {
             }
         }
     }
+}
+
+/// What gguf-py 0.19.0's `gguf.quants.dequantize` (numpy 2.3.5) gives for [`k_pattern`]: the value
+/// count, the FNV-1a digest of the values' bits (little-endian, every NaN as `0x7fc00000`), and the
+/// bits of values 0 and 300.
+const K_QUANTS_FROM_GGUF_PY: [(GgmlType, usize, u64, u32, u32); 3] = [
+    (
+        GgmlType::Q4_K,
+        1024,
+        0xb17a_a716_f88e_8726,
+        0x4050_a900,
+        0xc2e1_0000,
+    ),
+    (
+        GgmlType::Q5_K,
+        1024,
+        0xad0a_af2f_fbc9_3a04,
+        0x4111_4280,
+        0xc40c_9000,
+    ),
+    (
+        GgmlType::Q6_K,
+        1024,
+        0x76ff_20bd_aebf_a18e,
+        0x4061_1d00,
+        0x4434_0000,
+    ),
+];
+
+/// Four super-blocks of a multiplicative hash, the first three with readable scales (`d` of 0.0123,
+/// -0.5 and 3; `dmin` of -0.1, 0.25 and -7), the fourth with the hash's.
+fn k_pattern(ty: GgmlType) -> Vec<u8> {
+    let size = ty.type_size() as usize;
+    let mut raw: Vec<u8> = (0..4 * size as u64)
+        .map(|i| (((i * 37 + u64::from(ty.id()) * 101 + 11) * 2_654_435_761) >> 13) as u8)
+        .collect();
+    let f16 = |v: f32| half::f16::from_f32(v).to_bits().to_le_bytes();
+    for (b, block) in raw.chunks_exact_mut(size).take(3).enumerate() {
+        let (d, dmin) = ([0.0123f32, -0.5, 3.0][b], [-0.1f32, 0.25, -7.0][b]);
+        if ty == GgmlType::Q6_K {
+            block[208..210].copy_from_slice(&f16(d));
+        } else {
+            block[..2].copy_from_slice(&f16(d));
+            block[2..4].copy_from_slice(&f16(dmin));
+        }
+    }
+    raw
+}
+
+/// The K-quants the gate dequantizes give gguf-py's values bit for bit (pinned here, so held without
+/// Python; `differential::gguf_k_quants` holds them to a live gguf-py on random blocks), and any run
+/// of whole blocks gives the values of the whole.
+fn k_quants() -> Result<(), String> {
+    for (ty, count, want, first, at_300) in K_QUANTS_FROM_GGUF_PY {
+        let bytes = k_pattern(ty);
+        let mut out = vec![0f32; count];
+        dequantize_k_quant(ty, &bytes, &mut out).map_err(|e| e.to_string())?;
+        let mut h = 0xcbf2_9ce4_8422_2325_u64;
+        let bits = |v: &f32| if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() };
+        for b in out.iter().flat_map(|v| bits(v).to_le_bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        let got = (out[0].to_bits(), out[300].to_bits(), h);
+        if got != (first, at_300, want) {
+            return Err(format!(
+                "{ty}: values 0 and 300 and the digest are {got:#x?}, gguf-py's {:#x?}",
+                (first, at_300, want)
+            ));
+        }
+        let size = ty.type_size() as usize;
+        let mut one = vec![0f32; 256];
+        dequantize_k_quant(ty, &bytes[2 * size..3 * size], &mut one).map_err(|e| e.to_string())?;
+        if one != out[512..768] {
+            return Err(format!(
+                "{ty}: block 2 alone differs from block 2 of the whole"
+            ));
+        }
+    }
+    Ok(())
 }
