@@ -1,6 +1,6 @@
 //! The GGUF reader on arbitrary bytes, in memory and as a file: both must agree, and every tensor
-//! the reader accepts is dequantized (or refused by type) without a panic. The reader's own bounds
-//! keep the output buffers to what the file's bytes hold.
+//! the reader accepts is scanned for non-finite values and dequantized (or refused by type) without
+//! a panic. The reader's own bounds keep the output buffers to what the file's bytes hold.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -17,13 +17,19 @@ fuzz_target!(|data: &[u8]| {
         let opened = dflash_gate::__private::gguf::Gguf::open(&path);
         assert_eq!(parsed.is_ok(), opened.is_ok(), "parse and open disagree");
         if let Ok(gguf) = opened {
+            use dflash_gate::__private::gguf::{dequantize, dequantize_k_quant, k_quant, supported};
             for info in &gguf.header.tensors {
-                if !dflash_gate::__private::gguf::supported(info.ty) {
+                let bytes = gguf.data(info).expect("an accepted tensor's bytes are in the file");
+                let _ = dflash_gate::__private::gguf::scan_tensor(info, bytes);
+                if !supported(info.ty) && !k_quant(info.ty) {
                     continue;
                 }
-                let bytes = gguf.data(info).expect("an accepted tensor's bytes are in the file");
                 let mut out = vec![0f32; info.elements() as usize];
-                let _ = dflash_gate::__private::gguf::dequantize(info.ty, bytes, &mut out);
+                let _ = if k_quant(info.ty) {
+                    dequantize_k_quant(info.ty, bytes, &mut out)
+                } else {
+                    dequantize(info.ty, bytes, &mut out)
+                };
             }
         }
     }

@@ -12,7 +12,9 @@
 //! [`parse`] reads bytes in memory (tests, the fuzz target); [`Gguf::open`] opens a file through
 //! [`crate::files`] (a regular file only, its size at open, mapped under the `SIGBUS` guard) and turns
 //! a broken rule into a [`PackageError`] naming the file, the byte offset and the rule (exit 2).
-//! [`dequantize`] turns a tensor's blocks into `f32` as ggml's reference code does.
+//! [`dequantize`] turns a tensor's blocks into `f32` as ggml's reference code does, and
+//! [`dequantize_k_quant`] a Q4_K, Q5_K or Q6_K tensor's; [`scan_tensor`]
+//! finds a tensor's first value or block scale that is not finite.
 
 use crate::error::PackageError;
 use crate::files::{self, Bytes};
@@ -24,10 +26,16 @@ use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+mod blocks;
 mod dequant;
+mod kquant;
 mod types;
 
+pub use blocks::{
+    block_scales, scan_tensor, scan_values, Fault, NotFinite, Scale, ScaleKind, ValueError,
+};
 pub use dequant::{dequantize, supported, DequantError};
+pub use kquant::{dequantize_k_quant, k_quant};
 pub use types::GgmlType;
 
 /// The four bytes every GGUF starts with.

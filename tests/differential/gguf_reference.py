@@ -5,6 +5,9 @@ dimensions ne0 first, absolute data offset, byte count) and the metadata keys as
 differential test; writes each tensor's dequantized values (float32, little-endian, in file order)
 to OUT_DIR/<index>.f32.
 
+Usage: gguf_reference.py --quant-sizes. Prints gguf-py's `GGML_QUANT_SIZES` as one JSON object: each
+type's name to its id, elements per block and bytes per block.
+
 Usage: gguf_reference.py --verdicts. Reads one path a line from stdin and prints one line for each:
 `ok` when gguf-py reads the file and every tensor's data, or `err <message>`.
 """
@@ -14,6 +17,7 @@ import sys
 
 import numpy as np
 from gguf import GGUFReader
+from gguf.constants import GGML_QUANT_SIZES
 from gguf.quants import dequantize
 
 
@@ -30,9 +34,17 @@ def verdicts():
         sys.stdout.flush()
 
 
+def quant_sizes():
+    sizes = {t.name: [int(t), block, size] for t, (block, size) in GGML_QUANT_SIZES.items()}
+    json.dump(sizes, sys.stdout)
+
+
 def main():
     if sys.argv[1] == "--verdicts":
         verdicts()
+        return
+    if sys.argv[1] == "--quant-sizes":
+        quant_sizes()
         return
     path, out = sys.argv[1], sys.argv[2]
     reader = GGUFReader(path)

@@ -28,7 +28,7 @@ pub fn trials() -> Vec<Trial> {
         )
         .with_ignored_flag(true)],
     };
-    out.push(gguf::trial());
+    out.extend(gguf::trials());
     out
 }
 

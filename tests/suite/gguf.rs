@@ -1,10 +1,15 @@
 //! The GGUF reader on the generator's GGUFs (spec section 12): each variant read back with the
-//! package's tensors, exactly; and each rule of section 12.1 broken once in a real file, refused for
-//! that rule.
+//! package's tensors, exactly; each rule of section 12.1 broken once in a real file, refused for
+//! that rule; and the values scan naming a non-finite value or block scale of every type.
 
-use dflash_gate::__private::gguf::{dequantize, GgmlType, Gguf, Rule, Value};
+use dflash_gate::__private::gguf::{
+    block_scales, dequantize, dequantize_k_quant, scan_tensor, Fault, GgmlType, Gguf, NotFinite,
+    Rule, ScaleKind, Value,
+};
 use dflash_gate::Outcome;
-use gate_tests::synth::gguf::{gguf_for, gguf_name, grid_from_blocks, write_gguf, GgufOptions};
+use gate_tests::synth::gguf::{
+    gguf_for, gguf_name, grid_from_blocks, write_gguf, GgufFile, GgufOptions,
+};
 use gate_tests::synth::{Encoding, Geometry, Package};
 use half::bf16;
 use libtest_mimic::{Failed, Trial};
@@ -47,6 +52,13 @@ pub fn trials() -> Vec<Trial> {
     out.push(Trial::test("gguf::rules_on_a_real_file", || {
         rules().map_err(Failed::from)
     }));
+    out.push(Trial::test("gguf::k_quants_dequantize_as_gguf_py", || {
+        k_quants().map_err(Failed::from)
+    }));
+    out.push(Trial::test(
+        "gguf::non_finite_values_and_block_scales_named",
+        || non_finite().map_err(Failed::from),
+    ));
     out
 }
 
@@ -234,4 +246,224 @@ fn edit(bytes: &[u8], at: usize, with: &[u8]) -> Vec<u8> {
     let mut out = bytes.to_vec();
     out[at..at + with.len()].copy_from_slice(with);
     out
+}
+
+/// A GGUF of every type with a scale or a value that can be non-finite, written and opened as a
+/// file: for each, a clean tensor of random codes under finite scales, and a copy whose second
+/// block's last scale (or whose 40th value) is NaN, then +infinity. The scan passes every clean one
+/// and names the bad one's tensor, type, block and scale (or element).
+fn non_finite() -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut state = 0x5ca1e_u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 56) as u8
+    };
+    let mut file = GgufFile::new();
+    file.string("general.architecture", "scan");
+    let mut expected = Vec::new();
+    for &ty in GgmlType::ALL {
+        let (block, size) = (ty.block_size() as usize, ty.type_size() as usize);
+        let values = 2 * block.max(64);
+        let mut clean: Vec<u8> = (0..values / block * size).map(|_| next()).collect();
+        let bad: Vec<(u32, NotFinite)> = match ty {
+            GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 | GgmlType::F64 => {
+                let width = size;
+                for v in clean.chunks_exact_mut(width) {
+                    // A zero exponent's top bit: finite whatever the rest.
+                    v[width - 1] &= 0x3f;
+                }
+                let (nan, inf): (&[u8], &[u8]) = match ty {
+                    GgmlType::F32 => (&[0, 0, 0xc0, 0x7f], &[0, 0, 0x80, 0x7f]),
+                    GgmlType::F64 => (
+                        &[0, 0, 0, 0, 0, 0, 0xf8, 0x7f],
+                        &[0, 0, 0, 0, 0, 0, 0xf0, 0x7f],
+                    ),
+                    GgmlType::F16 => (&[0, 0x7e], &[0, 0x7c]),
+                    _ => (&[0xc0, 0x7f], &[0x80, 0x7f]),
+                };
+                for (i, (what, bits)) in [(NotFinite::NaN, nan), (NotFinite::PlusInfinity, inf)]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let mut data = clean.clone();
+                    data[40 * width..41 * width].copy_from_slice(bits);
+                    let name = format!("t.{ty}.bad{i}");
+                    file.tensor(&name, vec![(values / 2) as u64, 2], ty, data);
+                    expected.push((name, ty, Some(Err(what))));
+                }
+                Vec::new()
+            }
+            _ if block_scales(ty).is_empty() => Vec::new(),
+            _ => {
+                for b in clean.chunks_exact_mut(size) {
+                    for scale in block_scales(ty) {
+                        // Finite: 0.5 in each kind, E8M0's 2^0.
+                        let finite = match scale.kind {
+                            ScaleKind::F16 | ScaleKind::Iq1mNibbles => 0x3800,
+                            ScaleKind::F32 => 0x3f00_0000,
+                            ScaleKind::E8m0 => 0x7f,
+                        };
+                        put_scale(b, scale.offset, scale.kind, finite);
+                    }
+                }
+                let last = block_scales(ty).last().map(|s| s.kind);
+                match last {
+                    Some(ScaleKind::E8m0) => vec![(0xff, NotFinite::NaN)],
+                    Some(ScaleKind::F32) => vec![
+                        (0x7fc0_0000, NotFinite::NaN),
+                        (0x7f80_0000, NotFinite::PlusInfinity),
+                    ],
+                    _ => vec![(0x7e00, NotFinite::NaN), (0x7c00, NotFinite::PlusInfinity)],
+                }
+            }
+        };
+        let dims = vec![(values / 2) as u64, 2];
+        let name = format!("t.{ty}.clean");
+        file.tensor(&name, dims.clone(), ty, clean.clone());
+        expected.push((name, ty, None));
+        let Some(scale) = block_scales(ty).last() else {
+            continue;
+        };
+        for (i, (bits, what)) in bad.into_iter().enumerate() {
+            let mut data = clean.clone();
+            put_scale(&mut data[size..2 * size], scale.offset, scale.kind, bits);
+            let name = format!("t.{ty}.bad{i}");
+            file.tensor(&name, dims.clone(), ty, data);
+            expected.push((name, ty, Some(Ok((scale.name, bits, what)))));
+        }
+    }
+    let path = dir.path().join("scan.gguf");
+    std::fs::write(&path, file.bytes()).map_err(|e| e.to_string())?;
+    let gguf = Gguf::open(&path).map_err(|e| e.to_string())?;
+    let mut scales_seen = 0;
+    for (name, ty, want) in expected {
+        let (info, data) = gguf.tensor(&name).ok_or(format!("{name} not read"))?;
+        let got = scan_tensor(info, data);
+        let ok = match (&want, &got) {
+            (None, Ok(())) => true,
+            (Some(Err(what)), Err(e)) => {
+                matches!(e.fault, Fault::Element { index: 40, what: w, .. } if w == *what)
+            }
+            (Some(Ok((scale, bits, what))), Err(e)) => {
+                scales_seen += 1;
+                e.fault
+                    == Fault::Scale {
+                        block: 1,
+                        scale,
+                        bits: *bits,
+                        what: *what,
+                    }
+                    && e.to_string().starts_with(&format!(
+                        "tensor {name} ({ty}): block 1's scale {scale} is {what}"
+                    ))
+            }
+            _ => false,
+        };
+        if !ok {
+            return Err(format!("{name}: wanted {want:?}, the scan gives {got:?}"));
+        }
+    }
+    if scales_seen < 40 {
+        return Err(format!("only {scales_seen} bad scales were made"));
+    }
+    Ok(())
+}
+
+/// Writes a scale as its kind stores it (IQ1_M's half into the top nibbles of its four words).
+fn put_scale(block: &mut [u8], at: usize, kind: ScaleKind, bits: u32) {
+    match kind {
+        ScaleKind::F16 => block[at..at + 2].copy_from_slice(&(bits as u16).to_le_bytes()),
+        ScaleKind::F32 => block[at..at + 4].copy_from_slice(&bits.to_le_bytes()),
+        ScaleKind::E8m0 => block[at] = bits as u8,
+        ScaleKind::Iq1mNibbles => {
+            for i in 0..4 {
+                let word = &mut block[at + 2 * i..at + 2 * i + 2];
+                let w = u16::from_le_bytes([word[0], word[1]]) & 0x0fff;
+                let w = w | ((((bits >> (4 * i)) & 0xf) as u16) << 12);
+                word.copy_from_slice(&w.to_le_bytes());
+            }
+        }
+    }
+}
+
+/// What gguf-py 0.19.0's `gguf.quants.dequantize` (numpy 2.3.5) gives for [`k_pattern`]: the value
+/// count, the FNV-1a digest of the values' bits (little-endian, every NaN as `0x7fc00000`), and the
+/// bits of values 0 and 300.
+const K_QUANTS_FROM_GGUF_PY: [(GgmlType, usize, u64, u32, u32); 3] = [
+    (
+        GgmlType::Q4_K,
+        1024,
+        0xb17a_a716_f88e_8726,
+        0x4050_a900,
+        0xc2e1_0000,
+    ),
+    (
+        GgmlType::Q5_K,
+        1024,
+        0xad0a_af2f_fbc9_3a04,
+        0x4111_4280,
+        0xc40c_9000,
+    ),
+    (
+        GgmlType::Q6_K,
+        1024,
+        0x76ff_20bd_aebf_a18e,
+        0x4061_1d00,
+        0x4434_0000,
+    ),
+];
+
+/// Four super-blocks of a multiplicative hash, the first three with readable scales (`d` of 0.0123,
+/// -0.5 and 3; `dmin` of -0.1, 0.25 and -7), the fourth with the hash's.
+fn k_pattern(ty: GgmlType) -> Vec<u8> {
+    let size = ty.type_size() as usize;
+    let mut raw: Vec<u8> = (0..4 * size as u64)
+        .map(|i| (((i * 37 + u64::from(ty.id()) * 101 + 11) * 2_654_435_761) >> 13) as u8)
+        .collect();
+    let f16 = |v: f32| half::f16::from_f32(v).to_bits().to_le_bytes();
+    for (b, block) in raw.chunks_exact_mut(size).take(3).enumerate() {
+        let (d, dmin) = ([0.0123f32, -0.5, 3.0][b], [-0.1f32, 0.25, -7.0][b]);
+        if ty == GgmlType::Q6_K {
+            block[208..210].copy_from_slice(&f16(d));
+        } else {
+            block[..2].copy_from_slice(&f16(d));
+            block[2..4].copy_from_slice(&f16(dmin));
+        }
+    }
+    raw
+}
+
+/// The K-quants the gate dequantizes give gguf-py's values bit for bit (pinned here, so held without
+/// Python; `differential::gguf_k_quants` holds them to a live gguf-py on random blocks), and any run
+/// of whole blocks gives the values of the whole.
+fn k_quants() -> Result<(), String> {
+    for (ty, count, want, first, at_300) in K_QUANTS_FROM_GGUF_PY {
+        let bytes = k_pattern(ty);
+        let mut out = vec![0f32; count];
+        dequantize_k_quant(ty, &bytes, &mut out).map_err(|e| e.to_string())?;
+        let mut h = 0xcbf2_9ce4_8422_2325_u64;
+        let bits = |v: &f32| if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() };
+        for b in out.iter().flat_map(|v| bits(v).to_le_bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        let got = (out[0].to_bits(), out[300].to_bits(), h);
+        if got != (first, at_300, want) {
+            return Err(format!(
+                "{ty}: values 0 and 300 and the digest are {got:#x?}, gguf-py's {:#x?}",
+                (first, at_300, want)
+            ));
+        }
+        let size = ty.type_size() as usize;
+        let mut one = vec![0f32; 256];
+        dequantize_k_quant(ty, &bytes[2 * size..3 * size], &mut one).map_err(|e| e.to_string())?;
+        if one != out[512..768] {
+            return Err(format!(
+                "{ty}: block 2 alone differs from block 2 of the whole"
+            ));
+        }
+    }
+    Ok(())
 }

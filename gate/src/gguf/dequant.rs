@@ -13,6 +13,8 @@ use std::fmt;
 pub enum DequantError {
     /// A type the gate does not dequantize (K-quants, IQ types, MXFP4, integers...).
     Unsupported(GgmlType),
+    /// A type [`super::dequantize_k_quant`] does not know: it is for Q4_K, Q5_K and Q6_K.
+    NotKQuant(GgmlType),
     /// The bytes are not whole blocks, or `out` does not hold their values exactly.
     Length {
         ty: GgmlType,
@@ -27,6 +29,11 @@ impl fmt::Display for DequantError {
             DequantError::Unsupported(ty) => write!(
                 f,
                 "ggml type {ty} (id {}) is not one the gate dequantizes (f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0)",
+                ty.id()
+            ),
+            DequantError::NotKQuant(ty) => write!(
+                f,
+                "ggml type {ty} (id {}) is not a K-quant the gate dequantizes (q4_K, q5_K, q6_K)",
                 ty.id()
             ),
             DequantError::Length { ty, bytes, values } => write!(

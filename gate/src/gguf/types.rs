@@ -1,6 +1,12 @@
 //! Every ggml type id, with its block size and bytes per block: the byte size of any GGUF tensor
 //! follows from them, so a file of any type is read (and only the types [`super::dequantize`] knows
 //! are turned into values). Ids ggml has removed (4, 5, 31 to 33, 36 to 38) are unknown.
+//!
+//! The sizes are ggml's (`type_traits` in `ggml.c`: `blck_size` and `sizeof(block_*)` from
+//! `ggml-common.h`), since ggml's reader sizes a tensor by them. gguf-py's `GGML_QUANT_SIZES` agrees
+//! on every type it has but one: it gives Q8_1 4 + 4 + 32 bytes, from when its `d` and `s` were
+//! floats, where ggml's block has been two halves and 32 codes (36 bytes) since; a Q8_1 tensor that
+//! ggml writes is read at ggml's size. gguf-py 0.19.0 has no Q2_0 (id 42).
 
 use std::fmt;
 
@@ -65,7 +71,7 @@ ggml_types! {
     Q5_0 = 6, "q5_0", 32, 2 + 4 + 16;
     Q5_1 = 7, "q5_1", 32, 2 + 2 + 4 + 16;
     Q8_0 = 8, "q8_0", 32, 2 + 32;
-    Q8_1 = 9, "q8_1", 32, 4 + 4 + 32;
+    Q8_1 = 9, "q8_1", 32, 2 + 2 + 32;
     Q2_K = 10, "q2_K", 256, 2 + 2 + QK_K / 16 + QK_K / 4;
     Q3_K = 11, "q3_K", 256, 2 + QK_K / 4 + QK_K / 8 + 12;
     Q4_K = 12, "q4_K", 256, 2 + 2 + QK_K / 2 + 12;
@@ -92,6 +98,7 @@ ggml_types! {
     MXFP4 = 39, "mxfp4", 32, 1 + 16;
     NVFP4 = 40, "nvfp4", 64, 4 + 32;
     Q1_0 = 41, "q1_0", 128, 2 + 16;
+    Q2_0 = 42, "q2_0", 64, 2 + 16;
 }
 
 impl fmt::Display for GgmlType {

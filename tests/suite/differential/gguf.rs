@@ -2,13 +2,16 @@
 //! the generator's GGUFs (each variant) and on a file of random blocks of every type we dequantize:
 //! the same tensors (names, types, dimensions, offsets, sizes), the same kept metadata, and the same
 //! values bit for bit (a NaN's payload aside); and on 600 broken copies of a GGUF, every one gguf-py
-//! refuses is refused by us too.
+//! refuses is refused by us too. Two trials more: the K-quants we dequantize (Q4_K, Q5_K, Q6_K) on
+//! random super-blocks, bit for bit; and our type table against gguf-py's `GGML_QUANT_SIZES`.
 //!
 //! Needs `DFLASH_GATE_PYTHON` with the `gguf` package (`pip install gguf==0.19.0 numpy==2.3.5`);
-//! without it the trial is listed as ignored, with the reason in its name.
+//! without it each trial is listed as ignored, with the reason in its name.
 
 use super::PYTHON_VAR;
-use dflash_gate::__private::gguf::{dequantize, parse, GgmlType, Header, Value as Kept};
+use dflash_gate::__private::gguf::{
+    dequantize, dequantize_k_quant, k_quant, parse, GgmlType, Header, Value as Kept,
+};
 use gate_tests::synth::gguf::{gguf_for, GgufFile, GgufOptions};
 use gate_tests::synth::{Encoding, Geometry, Package};
 use libtest_mimic::{Failed, Trial};
@@ -16,28 +19,45 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub fn trial() -> Trial {
-    let Some(python) = std::env::var_os(PYTHON_VAR).map(PathBuf::from) else {
-        return Trial::test(
-            "differential::gguf_reference_needs_DFLASH_GATE_PYTHON",
-            || Ok(()),
-        )
-        .with_ignored_flag(true);
+type Compare = fn(&Path) -> Result<(), String>;
+
+/// The trials, by name: each run with the Python of `DFLASH_GATE_PYTHON`, or listed as ignored with
+/// why in its name when there is no such Python or it has no `gguf` package.
+pub fn trials() -> Vec<Trial> {
+    let all: [(&str, Compare); 3] = [
+        ("gguf_reference", compare_all),
+        ("gguf_k_quants", compare_k_quants),
+        ("gguf_quant_sizes", compare_quant_sizes),
+    ];
+    let python = std::env::var_os(PYTHON_VAR).map(PathBuf::from);
+    let missing = match &python {
+        None => Some("needs_DFLASH_GATE_PYTHON"),
+        Some(python) => {
+            let has_gguf = Command::new(python)
+                .args(["-c", "import gguf"])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            (!has_gguf).then_some("needs_the_gguf_package_in_DFLASH_GATE_PYTHON")
+        }
     };
-    let has_gguf = Command::new(&python)
-        .args(["-c", "import gguf"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_gguf {
-        return Trial::test(
-            "differential::gguf_reference_needs_the_gguf_package_in_DFLASH_GATE_PYTHON",
-            || Ok(()),
-        )
-        .with_ignored_flag(true);
-    }
-    Trial::test("differential::gguf_reference", move || {
-        compare_all(&python).map_err(Failed::from)
-    })
+    all.into_iter()
+        .map(|(name, compare)| match (&python, missing) {
+            (Some(python), None) => {
+                let python = python.clone();
+                Trial::test(format!("differential::{name}"), move || {
+                    compare(&python).map_err(Failed::from)
+                })
+            }
+            (_, reason) => Trial::test(
+                format!(
+                    "differential::{name}_{}",
+                    reason.unwrap_or("needs_DFLASH_GATE_PYTHON")
+                ),
+                || Ok(()),
+            )
+            .with_ignored_flag(true),
+        })
+        .collect()
 }
 
 fn compare_all(python: &Path) -> Result<(), String> {
@@ -73,15 +93,84 @@ fn compare_all(python: &Path) -> Result<(), String> {
     verdicts(python, dir.path(), &micro.bytes())?;
     files.push(("random blocks".to_owned(), random_blocks()));
     for (i, (name, file)) in files.iter().enumerate() {
-        let bytes = file.bytes();
-        let path = dir.path().join(format!("{i}.gguf"));
-        std::fs::write(&path, &bytes).map_err(|e| e.to_string())?;
-        let out = dir.path().join(format!("{i}.values"));
-        std::fs::create_dir(&out).map_err(|e| e.to_string())?;
-        let header = parse(&bytes).map_err(|e| format!("{name}: {e}"))?;
-        compare(python, &path, &out, &header, &bytes).map_err(|e| format!("{name}: {e}"))?;
+        read_by_both(python, dir.path(), &i.to_string(), file)
+            .map_err(|e| format!("{name}: {e}"))?;
     }
     Ok(())
+}
+
+/// Writes `file` as `{stem}.gguf` in `dir`, has gguf-py read and dequantize it, and compares.
+fn read_by_both(python: &Path, dir: &Path, stem: &str, file: &GgufFile) -> Result<(), String> {
+    let bytes = file.bytes();
+    let path = dir.join(format!("{stem}.gguf"));
+    std::fs::write(&path, &bytes).map_err(|e| e.to_string())?;
+    let out = dir.join(format!("{stem}.values"));
+    std::fs::create_dir(&out).map_err(|e| e.to_string())?;
+    let header = parse(&bytes).map_err(|e| e.to_string())?;
+    compare(python, &path, &out, &header, &bytes)
+}
+
+/// Q4_K, Q5_K and Q6_K: 48 super-blocks each of random bytes (scales of every kind: subnormal,
+/// infinite, NaN, and every code), then 48 whose `d` and `dmin` are random finite halves between
+/// -4 and 4, dequantized by us and by gguf-py's numpy: the same values bit for bit.
+fn compare_k_quants(python: &Path) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let types = [GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K];
+    let random = random_file(&types, [1024, 12], 0x4b51, false);
+    read_by_both(python, dir.path(), "random", &random)
+        .map_err(|e| format!("random scales: {e}"))?;
+    let finite = random_file(&types, [1024, 12], 0x4b52, true);
+    read_by_both(python, dir.path(), "finite", &finite).map_err(|e| format!("finite scales: {e}"))
+}
+
+/// Our type table against gguf-py's `GGML_QUANT_SIZES`, type by type (id, elements per block, bytes
+/// per block), where ggml and gguf-py agree. Where they do not, ours is ggml's, and the difference
+/// is named here so that a gguf-py that changes it turns this red: Q8_1, 40 bytes in gguf-py (its
+/// `d` and `s` as floats), 36 in ggml; and Q2_0, a type gguf-py 0.19.0 does not have.
+fn compare_quant_sizes(python: &Path) -> Result<(), String> {
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/differential/gguf_reference.py");
+    let run = Command::new(python)
+        .arg(&script)
+        .arg("--quant-sizes")
+        .output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    if !run.status.success() {
+        return Err(String::from_utf8_lossy(&run.stderr).into_owned());
+    }
+    let theirs: Value = serde_json::from_slice(&run.stdout).map_err(|e| e.to_string())?;
+    let theirs = theirs.as_object().ok_or("not an object")?;
+    let mut problems = Vec::new();
+    for &ty in GgmlType::ALL {
+        let ours = [u64::from(ty.id()), ty.block_size(), ty.type_size()];
+        let got: Option<Vec<u64>> = theirs
+            .get(&ty.name().to_uppercase())
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_u64).collect());
+        let expected_difference = match ty {
+            GgmlType::Q8_1 => Some(vec![9, 32, 40]),
+            GgmlType::Q2_0 => None,
+            _ => Some(ours.to_vec()),
+        };
+        if got != expected_difference {
+            problems.push(format!(
+                "{ty}: ours {ours:?}, gguf-py's {got:?}, expected of gguf-py {expected_difference:?}"
+            ));
+        }
+    }
+    for name in theirs.keys() {
+        if !GgmlType::ALL
+            .iter()
+            .any(|t| t.name().eq_ignore_ascii_case(name))
+        {
+            problems.push(format!("{name}: in gguf-py's table, not in ours"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
 }
 
 /// Broken copies of a good GGUF (truncations, byte changes in the header, fields set to huge values)
@@ -171,7 +260,28 @@ fn verdicts(python: &Path, dir: &Path, good: &[u8]) -> Result<(), String> {
 /// Every type we dequantize, 64 x 3 elements of random bytes: scales of every kind (subnormal,
 /// infinite, NaN) and every code.
 fn random_blocks() -> GgufFile {
-    let mut state = 0x6767_u64;
+    random_file(
+        &[
+            GgmlType::F32,
+            GgmlType::F16,
+            GgmlType::BF16,
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+            GgmlType::Q5_0,
+            GgmlType::Q5_1,
+            GgmlType::Q8_0,
+        ],
+        [64, 3],
+        0x6767,
+        false,
+    )
+}
+
+/// A GGUF of one tensor of `dims` random bytes for each of `types`; with `finite_k_scales`, each
+/// K-quant super-block's `d` and `dmin` a random finite half between -4 and 4 (an exponent of 1 to
+/// 17, any mantissa and sign).
+fn random_file(types: &[GgmlType], dims: [u64; 2], seed: u64, finite_k_scales: bool) -> GgufFile {
+    let mut state = seed;
     let mut next = move || {
         state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = state;
@@ -181,19 +291,22 @@ fn random_blocks() -> GgufFile {
     };
     let mut file = GgufFile::new();
     file.string("general.architecture", "random");
-    for ty in [
-        GgmlType::F32,
-        GgmlType::F16,
-        GgmlType::BF16,
-        GgmlType::Q4_0,
-        GgmlType::Q4_1,
-        GgmlType::Q5_0,
-        GgmlType::Q5_1,
-        GgmlType::Q8_0,
-    ] {
-        let blocks = 64 * 3 / ty.block_size();
-        let data = (0..blocks * ty.type_size()).map(|_| next()).collect();
-        file.tensor(&format!("t.{ty}"), vec![64, 3], ty, data);
+    for &ty in types {
+        let blocks = dims[0] * dims[1] / ty.block_size();
+        let mut data: Vec<u8> = (0..blocks * ty.type_size()).map(|_| next()).collect();
+        let scales: &[usize] = match ty {
+            GgmlType::Q4_K | GgmlType::Q5_K if finite_k_scales => &[0, 2],
+            GgmlType::Q6_K if finite_k_scales => &[208],
+            _ => &[],
+        };
+        for block in data.chunks_exact_mut(ty.type_size() as usize) {
+            for &at in scales {
+                let bits = u16::from_le_bytes([next(), next()]);
+                let bits = (bits & 0x83ff) | ((1 + (bits >> 10) % 17) << 10);
+                block[at..at + 2].copy_from_slice(&bits.to_le_bytes());
+            }
+        }
+        file.tensor(&format!("t.{ty}"), dims.to_vec(), ty, data);
     }
     file
 }
@@ -248,7 +361,12 @@ fn compare(
         }
         let data = &bytes[range.start as usize..range.end as usize];
         let mut values = vec![0f32; info.elements() as usize];
-        dequantize(info.ty, data, &mut values).map_err(|e| format!("{}: {e}", info.name))?;
+        let dequantized = if k_quant(info.ty) {
+            dequantize_k_quant(info.ty, data, &mut values)
+        } else {
+            dequantize(info.ty, data, &mut values)
+        };
+        dequantized.map_err(|e| format!("{}: {e}", info.name))?;
         let raw = std::fs::read(out.join(format!("{i}.f32"))).map_err(|e| e.to_string())?;
         let reference = raw
             .chunks_exact(4)
