@@ -279,7 +279,7 @@ fn verdict_of(outcome: Outcome) -> dflash_gate_verdict {
 impl dflash_gate_report {
     fn new(answer: Answer) -> *mut dflash_gate_report {
         let not_checked = match &answer {
-            Answer::Report(r) => r.not_checked().iter().map(ToString::to_string).collect(),
+            Answer::Report(r) => r.not_checked_text(),
             Answer::CouldNotRun { .. } => Vec::new(),
         };
         hand_out(

@@ -165,6 +165,10 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "source.config required key (GGUF)", file: "gate/src/source/gguf/config.rs", from: "            if required {", to: "            if false {", filter: "arms::gguf::config::dflash.block_count_absent" },
     Mutant { check: "source.inventory names (GGUF)", file: "gate/src/source/gguf/names.rs", from: "(\"ffn_norm\", \"post_attention_layernorm\"),", to: "(\"ffn_norm\", \"input_layernorm\"),", filter: "arms::pass::gguf_q4_1" },
     Mutant { check: "source.inventory unpaired (GGUF)", file: "gate/src/source/gguf.rs", from: "if is_second_family(&info.name) {", to: "if false {", filter: "arms::gguf::dflash2_package_undecided" },
+    Mutant { check: "checks a refused config stopped are listed", file: "gate/src/evaluation.rs", from: "report.checks.extend(checks::refused_config_checks().into_iter().map(|id| {", to: "report.checks.extend(checks::refused_config_checks().into_iter().take(0).map(|id| {", filter: "options::a_family_counts_the_same_checks" },
+    Mutant { check: "scalars listed when the container was not read", file: "gate/src/checks/mod.rs", from: "ids.extend(family.scalars().filter(|s| stated(*s)).filter_map(|s| {", to: "ids.extend(family.scalars().filter(|_| false).filter_map(|s| {", filter: "arms::control::no_weight_file" },
+    Mutant { check: "--target given on a refused config is listed", file: "gate/src/target.rs", from: "        Err(_) => crate::evaluation::refused_step(&CHECKS, \"--target\"),", to: "        Err(_) => Vec::new(),", filter: "options::a_refused_config_says_each_option" },
+    Mutant { check: "an option given is never asked for", file: "gate/src/package.rs", from: "    report.given(option, &why);", to: "    let _ = why;", filter: "options::manifest_given_on_a_package_without_one" },
     Mutant { check: "--source refuses both kinds", file: "gate/src/source/origin.rs", from: ".filter(|n| has_extension(n, \"safetensors\") || *n == INDEX_FILE)", to: ".filter(|_| false)", filter: "arms::gguf::refused::both_a_gguf_and_a_checkpoint" },
 ];
 
