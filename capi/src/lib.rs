@@ -133,7 +133,8 @@ pub struct dflash_gate_report {
 }
 
 enum Answer {
-    Report(Report),
+    /// Boxed: a report is many times the size of the error beside it.
+    Report(Box<Report>),
     CouldNotRun {
         package: String,
         error: PackageError,
@@ -279,7 +280,7 @@ fn verdict_of(outcome: Outcome) -> dflash_gate_verdict {
 impl dflash_gate_report {
     fn new(answer: Answer) -> *mut dflash_gate_report {
         let not_checked = match &answer {
-            Answer::Report(r) => r.not_checked().iter().map(ToString::to_string).collect(),
+            Answer::Report(r) => r.not_checked_text(),
             Answer::CouldNotRun { .. } => Vec::new(),
         };
         hand_out(
@@ -329,7 +330,7 @@ fn check_of(check: &dflash_gate::Check) -> dflash_gate_check {
 
 fn answer_of(package: &str, result: Result<Report, PackageError>) -> Answer {
     match result {
-        Ok(report) => Answer::Report(report),
+        Ok(report) => Answer::Report(Box::new(report)),
         Err(error) => Answer::CouldNotRun {
             package: package.to_owned(),
             message: error.to_string(),

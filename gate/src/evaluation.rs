@@ -63,6 +63,7 @@ impl Evaluation<'_> {
                     ..Census::default()
                 },
                 not_checked: not_checked.iter().copied().collect(),
+                given: Default::default(),
                 elapsed: Default::default(),
             },
             draft: Err(String::new()),
@@ -85,6 +86,15 @@ pub fn evaluation<'a>(
         Ok(c) => c,
         Err(why) => {
             report.checks.push(Check::fail(IS_DFLASH, why.clone()));
+            // Listed, not left out: the package counts the checks a good one does, each saying
+            // what stopped it.
+            report.checks.extend(checks::refused_config_checks().into_iter().map(|id| {
+                Check::blocked(
+                    id,
+                    IS_DFLASH,
+                    "not run: config.json was refused, so there is no draft to check the package against",
+                )
+            }));
             evaluation.draft = Err(why);
             return Ok(evaluation);
         }
@@ -103,6 +113,21 @@ pub fn evaluation<'a>(
     evaluation.container = container;
     evaluation.forms = forms;
     Ok(evaluation)
+}
+
+/// The checks of a step the caller asked for (`--target`, `--source`, `--manifest`) on a package whose
+/// config was refused: each listed UNDECIDED, blocked by `config.is_dflash`, so the option given is
+/// never silent and the count does not change with the damage.
+pub fn refused_step(ids: &[&str], option: &str) -> Vec<Check> {
+    ids.iter()
+        .map(|id| {
+            Check::blocked(
+                *id,
+                IS_DFLASH,
+                format!("{option} given: not compared, the config was refused"),
+            )
+        })
+        .collect()
 }
 
 /// The container's checks and census for a recognised config: the parsed container (none when the

@@ -19,16 +19,19 @@ pub const MANIFEST_FILE: &str = "MANIFEST.sha256";
 /// nothing): the bytes are the publisher's. Not the content: that is `--source`'s.
 pub const ANSWERS: [NotChecked; 1] = [NotChecked::Provenance];
 
-/// `manifest.sha256` for an evaluation whose draft config was recognised (for a refused one, none:
-/// the verdict is already a FAIL, and hashing gigabytes would not change it), and the items it
-/// answered. `read` as for [`check`].
+/// `manifest.sha256` for an evaluation whose draft config was recognised (for a refused one, blocked
+/// by `config.is_dflash`: the verdict is already a FAIL, and hashing gigabytes would not change it),
+/// and the items it answered. `read` as for [`check`].
 pub fn checks(
     evaluation: &Evaluation<'_>,
     dir: &Path,
     read: &[&files::RegularFile],
 ) -> Result<(Vec<Check>, Vec<NotChecked>), PackageError> {
     if evaluation.draft.is_err() {
-        return Ok((Vec::new(), Vec::new()));
+        return Ok((
+            crate::evaluation::refused_step(&[MANIFEST], "--manifest"),
+            Vec::new(),
+        ));
     }
     let check = check(dir, read)?;
     let answered = if check.outcome == Outcome::Undecided {

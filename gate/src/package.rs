@@ -138,7 +138,7 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
         let target = crate::target::read(target_dir).map_err(|e| e.under_option("--target"))?;
         let checks = crate::target::checks(&evaluation, &target);
         let answers = crate::target::answered(&checks);
-        answered(&mut evaluation.report, checks, answers);
+        answered(&mut evaluation.report, "--target", checks, answers);
     }
     if let Some(source_dir) = &options.source {
         let source =
@@ -147,9 +147,9 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
             .checks(&evaluation, crate::source::scalar_source_loop())
             .map_err(|p| PackageError::internal(dir, p))?;
         evaluation.report.census.source_grids = grids;
-        // A refused draft was not compared (it has no source.* checks), so it answered nothing.
+        // A refused draft was not compared (its source.* checks are blocked), so it answered nothing.
         let answers = crate::source::answered(&checks);
-        answered(&mut evaluation.report, checks, &answers);
+        answered(&mut evaluation.report, "--source", checks, &answers);
         source.unchanged().map_err(|e| e.under_option("--source"))?;
         if let Ok((_, bytes)) = &held {
             bytes.unchanged()?;
@@ -158,7 +158,7 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
     if options.manifest {
         let (checks, answers) =
             crate::manifest::checks(&evaluation, dir, &judged(&config_file, &held))?;
-        answered(&mut evaluation.report, checks, &answers);
+        answered(&mut evaluation.report, "--manifest", checks, &answers);
     }
     for file in judged(&config_file, &held) {
         file.unchanged()?;
@@ -197,11 +197,11 @@ fn gate_folder(
         let target = crate::target::read(target_dir).map_err(|e| e.under_option("--target"))?;
         let checks = crate::target::checks(&evaluation, &target);
         let answers = crate::target::answered(&checks);
-        answered(&mut evaluation.report, checks, answers);
+        answered(&mut evaluation.report, "--target", checks, answers);
     }
     if options.manifest {
         let (checks, answers) = crate::manifest::checks(&evaluation, dir, &judged)?;
-        answered(&mut evaluation.report, checks, &answers);
+        answered(&mut evaluation.report, "--manifest", checks, &answers);
     }
     for file in judged {
         file.unchanged()?;
@@ -238,12 +238,15 @@ fn unread_weights(report: &mut Report, read: &str, unread: &[String]) {
     );
 }
 
-/// A later step's checks join the report, and the items it answered leave its NOT CHECKED list.
-fn answered(report: &mut Report, checks: Vec<Check>, answers: &[NotChecked]) {
+/// A later step's checks join the report, and the items it answered leave its NOT CHECKED list; those
+/// of `option` it did not answer say it was given and why, never "give `option`".
+fn answered(report: &mut Report, option: &str, checks: Vec<Check>, answers: &[NotChecked]) {
+    let why = crate::report::unanswered(option, &checks);
     report.checks.extend(checks);
     for item in answers {
         report.not_checked.remove(item);
     }
+    report.given(option, &why);
 }
 
 /// The package files the checks read: config.json and the weight file, as opened. The verdict is

@@ -515,17 +515,77 @@ impl NotChecked {
     ];
 }
 
+impl NotChecked {
+    /// The option whose step answers this item, when one does.
+    pub fn option(self) -> Option<&'static str> {
+        match self {
+            NotChecked::TargetAgreement => Some("--target"),
+            NotChecked::Content | NotChecked::RealGroupCodes => Some("--source"),
+            NotChecked::Provenance => Some("--manifest"),
+            NotChecked::PublishedContent | NotChecked::ForwardPass | NotChecked::OtherFiles => None,
+        }
+    }
+
+    /// What is not known, without the parenthesis that says how to learn it.
+    fn what(self) -> &'static str {
+        match self {
+            NotChecked::TargetAgreement => "vocabulary and tokenizer agreement with the target, and the target's depth",
+            NotChecked::Content => "whether these are the right weights: a grid in another tile or nibble order, or another layer's matrix, has the same form",
+            NotChecked::PublishedContent => "whether these are the weights the publisher trained: a Hugging Face folder is the form others are converted from, so no --source compares it (--manifest pins its bytes, not their training)",
+            NotChecked::Provenance => "whether these are the publisher's files, byte for byte: provenance",
+            NotChecked::ForwardPass => "whether the draft's forward pass is correct: the gate reads bytes, it runs no model",
+            NotChecked::RealGroupCodes => "the 4-bit codes of real groups: only constant and padding groups are read",
+            NotChecked::OtherFiles => "files other than config.json and the weight file: listed in the census, not interpreted",
+        }
+    }
+
+    /// How to learn it, when the option was not given.
+    fn hint(self) -> Option<&'static str> {
+        match self {
+            NotChecked::TargetAgreement => Some("give --target DIR"),
+            NotChecked::Content => Some("give --source PATH to compare every element with the checkpoint or the GGUF it was converted from"),
+            NotChecked::PublishedContent => None,
+            NotChecked::Provenance => Some("give --manifest to verify MANIFEST.sha256"),
+            NotChecked::ForwardPass => None,
+            NotChecked::RealGroupCodes => Some("give --source PATH to compare every element"),
+            NotChecked::OtherFiles => Some("--manifest hashes those it lists"),
+        }
+    }
+
+    /// The line for this item when its option was given but did not answer it, `why` saying so.
+    fn given(self, why: &str) -> String {
+        format!("{} ({why})", self.what())
+    }
+}
+
 impl fmt::Display for NotChecked {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            NotChecked::TargetAgreement => "vocabulary and tokenizer agreement with the target, and the target's depth (give --target DIR)",
-            NotChecked::Content => "whether these are the right weights: a grid in another tile or nibble order, or another layer's matrix, has the same form (give --source PATH to compare every element with the checkpoint or the GGUF it was converted from)",
-            NotChecked::PublishedContent => "whether these are the weights the publisher trained: a Hugging Face folder is the form others are converted from, so no --source compares it (give --manifest to pin its bytes)",
-            NotChecked::Provenance => "whether these are the publisher's files, byte for byte: provenance (give --manifest to verify MANIFEST.sha256)",
-            NotChecked::ForwardPass => "whether the draft's forward pass is correct: the gate reads bytes, it runs no model",
-            NotChecked::RealGroupCodes => "the 4-bit codes of real groups: only constant and padding groups are read (give --source PATH to compare every element)",
-            NotChecked::OtherFiles => "files other than config.json and the weight file: listed in the census, not interpreted (--manifest hashes those it lists)",
-        })
+        match self.hint() {
+            Some(hint) => write!(f, "{} ({hint})", self.what()),
+            None => f.write_str(self.what()),
+        }
+    }
+}
+
+/// Why the items `option` answers stay not checked after its step ran: `checks`, its checks, could
+/// not decide. Never "give `option`": it was given.
+pub(crate) fn unanswered(option: &str, checks: &[Check]) -> String {
+    let undecided: Vec<&Check> = checks
+        .iter()
+        .filter(|c| c.outcome == Outcome::Undecided)
+        .collect();
+    let by: BTreeSet<Option<&str>> = undecided.iter().map(|c| c.blocked_by.as_deref()).collect();
+    let ids: Vec<&str> = undecided.iter().map(|c| c.id.as_str()).collect();
+    match by.into_iter().collect::<Vec<_>>()[..] {
+        [] => format!("{option} given: not answered"),
+        [Some(crate::check_id::CheckId::CONFIG_IS_DFLASH)] => {
+            format!("{option} given: not compared, the config was refused")
+        }
+        [Some(by)] => format!(
+            "{option} given: not answered, {} UNDECIDED, blocked by {by}",
+            ids.join(", ")
+        ),
+        _ => format!("{option} given: not answered, {} UNDECIDED", ids.join(", ")),
     }
 }
 
@@ -539,6 +599,9 @@ pub struct Report {
     /// What the gate cannot know, said out loud so that silence is never read as approval; each
     /// later step removes the items it answered. Ordered as the report prints them.
     pub(crate) not_checked: BTreeSet<NotChecked>,
+    /// For an item whose option was given and whose step did not answer it: why (its line says so
+    /// instead of asking for the option).
+    pub(crate) given: std::collections::BTreeMap<NotChecked, String>,
     pub(crate) elapsed: Duration,
 }
 
@@ -571,7 +634,7 @@ impl Serialize for Report {
             checks_undecided: self.count(Outcome::Undecided),
             checks_total: self.checks.len(),
             checks: &self.checks,
-            not_checked: self.not_checked.iter().map(ToString::to_string).collect(),
+            not_checked: self.not_checked_text(),
             census: &self.census,
         }
         .serialize(s)
@@ -607,6 +670,28 @@ impl Report {
     /// the order the report prints them.
     pub fn not_checked(&self) -> &BTreeSet<NotChecked> {
         &self.not_checked
+    }
+
+    /// Each [`Report::not_checked`] item as the report prints it: asking for the option that would
+    /// answer it, or, when that option was given and could not, saying so and why.
+    pub fn not_checked_text(&self) -> Vec<String> {
+        self.not_checked
+            .iter()
+            .map(|item| match self.given.get(item) {
+                Some(why) => item.given(why),
+                None => item.to_string(),
+            })
+            .collect()
+    }
+
+    /// Records that `option` was given and its step ran: each item it answers that is still not
+    /// checked says `why` instead of asking for the option.
+    pub(crate) fn given(&mut self, option: &str, why: &str) {
+        for item in &self.not_checked {
+            if item.option() == Some(option) {
+                self.given.insert(*item, why.to_owned());
+            }
+        }
     }
 
     /// How long the gate took (not in the JSON document, which is reproducible byte for byte).
@@ -708,7 +793,7 @@ impl Report {
                 ));
             }
         }
-        for item in &self.not_checked {
+        for item in self.not_checked_text() {
             line(format!("NOT CHECKED  {item}"));
         }
         // The spec's closing line, preceded by the verdict it adds up to.

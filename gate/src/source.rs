@@ -175,7 +175,7 @@ pub fn checks(
     scalar: bool,
 ) -> Result<(Vec<Check>, Vec<SourceGridCensus>), WorkerPanic> {
     let Ok(draft) = &evaluation.draft else {
-        return Ok((Vec::new(), Vec::new()));
+        return Ok((refused(), Vec::new()));
     };
     let mut checks = vec![config::compare(&draft.json, &source.headers.config)];
     let Some(container) = &evaluation.container else {
@@ -264,6 +264,11 @@ pub fn checks(
 }
 
 /// The checks after `source.config`, when the weight file was not read or did not parse.
+/// Every `source.*` check, blocked by a config that was refused: there is no draft to compare.
+fn refused() -> Vec<Check> {
+    crate::evaluation::refused_step(&CHECKS, "--source")
+}
+
 fn blocked_by_parses() -> impl Iterator<Item = Check> {
     CHECKS[1..].iter().map(|id| {
         Check::blocked(

@@ -25,6 +25,8 @@ pub const DEPTH: &str = crate::check_id::CheckId::TARGET_DEPTH;
 pub const VOCAB: &str = crate::check_id::CheckId::TARGET_VOCAB;
 pub const MASK: &str = crate::check_id::CheckId::TARGET_MASK_TOKEN;
 pub const TOKENIZER: &str = crate::check_id::CheckId::TARGET_TOKENIZER;
+/// Every check `--target` adds, in report order.
+pub const CHECKS: [&str; 5] = [HIDDEN, DEPTH, VOCAB, MASK, TOKENIZER];
 
 /// What the gate reads of a target package.
 ///
@@ -229,11 +231,12 @@ pub fn answered(checks: &[Check]) -> &'static [NotChecked] {
 }
 
 /// The `target.*` checks, in report order, for an evaluation whose draft config was recognised (for
-/// a refused one, none: there is no draft geometry to hold against the target).
+/// a refused one, each blocked by `config.is_dflash`: there is no draft geometry to hold against the
+/// target).
 pub fn checks(evaluation: &Evaluation<'_>, target: &Target) -> Vec<Check> {
     match &evaluation.draft {
         Ok(draft) => of_draft(&draft.config, target),
-        Err(_) => Vec::new(),
+        Err(_) => crate::evaluation::refused_step(&CHECKS, "--target"),
     }
 }
 

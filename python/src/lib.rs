@@ -184,11 +184,7 @@ impl Report {
     /// What the gate cannot know from what it was given, one sentence each.
     #[getter]
     fn not_checked(&self) -> Vec<String> {
-        self.report
-            .not_checked()
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        self.report.not_checked_text()
     }
 
     /// The JSON document exactly as `dflash-gate --json` writes it, final newline included.

@@ -5,8 +5,8 @@ use dflash_gate::Outcome;
 use libtest_mimic::{Failed, Trial};
 use std::path::PathBuf;
 
-/// (file, outcome of config.is_dflash, a phrase its message must carry, outcome of config.geometry
-/// when it runs)
+/// (file, outcome of config.is_dflash, a phrase its message must carry, outcome of config.geometry:
+/// UNDECIDED, blocked by config.is_dflash, for a refused config)
 const EXAMPLES: [(&str, Outcome, &str, Option<Outcome>); 5] = [
     (
         "reference-draft.json",
@@ -33,7 +33,12 @@ const EXAMPLES: [(&str, Outcome, &str, Option<Outcome>); 5] = [
         "the second family",
         Some(Outcome::Fail),
     ),
-    ("not-dflash.json", Outcome::Fail, "not a DFlash draft", None),
+    (
+        "not-dflash.json",
+        Outcome::Fail,
+        "not a DFlash draft",
+        Some(Outcome::Undecided),
+    ),
 ];
 
 pub fn trials() -> Vec<Trial> {

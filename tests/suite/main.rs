@@ -14,6 +14,7 @@ mod generator;
 mod gguf;
 mod hostile;
 mod kernels;
+mod options;
 mod packages;
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -63,6 +64,7 @@ fn main() -> ExitCode {
     trials.extend(campaign::trials());
     trials.extend(differential::trials());
     trials.extend(hostile::trials());
+    trials.extend(options::trials());
     trials.extend(cli::trials());
     trials.extend(capi::trials());
     trials.extend(kernels::trials());

@@ -103,23 +103,64 @@ fn embedding_grid<'a>(inputs: &Inputs<'_, 'a>) -> Option<(String, TileGrid<'a>)>
     Some((name, grid))
 }
 
-/// The ids `run` produces for this config whatever the container holds: [`CONTAINER_CHECKS`] and
-/// the checks of the features the config switches on.
+/// The ids `run` produces for this config whatever the container holds, in report order: the
+/// projection and tile checks (`tiles.padding_zero` when the config's geometry pads a grid), one
+/// `scalars.*` check per scalar of the family the config gives a value (a converter stores each of
+/// those), the gains', the checks of the features the config switches on, the inventory's and
+/// `bf16.finite`. Listed blocked when the container could not be read, so that a damaged package
+/// counts the checks its good package does.
 pub fn container_checks(config: &DraftConfig) -> Vec<&'static str> {
-    let mut ids = CONTAINER_CHECKS.to_vec();
-    ids.extend(
-        config
-            .family()
-            .features()
-            .into_iter()
-            .filter(|f| f.is_on(config) != Ok(false))
-            .map(crate::family::Feature::check_id),
-    );
+    let features = config
+        .family()
+        .features()
+        .into_iter()
+        .filter(|f| f.is_on(config) != Ok(false))
+        .map(crate::family::Feature::check_id)
+        .collect();
+    listing(
+        config.family(),
+        projections::padded(config),
+        |s| scalars::stated(s, config),
+        features,
+    )
+}
+
+/// The ids after `config.is_dflash` for a config that was refused: no family is known, so the first
+/// family's (DFlash: `config.geometry`, `container.parses`, then [`container_checks`] of a geometry
+/// without padding, every scalar stated, no feature). A good package of that family counts as many.
+pub fn refused_config_checks() -> Vec<&'static str> {
+    let mut ids = vec![GEOMETRY, PARSES];
+    ids.extend(listing(&crate::family::DFLASH, false, |_| true, Vec::new()));
     ids
 }
 
-/// The ids of the checks `run` produces whatever the container holds, for reports where the container
-/// could not be read (scalars and padding depend on its contents, so they are not listed).
+/// [`CONTAINER_CHECKS`] with the padding check, the family's scalars and the features' checks in
+/// their places in report order.
+fn listing(
+    family: &crate::family::Family,
+    padded: bool,
+    stated: impl Fn(crate::family::Scalar) -> bool,
+    features: Vec<&'static str>,
+) -> Vec<&'static str> {
+    let [present, grid, headers, signature, fc, sizes, bf16, inventory, finite] = CONTAINER_CHECKS;
+    let mut ids = vec![present, grid, headers];
+    if padded {
+        ids.push(projections::PADDING);
+    }
+    ids.push(signature);
+    ids.extend(family.scalars().filter(|s| stated(*s)).filter_map(|s| {
+        crate::check_id::CheckId::ALL
+            .into_iter()
+            .find(|id| id.strip_prefix("scalars.") == Some(s.field()))
+    }));
+    ids.extend([fc, sizes, bf16]);
+    ids.extend(features);
+    ids.extend([inventory, finite]);
+    ids
+}
+
+/// The ids of the checks `run` produces whatever the container holds or the config says, in report
+/// order ([`container_checks`] adds the rest in their places).
 pub const CONTAINER_CHECKS: [&str; 9] = [
     "projections.present",
     "projections.tile_grid",

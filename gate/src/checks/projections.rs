@@ -2,7 +2,7 @@
 
 use super::geometry::blocked_by_field;
 use super::{list, Forms, Inputs};
-use crate::config::Field;
+use crate::config::{DraftConfig, Field, Geometry};
 use crate::container::TensorInfo;
 use crate::evidence::{
     BadHeader, BadPadding, Finding, ProjectionsPresent, ProjectionsTileGrid, TilesHeadersSane,
@@ -114,14 +114,28 @@ pub fn run<'a>(
         }
     }
     checks.push(headers(&grids, &scans, all_grids));
-    let padded = slots
-        .iter()
-        .any(|s| matches!(s.geometry, Ok(Some(g)) if g.is_padded()));
-    if padded || extra.iter().any(|(_, g)| g.geometry.is_padded()) {
+    if padded(inputs.config) || extra.iter().any(|(_, g)| g.geometry.is_padded()) {
         checks.push(padding(&grids, &scans, all_grids));
     }
     checks.push(signature(&grids, &scans, all_grids));
     Ok(checks)
+}
+
+/// Whether the config's geometry pads a projection's grid (N or K not a whole number of tiles):
+/// then `tiles.padding_zero` runs, whatever the container holds.
+pub fn padded(config: &DraftConfig) -> bool {
+    let geometry = Geometry::new(config);
+    let Ok(layers) = geometry.layers() else {
+        return false;
+    };
+    config
+        .family()
+        .roles(layers, |s| matches!(s.kind, Kind::Projection(_)))
+        .into_iter()
+        .any(|(_, spec)| match (spec.shape)(&geometry).as_deref() {
+            Ok([n, k]) => GridGeometry::new(*n, *k).is_some_and(|g| g.is_padded()),
+            _ => false,
+        })
 }
 
 fn present(slots: &[Slot<'_, '_>], layers: u64) -> Check {

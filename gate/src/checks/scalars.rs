@@ -1,7 +1,7 @@
 //! `scalars.*`: the container's `dflash.*` copies of config values against config.json.
 
 use super::{Forms, Inputs};
-use crate::config::{Field, FieldProblem};
+use crate::config::{DraftConfig, Field, FieldProblem};
 use crate::container::TensorInfo;
 use crate::dtype::Dtype;
 use crate::evidence::{ScalarFloat, ScalarInts};
@@ -40,6 +40,27 @@ pub fn run(inputs: &Inputs<'_, '_>, forms: &mut Forms) -> Vec<Check> {
         checks.push(check);
     }
     checks
+}
+
+/// Whether config.json gives `scalar` a value (a field that is there but unreadable counts: its check
+/// says why it cannot decide), which a converter stores as `dflash.<field>`: the scalars a report lists
+/// blocked when the container could not be read. A window of null, a feature switched off, an absent
+/// optional field: nothing to store, so not listed.
+pub fn stated(scalar: Scalar, c: &DraftConfig) -> bool {
+    fn given<T>(field: &Field<Option<T>>) -> bool {
+        !matches!(field, Ok(None))
+    }
+    match scalar {
+        Scalar::BlockSize | Scalar::TargetLayerIds => true,
+        Scalar::MaskTokenId => given(&c.mask_token_id),
+        Scalar::NumTargetLayers => given(&c.num_target_layers),
+        Scalar::SlidingWindow => !matches!(c.sliding_window, Ok(None) | Ok(Some(None))),
+        Scalar::EmbeddingScale => given(&c.embedding_scale),
+        Scalar::OutputMultiplier => given(&c.output_multiplier),
+        Scalar::FinalLogitSoftcapping => given(&c.final_logit_softcapping),
+        Scalar::ConvKernelSize | Scalar::ConvGroupSize => given(&c.conv),
+        Scalar::SelectorRank | Scalar::SelectorTopK => given(&c.selector),
+    }
 }
 
 /// A scalar tensor's values, decoded.

@@ -57,6 +57,7 @@ pub fn evaluation(
         Ok(c) => c,
         Err(Ok(why)) => {
             report.checks.push(Check::fail(IS_DFLASH, why.clone()));
+            not_run(report);
             evaluation.draft = Err(why);
             return Ok((evaluation, None));
         }
@@ -64,6 +65,7 @@ pub fn evaluation(
             report
                 .checks
                 .push(Check::undecided(IS_DFLASH, speculators.clone()));
+            not_run(report);
             evaluation.draft = Err(speculators);
             return Ok((evaluation, None));
         }
@@ -92,6 +94,23 @@ pub fn evaluation(
     }
     evaluation.draft = Ok(Draft { config, json });
     Ok((evaluation, checkpoint))
+}
+
+/// Every check after `config.is_dflash`, when it did not pass: listed, each blocked by it, so a
+/// folder counts the checks a good one does whatever the damage.
+fn not_run(report: &mut Report) {
+    report.checks.extend(
+        [checks::GEOMETRY, PARSES]
+            .into_iter()
+            .chain(WEIGHT_CHECKS)
+            .map(|id| {
+                Check::blocked(
+                    id,
+                    IS_DFLASH,
+                    "not run: config.json declares no draft the gate reads",
+                )
+            }),
+    );
 }
 
 /// The checks after `container.parses` could not run: listed, each blocked by it.

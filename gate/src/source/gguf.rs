@@ -208,7 +208,7 @@ pub fn checks(
     scalar: bool,
 ) -> Result<(Vec<Check>, Vec<SourceGridCensus>), WorkerPanic> {
     let Ok(draft) = &evaluation.draft else {
-        return Ok((Vec::new(), Vec::new()));
+        return Ok((super::refused(), Vec::new()));
     };
     let mut checks = vec![config::compare(&draft.config, &draft.json, &gguf.header)];
     let Some(container) = &evaluation.container else {

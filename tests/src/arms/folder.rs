@@ -243,6 +243,14 @@ const ARMS: &[FolderArm] = &[
         },
     ),
     arm(
+        "folder::control::not_a_draft_config",
+        |d| config(d, |c| c["architectures"] = json!(["Qwen3ForCausalLM"])),
+        fail(
+            CheckId::CONFIG_IS_DFLASH,
+            &["not a DFlash draft", "Qwen3ForCausalLM"],
+        ),
+    ),
+    arm(
         "folder::control::speculators_format_named",
         |d| config(d, |c| c["speculators_model_type"] = json!("dflash")),
         Owed::Refused {
@@ -402,6 +410,10 @@ fn judge(owed: Owed, result: Result<Report, dflash_gate::PackageError>) -> Resul
             }
             if let Some(m) = mentions.iter().find(|m| !found.message().contains(**m)) {
                 return Err(format!("{check} does not name {m:?}:\n{text}"));
+            }
+            // The count never moves with the damage: a check that could not run is listed, blocked.
+            if report.checks().len() != 6 {
+                return Err(format!("{} checks, 6 owed:\n{text}", report.checks().len()));
             }
             for c in report.checks() {
                 let fine = c.id() == check
