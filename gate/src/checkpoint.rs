@@ -79,6 +79,12 @@ impl Headers {
         Ok(read(dir, Read::Headers, MAX_TENSORS, None)?.0)
     }
 
+    /// [`Headers::read`] under a link rule: every file it opens is refused unread when its name is a
+    /// link that leaves `inside`'s roots.
+    pub fn read_inside(dir: &Path, inside: &files::Inside) -> Result<Headers, PackageError> {
+        Ok(read(dir, Read::Headers, MAX_TENSORS, Some(inside))?.0)
+    }
+
     /// The header entry of `name`, and the shard holding it (a binary search of each shard's table:
     /// a checkpoint read whole has at most [`MAX_SHARDS`]).
     pub fn get(&self, name: &str) -> Option<(usize, &TensorInfo)> {
@@ -223,15 +229,8 @@ fn read(
 /// object: a checkpoint (or target) whose config cannot be read is exit 2 when it is read, not a
 /// finding about the package later. `whose` names it in the message ("checkpoint's", "target's").
 /// The open file comes back too, for a reader that must prove later that it is still the config.
-pub(crate) fn read_config(
-    dir: &Path,
-    whose: &str,
-) -> Result<(Vec<u8>, Value, RegularFile), PackageError> {
-    read_config_inside(dir, whose, None)
-}
-
-/// [`read_config`], under a link rule when one is given.
-fn read_config_inside(
+/// Under a link rule when one is given.
+pub(crate) fn read_config_inside(
     dir: &Path,
     whose: &str,
     inside: Option<&files::Inside>,

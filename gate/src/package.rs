@@ -135,7 +135,7 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
         bytes.unchanged()?;
     }
     if let Some(target_dir) = &options.target {
-        let target = crate::target::read(target_dir).map_err(|e| e.under_option("--target"))?;
+        let target = read_target(target_dir)?;
         let checks = crate::target::checks(&evaluation, &target);
         let answers = crate::target::answered(&checks);
         answered(&mut evaluation.report, "--target", checks, answers);
@@ -194,7 +194,7 @@ fn gate_folder(
         judged.extend(checkpoint.files().into_iter().skip(1));
     }
     if let Some(target_dir) = &options.target {
-        let target = crate::target::read(target_dir).map_err(|e| e.under_option("--target"))?;
+        let target = read_target(target_dir)?;
         let checks = crate::target::checks(&evaluation, &target);
         let answers = crate::target::answered(&checks);
         answered(&mut evaluation.report, "--target", checks, answers);
@@ -212,6 +212,14 @@ fn gate_folder(
     let mut report = evaluation.report;
     report.elapsed = start.elapsed();
     Ok(report)
+}
+
+/// The target `--target` names: a folder or package, or a hub cache repository (or `ORG/NAME`)
+/// resolved to its `main` snapshot, offline.
+fn read_target(path: &Path) -> Result<crate::target::Target, PackageError> {
+    let dir = crate::hub::resolve(path, None, crate::hub::cache_root().as_deref())
+        .map_err(|e| e.under_option("--target"))?;
+    crate::target::read(&dir).map_err(|e| e.under_option("--target"))
 }
 
 /// A weight file that parsed, with other `*.q4nx` files beside it: the gate read one, but a loader

@@ -78,14 +78,20 @@ pub const TOKENIZER_FILE: &str = "tokenizer.json";
 /// Reads the target's config and weight-file headers. A target that cannot be read (no config, a
 /// config that is not JSON, a weight file that is not a regular file, cannot be read or does not
 /// parse) is a usage error, exit 2: never a PASS over what was not read.
+///
+/// A target follows the draft's link rule: a file whose name is a link that stays inside the target's
+/// directory (in the hub cache, into its repository's blobs) is read; one that leads out of it is
+/// refused unread, so no value from another file reaches a report as the target's.
 pub fn read(dir: &Path) -> Result<Target, PackageError> {
     crate::error::require_dir(dir)?;
-    let (_, config, config_file) = crate::checkpoint::read_config(dir, "target's")?;
+    let inside = files::Inside::package(dir)?;
+    let (_, config, config_file) =
+        crate::checkpoint::read_config_inside(dir, "target's", Some(&inside))?;
     let target = Target {
         hidden_size: stated(&config, "hidden_size"),
         num_hidden_layers: stated(&config, "num_hidden_layers"),
         vocab_size: stated(&config, "vocab_size"),
-        tensors: read_headers(dir)?,
+        tensors: read_headers(dir, &inside)?,
         tokenizer: tokenizer_at(&dir.join(TOKENIZER_FILE)),
     };
     // The config and the weight headers were there together: a config renamed into place while the
@@ -172,7 +178,10 @@ fn tokenizer_at(path: &Path) -> Tokenizer {
 /// Names are kept as the file system spells them (`OsString`), so a name that is not UTF-8 still opens;
 /// a lossy conversion would open a different name (`\u{fffd}` for each bad byte) and report it missing.
 /// Where a name is printed, it is escaped ([`escape::name`]).
-fn read_headers(dir: &Path) -> Result<Result<Vec<TensorInfo>, String>, PackageError> {
+fn read_headers(
+    dir: &Path,
+    inside: &files::Inside,
+) -> Result<Result<Vec<TensorInfo>, String>, PackageError> {
     let mut names: Vec<OsString> = std::fs::read_dir(dir)
         .map_err(|source| FileError::Unreadable {
             path: dir.to_owned(),
@@ -194,7 +203,7 @@ fn read_headers(dir: &Path) -> Result<Result<Vec<TensorInfo>, String>, PackageEr
         }
     };
     if let Some(name) = q4nx {
-        let file = files::open(&dir.join(name))?;
+        let file = inside.open(&dir.join(name))?;
         let table = checkpoint::read_table(&file)?;
         file.unchanged()?;
         return Ok(Ok(table.entries));
@@ -209,7 +218,7 @@ fn read_headers(dir: &Path) -> Result<Result<Vec<TensorInfo>, String>, PackageEr
             checkpoint::INDEX_FILE
         )));
     }
-    let headers = checkpoint::Headers::read(dir)?;
+    let headers = checkpoint::Headers::read_inside(dir, inside)?;
     Ok(Ok(headers.entries().cloned().collect()))
 }
 
@@ -691,6 +700,29 @@ mod tests {
         out.extend_from_slice(&header);
         out.resize(out.len() + offset as usize, 0);
         out
+    }
+
+    /// A target's config.json that links to a file outside the target is refused unread (it once
+    /// was read, and its values printed as the target's); one linking inside the target is read.
+    #[test]
+    fn a_target_link_out_of_its_directory_is_refused_unread() {
+        let outside = tempfile::tempdir().expect("tempdir");
+        let elsewhere = outside.path().join("elsewhere.json");
+        std::fs::write(
+            &elsewhere,
+            r#"{"hidden_size":256,"num_hidden_layers":7777}"#,
+        )
+        .unwrap();
+        let dir = target_dir("{}");
+        let config = dir.path().join(crate::files::CONFIG_FILE);
+        std::fs::remove_file(&config).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &config).unwrap();
+        let e = read(dir.path()).err().expect("refused");
+        assert!(e.to_string().contains("leads out of"), "{e}");
+        std::fs::write(dir.path().join("real.json"), r#"{"hidden_size":256}"#).unwrap();
+        std::fs::remove_file(&config).unwrap();
+        std::os::unix::fs::symlink("real.json", &config).unwrap();
+        assert!(read(dir.path()).is_ok());
     }
 
     /// A target directory with `config` and a tokenizer, and no weight file.

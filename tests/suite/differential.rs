@@ -29,10 +29,12 @@ pub fn trials() -> Vec<Trial> {
         .with_ignored_flag(true)],
     };
     out.extend(gguf::trials());
+    out.extend(model_class::trials());
     out
 }
 
 mod gguf;
+mod model_class;
 
 /// Our deliberate differences: `Some(reason)` when our refusal of a file the reference accepts is one.
 fn stricter(e: &ContainerError) -> Option<&'static str> {
