@@ -17,6 +17,8 @@ from dflash_gate import Check, GateError, Report
 def launch_if_gated(draft: str | os.PathLike[str], target: Path) -> int:
     try:
         report: Report = dflash_gate.gate(draft, target=target, source="ckpt", manifest=True)
+        cached: Report = dflash_gate.gate("z-lab/draft", revision="main")
+        print(cached.verdict)
     except GateError as e:
         reason: str = e.reason
         path: str = e.path
@@ -41,7 +43,7 @@ def launch_if_gated(draft: str | os.PathLike[str], target: Path) -> int:
 
 def misuse() -> None:
     dflash_gate.gate(3)  # type: ignore[arg-type]
-    dflash_gate.gate("d", revision="main")  # type: ignore[arg-type]
+    dflash_gate.gate("d", revision=3)  # type: ignore[arg-type]
     dflash_gate.gate("d", "target")  # type: ignore[call-arg]
     n: int = dflash_gate.gate("d").verdict  # type: ignore[assignment]
     dflash_gate.gate("d").verdict = "PASS"  # type: ignore[misc]
