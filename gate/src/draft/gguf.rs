@@ -33,7 +33,6 @@ pub const FORK_DIALECTS: [&str; 3] = [
     "deepseek4-dflash-draft",
 ];
 
-
 /// What a GGUF draft's checks leave open. `--target` and `--manifest` are refused for this form, so
 /// their lines say so rather than pointing at them.
 const NOT_CHECKED: [NotChecked; 4] = [
@@ -102,7 +101,10 @@ pub fn evaluation(
         return Ok((evaluation, Some(gguf)));
     }
     report.census.family = Some("dflash");
-    let meta = read_meta(header, ARCHITECTURE);
+    let meta = read_meta(header, ARCHITECTURE).and_then(|m| match mask_token(&gguf, &m) {
+        Some(problem) => Err(vec![problem]),
+        None => Ok(m),
+    });
     report.checks.push(geometry_check(&meta));
     let file_bytes = data_end(header);
     report.checks.push(Check::pass(
@@ -304,6 +306,43 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
         })
     };
     meta().ok_or_else(|| vec!["a required key is unusable".to_owned()])
+}
+
+/// The vocabulary rule: the mask id is none of the tokenizer's special tokens, and (when the file
+/// carries `tokenizer.ggml.token_type`) a token of the vocabulary whose type is CONTROL, USER_DEFINED
+/// or UNUSED: a NORMAL token is text the target writes, so the draft's mask would read as it.
+fn mask_token(gguf: &Gguf, meta: &Meta) -> Option<String> {
+    // llama.cpp's `llama_token_type`.
+    const CONTROL: i32 = 3;
+    const USER_DEFINED: i32 = 4;
+    const UNUSED: i32 = 5;
+    let mask = meta.mask_token_id;
+    for key in &crate::gguf::KEPT_TOKENIZER_KEYS[1..] {
+        if let Some(Value::Integer(i)) = gguf.header.get(key).map(|k| &k.value) {
+            if *i == i128::from(mask) {
+                return Some(format!(
+                    "the mask token id {mask} is {key}: the mask must be a token of its own"
+                ));
+            }
+        }
+    }
+    let key = crate::gguf::TOKEN_TYPE_KEY;
+    match gguf.token_type(mask)? {
+        (count, None) => Some(format!(
+            "the mask token id {mask} is not a token of the vocabulary ({key} holds {count})"
+        )),
+        (_, Some(CONTROL | USER_DEFINED | UNUSED)) => None,
+        (_, Some(ty)) => Some(format!(
+            "the mask token id {mask} is a {} token in {key}, not CONTROL, USER_DEFINED or UNUSED",
+            match ty {
+                0 => "UNDEFINED (0)".to_owned(),
+                1 => "NORMAL (1)".to_owned(),
+                2 => "UNKNOWN (2)".to_owned(),
+                6 => "BYTE (6)".to_owned(),
+                other => format!("type {other}"),
+            }
+        )),
+    }
 }
 
 /// `config.geometry` over the metadata.

@@ -193,6 +193,30 @@ const ARMS: &[GgufArm] = &[
         ),
     ),
     arm(
+        "gguf_draft::control::mask_is_a_normal_token",
+        |f| {
+            assert!(f.remove("tokenizer.ggml.token_type"));
+            f.i32_array("tokenizer.ggml.token_type", &[1; 1000]);
+        },
+        fail(GEOMETRY, &["mask token id 999", "NORMAL (1)"]),
+    ),
+    arm(
+        "gguf_draft::control::mask_beyond_the_vocabulary",
+        |f| {
+            assert!(f.remove("tokenizer.ggml.token_type"));
+            f.i32_array("tokenizer.ggml.token_type", &[3; 900]);
+        },
+        fail(GEOMETRY, &["mask token id 999", "not a token", "holds 900"]),
+    ),
+    arm(
+        "gguf_draft::control::mask_is_the_eos_token",
+        |f| f.u32("tokenizer.ggml.eos_token_id", 999),
+        fail(
+            GEOMETRY,
+            &["mask token id 999 is tokenizer.ggml.eos_token_id"],
+        ),
+    ),
+    arm(
         "gguf_draft::control::fork_dialect",
         |f| architecture(f, "dflash-draft"),
         Owed::Refused {
