@@ -64,8 +64,17 @@ pub const COMPARED_KEYS: [&str; 15] = [
 ];
 
 /// Keys outside the architecture's prefix that [`Header::kept`] holds: the mask id, which llama.cpp's
-/// converter writes as the tokenizer's.
-pub const KEPT_TOKENIZER_KEYS: [&str; 1] = ["tokenizer.ggml.mask_token_id"];
+/// converter writes as the tokenizer's, and the special tokens a mask must not be.
+pub const KEPT_TOKENIZER_KEYS: [&str; 5] = [
+    "tokenizer.ggml.mask_token_id",
+    "tokenizer.ggml.bos_token_id",
+    "tokenizer.ggml.eos_token_id",
+    "tokenizer.ggml.padding_token_id",
+    "tokenizer.ggml.unknown_token_id",
+];
+
+/// The key of each token's type (llama.cpp's `llama_token_type`: 1 NORMAL, 3 CONTROL, ...).
+pub const TOKEN_TYPE_KEY: &str = "tokenizer.ggml.token_type";
 
 /// A metadata value's type (the `gguf_type` enum).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,6 +241,9 @@ pub struct Header {
     pub kept: Vec<Kept>,
     /// In file order, which is data order.
     pub tensors: Vec<TensorInfo>,
+    /// Where the value of [`TOKEN_TYPE_KEY`] starts (its element type), when it is an array: read
+    /// one element at a time by [`Gguf::token_type`], never kept whole.
+    pub token_types: Option<u64>,
 }
 
 impl Header {
@@ -567,6 +579,25 @@ impl Gguf {
         self.bytes.as_slice().get(begin..end)
     }
 
+    /// Token `id`'s type in [`TOKEN_TYPE_KEY`]: `None` when the file has no such array of I32 (as
+    /// llama.cpp writes it); else the array's length, and the type when `id` is below it.
+    pub fn token_type(&self, id: u64) -> Option<(u64, Option<i32>)> {
+        let at = usize::try_from(self.header.token_types?).ok()?;
+        let bytes = self.bytes.as_slice();
+        let word = |from: usize, n: usize| bytes.get(from..from.checked_add(n)?);
+        let element = u32::from_le_bytes(word(at, 4)?.try_into().ok()?);
+        if ValueType::from_id(element) != Some(ValueType::I32) {
+            return None;
+        }
+        let count = u64::from_le_bytes(word(at + 4, 8)?.try_into().ok()?);
+        if id >= count {
+            return Some((count, None));
+        }
+        let from = at + 12 + 4 * usize::try_from(id).ok()?;
+        let ty = i32::from_le_bytes(word(from, 4)?.try_into().ok()?);
+        Some((count, Some(ty)))
+    }
+
     /// The file still has its size and modification time at open, and no mapped page was lost.
     pub fn unchanged(&self) -> Result<(), PackageError> {
         Ok(self.bytes.unchanged()?)
@@ -622,6 +653,7 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
 
     let mut keys: HashSet<&str> = HashSet::new();
     let mut candidates: Vec<(&str, ValueType, usize)> = Vec::new();
+    let mut token_types = None;
     for _ in 0..metadata_count {
         let at = r.pos;
         let len = r.u64(What::Is("a metadata key's length"))?;
@@ -638,6 +670,9 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
         let ty = r.value_type(key)?;
         if kept_candidate(key) {
             candidates.push((key, ty, r.pos));
+        }
+        if key == TOKEN_TYPE_KEY && ty == ValueType::Array {
+            token_types = Some(r.pos as u64);
         }
         r.skip_value(ty, key, 1)?;
     }
@@ -897,6 +932,7 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
         metadata_count,
         kept,
         tensors,
+        token_types,
     })
 }
 

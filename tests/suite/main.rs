@@ -43,6 +43,9 @@ fn main() -> ExitCode {
     for (name, body) in gate_tests::arms::folder::trials() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }
+    for (name, body) in gate_tests::arms::gguf_draft::trials() {
+        trials.push(Trial::test(name, move || body().map_err(Failed::from)));
+    }
     for (name, body) in gate_tests::arms::gguf::trials() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }

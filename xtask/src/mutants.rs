@@ -186,6 +186,17 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "quantization_config", file: "gate/src/draft/folder.rs", from: "if let Some(scheme) = &config.quantization {", to: "if let Some(scheme) = &None::<String> {", filter: "arms::folder::control::quantization_config_named" },
     Mutant { check: "speculators format", file: "gate/src/draft/folder.rs", from: "if let Some(why) = crate::config::speculators_format(&top) {", to: "if let Some(why) = None::<String> {", filter: "arms::folder::control::speculators_format_named" },
     Mutant { check: "two forms in one folder", file: "gate/src/package.rs", from: "if !q4nx.is_empty() {", to: "if false {", filter: "arms::folder::control::q4nx_and_safetensors_both" },
+    Mutant { check: "config.is_dflash (GGUF architecture)", file: "gate/src/draft/gguf.rs", from: "Some(ARCHITECTURE) => Check::pass(", to: "Some(_) => Check::pass(", filter: "arms::gguf_draft::control::not_a_draft" },
+    Mutant { check: "config.is_dflash (GGUF fork dialect)", file: "gate/src/draft/gguf.rs", from: "Some(fork) if FORK_DIALECTS.contains(&fork) => Check::undecided(", to: "Some(fork) if false => Check::undecided(", filter: "arms::gguf_draft::control::fork_dialect" },
+    Mutant { check: "config.geometry (GGUF target_layers)", file: "gate/src/draft/gguf.rs", from: "} else if values.windows(2).any(|w| w[0] >= w[1]) {", to: "} else if false {", filter: "arms::gguf_draft::control::target_layers_not_increasing" },
+    Mutant { check: "config.geometry (GGUF block_size)", file: "gate/src/draft/gguf.rs", from: "if block_size == Some(1) {", to: "if false {", filter: "arms::gguf_draft::control::block_size_one" },
+    Mutant { check: "config.geometry (GGUF mask token type)", file: "gate/src/draft/gguf.rs", from: "(_, Some(CONTROL | USER_DEFINED | UNUSED)) => None,", to: "(_, Some(_)) => None,", filter: "arms::gguf_draft::control::mask_is_a_normal_token" },
+    Mutant { check: "inventory.complete (GGUF missing)", file: "gate/src/draft/gguf.rs", from: "if !e.optional {", to: "if false {", filter: "arms::gguf_draft::control::tensor_missing" },
+    Mutant { check: "inventory.complete (GGUF ne shape)", file: "gate/src/draft/gguf.rs", from: "t.dims == e.ne", to: "true", filter: "arms::gguf_draft::control::tensor_misshapen" },
+    Mutant { check: "inventory.explained (GGUF)", file: "gate/src/draft/gguf.rs", from: ".filter(|t| !known.contains(t.name.as_str()))", to: ".filter(|_| false)", filter: "arms::gguf_draft::control::tensor_extra" },
+    Mutant { check: "bf16.finite (GGUF block scales)", file: "gate/src/draft/gguf.rs", from: "Some(data) => blocks::scan_tensor(t, data).err(),", to: "Some(_) => None,", filter: "arms::gguf_draft::control::nan_block_scale_in_q4_1" },
+    Mutant { check: "a directory holding one GGUF", file: "gate/src/package.rs", from: "if let Some(name) = gguf_in(dir, &names)? {", to: "if let Some(name) = None::<OsString> {", filter: "arms::gguf_draft::pass::directory_holding_one" },
+    Mutant { check: "several GGUFs in one directory", file: "gate/src/package.rs", from: "(1, true) => Ok(names.iter().find(|n| is_gguf(n)).cloned()),", to: "(_, true) => Ok(names.iter().find(|n| is_gguf(n)).cloned()),", filter: "arms::gguf_draft::control::directory_holding_two" },
     Mutant { check: "hub repository resolved", file: "gate/src/hub.rs", from: "return snapshot(path, revision.unwrap_or(DEFAULT_REVISION));", to: "return Ok(path.to_owned());", filter: "arms::folder::pass::cache_repository" },
 ];
 

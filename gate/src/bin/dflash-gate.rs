@@ -21,8 +21,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tree::Item;
 
-const ABOUT: &str = "Gates DFlash drafts, fail-closed: a Q4NX package (config.json + one *.q4nx), a Hugging
-Face safetensors folder (config.json + model.safetensors or shards), or a hub cache entry (ORG/NAME).
+const ABOUT: &str =
+    "Gates DFlash drafts, fail-closed: a Q4NX package (config.json + one *.q4nx), a Hugging
+Face safetensors folder (config.json + model.safetensors or shards), a hub cache entry (ORG/NAME),
+or a GGUF draft as llama.cpp loads it (a .gguf file, or a directory holding one).
 
 usage: dflash-gate [options] <package-dir>...
        dflash-gate [options] --all <models-dir>

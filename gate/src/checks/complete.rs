@@ -214,16 +214,21 @@ fn complete(
         COMPLETE,
         format!(
             "every tensor the model class defines is there, of the config's shape and a float type: {required} required{}",
-            match present.saturating_sub(required) {
-                0 => String::new(),
-                n => format!(", {n} optional"),
-            }
+            optional_present(present, required)
         ),
     )
     .with_evidence(evidence)
 }
 
-fn shape_text(shape: &[u64]) -> String {
+/// `, N optional` for the optional tensors among `present`, or nothing.
+pub(crate) fn optional_present(present: usize, required: usize) -> String {
+    match present.saturating_sub(required) {
+        0 => String::new(),
+        n => format!(", {n} optional"),
+    }
+}
+
+pub(crate) fn shape_text(shape: &[u64]) -> String {
     let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
     format!("[{}]", dims.join(", "))
 }

@@ -99,22 +99,24 @@ pub fn evaluation(
 /// Every check after `config.is_dflash`, when it did not pass: listed, each blocked by it, so a
 /// folder counts the checks a good one does whatever the damage.
 fn not_run(report: &mut Report) {
+    not_a_draft(
+        report,
+        "not run: config.json declares no draft the gate reads",
+    );
+}
+
+/// Every check after `config.is_dflash` (a form's), each blocked by it, saying `why`.
+pub(super) fn not_a_draft(report: &mut Report, why: &str) {
     report.checks.extend(
         [checks::GEOMETRY, PARSES]
             .into_iter()
             .chain(WEIGHT_CHECKS)
-            .map(|id| {
-                Check::blocked(
-                    id,
-                    IS_DFLASH,
-                    "not run: config.json declares no draft the gate reads",
-                )
-            }),
+            .map(|id| Check::blocked(id, IS_DFLASH, why)),
     );
 }
 
 /// The checks after `container.parses` could not run: listed, each blocked by it.
-fn blocked(report: &mut Report, why: &str) {
+pub(super) fn blocked(report: &mut Report, why: &str) {
     report.checks.extend(
         WEIGHT_CHECKS
             .into_iter()

@@ -5,6 +5,7 @@
 //! says which loader's view it took.
 
 pub mod folder;
+pub mod gguf;
 
 use serde::Serialize;
 

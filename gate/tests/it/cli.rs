@@ -928,8 +928,8 @@ fn the_census_is_an_aligned_table() {
     }
 }
 
-/// `--all` gates a Hugging Face draft folder beside a package, naming its form, and passes over a
-/// target's folder (a config that declares no draft) saying what it is.
+/// `--all` gates a Hugging Face draft folder and a folder holding a GGUF draft beside a package,
+/// naming each form, and passes over a target's folder (a config that declares no draft) saying what it is.
 #[test]
 fn all_gates_a_draft_folder_and_names_its_form() {
     use gate_tests::synth::{source, Encoding, Geometry, Package};
@@ -940,6 +940,14 @@ fn all_gates_a_draft_folder_and_names_its_form() {
     source::write_source(&mut package, &models.join("folder"), Default::default(), 7).unwrap();
     std::fs::create_dir(models.join("draft")).unwrap();
     package.write(&models.join("draft")).unwrap();
+    std::fs::create_dir(models.join("gguf")).unwrap();
+    gate_tests::synth::gguf::write_gguf(
+        &mut package,
+        &models.join("gguf/draft.gguf"),
+        gate_tests::synth::gguf::GgufOptions::default(),
+        7,
+    )
+    .unwrap();
     std::fs::create_dir(models.join("target")).unwrap();
     std::fs::copy(
         models.join("folder/model.safetensors"),
@@ -960,11 +968,19 @@ fn all_gates_a_draft_folder_and_names_its_form() {
         "{text}"
     );
     assert!(
-        lines[1].starts_with("PASS") && lines[1].contains("/folder  [safetensors] 6 of 6"),
+        lines[1].starts_with("PASS")
+            && lines[1].contains("/folder ")
+            && lines[1].contains("[safetensors] 6 of 6"),
         "{text}"
     );
     assert!(
-        lines[2].starts_with("SKIPPED") && lines[2].contains("another model"),
+        lines[2].starts_with("PASS")
+            && lines[2].contains("/gguf ")
+            && lines[2].contains("[gguf] 6 of 6"),
+        "{text}"
+    );
+    assert!(
+        lines[3].starts_with("SKIPPED") && lines[3].contains("another model"),
         "{text}"
     );
 }

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 pub type Trial = Box<dyn FnOnce() -> Result<(), String> + Send>;
 
-/// What the gate owes a folder.
+/// What the gate owes a draft in a publisher's form (a folder, a GGUF).
 #[derive(Clone, Copy)]
-enum Owed {
+pub(crate) enum Owed {
     /// Every check passes.
     Pass,
     /// `check` has `outcome`, its message names each of `mentions`; every other check passes, is
@@ -54,7 +54,7 @@ const fn arm(name: &'static str, bend: fn(&Path) -> PathBuf, owed: Owed) -> Fold
     }
 }
 
-const fn fail(check: &'static str, mentions: &'static [&'static str]) -> Owed {
+pub(crate) const fn fail(check: &'static str, mentions: &'static [&'static str]) -> Owed {
     Owed::Refused {
         check,
         outcome: Outcome::Fail,
@@ -356,10 +356,15 @@ fn run(arm: &FolderArm) -> Result<(), String> {
         }
         None => gate(&path, &options),
     };
-    judge(arm.owed, result)
+    judge(Form::Safetensors, arm.owed, result)
 }
 
-fn judge(owed: Owed, result: Result<Report, dflash_gate::PackageError>) -> Result<(), String> {
+/// What the gate said of a draft in `form`, against what it owes it: six checks whatever the damage.
+pub(crate) fn judge(
+    form: Form,
+    owed: Owed,
+    result: Result<Report, dflash_gate::PackageError>,
+) -> Result<(), String> {
     let report = match (owed, result) {
         (Owed::Error(mentions), Err(e)) => {
             let text = e.to_string();
@@ -377,7 +382,7 @@ fn judge(owed: Owed, result: Result<Report, dflash_gate::PackageError>) -> Resul
         (_, Err(e)) => return Err(format!("no report: {e}")),
         (_, Ok(r)) => r,
     };
-    if report.census().form != Form::Safetensors {
+    if report.census().form != form {
         return Err(format!("census.form is {:?}", report.census().form));
     }
     let text = report.to_text(false);

@@ -8,6 +8,7 @@
 mod dflash2;
 pub mod folder;
 pub mod gguf;
+pub mod gguf_draft;
 mod hostile;
 
 use crate::defects::{

@@ -358,7 +358,12 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
         file.string("tokenizer.ggml.model", "gpt2");
         let tokens: Vec<String> = (0..g.vocab_size).map(|i| format!("tok{i}")).collect();
         file.string_array("tokenizer.ggml.tokens", &tokens);
-        file.i32_array("tokenizer.ggml.token_type", &vec![1; tokens.len()]);
+        // Every token NORMAL but the mask, CONTROL (as a tokenizer that adds one marks it).
+        let mut types = vec![1; tokens.len()];
+        if let Some(t) = types.get_mut(g.mask_token_id as usize) {
+            *t = 3;
+        }
+        file.i32_array("tokenizer.ggml.token_type", &types);
         let merges: Vec<String> = (0..g.vocab_size / 2)
             .map(|i| format!("t{} k{}", i % 97, i / 97))
             .collect();

@@ -126,9 +126,16 @@ fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
         .iter()
         .any(|n| dflash_gate::__private::files::is_weight_file(n));
     let checkpoint = names.iter().any(|n| n == SINGLE_FILE || n == INDEX_FILE);
+    let gguf = names.iter().any(|n| {
+        Path::new(n)
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+    });
     match (config, weights) {
         // A hub cache repository: gated as the snapshot its `refs/main` names.
         (false, false) if dflash_gate::__private::hub::is_repository(&dir) => Some(Item::Gate(dir)),
+        // A GGUF draft carries its config in its metadata: a directory holding one is a draft.
+        (false, false) if gguf => Some(Item::Gate(dir)),
         (false, false) => None,
         // A Hugging Face folder is a draft when its config says so (the gate then says what is wrong
         // with it); another model's folder (a target's checkpoint) is passed over, saying what it is.

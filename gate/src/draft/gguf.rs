@@ -1,0 +1,620 @@
+//! A draft as llama.cpp loads it: one GGUF file (`general.architecture` `dflash`), its metadata the
+//! config and its tensors under llama.cpp's names (`blk.{i}.attn_q.weight`, `fc.weight`, ...).
+//!
+//! The file is read by the strict GGUF reader `--source FILE.gguf` uses (section 12.1's container
+//! rules): a file it refuses is this draft's `container.parses` FAIL, and every check that needs what
+//! it holds is listed, blocked by it. The checks carry the folder's ids, so a report reads the same
+//! whatever the form: `config.is_dflash` (the architecture), `config.geometry` (the metadata keys the
+//! graph is built from), `inventory.complete` and `inventory.explained` (the tensors llama.cpp creates
+//! for that metadata, each of its `ne` shape, and nothing else: its loader refuses a file with a
+//! tensor missing, misshapen or left over), `bf16.finite` (every float value and every block scale
+//! finite).
+
+use super::Form;
+use crate::checks::{self, list, list_of, GEOMETRY, IS_DFLASH, PARSES};
+use crate::error::PackageError;
+use crate::escape::escape;
+use crate::evaluation::Evaluation;
+use crate::evidence::{Finding, InventoryComplete, InventoryExplained};
+use crate::gguf::{self as blocks, Gguf, Header, TensorInfo, Value};
+use crate::limits::MAX_CENSUS_TENSORS;
+use crate::report::{Check, FileCensus, NotChecked, Report, TensorCensus};
+use std::collections::HashSet;
+use std::path::Path;
+
+/// The architecture upstream llama.cpp builds a DFlash draft's graph for.
+pub const ARCHITECTURE: &str = "dflash";
+
+/// Architectures forks of llama.cpp write for their DFlash drafts: recognised, never read as a draft
+/// upstream loads.
+pub const FORK_DIALECTS: [&str; 3] = [
+    "dflash-draft",
+    "gemma4-dflash-draft",
+    "deepseek4-dflash-draft",
+];
+
+/// What a GGUF draft's checks leave open. `--target` and `--manifest` are refused for this form, so
+/// their lines say so rather than pointing at them.
+const NOT_CHECKED: [NotChecked; 4] = [
+    NotChecked::TargetAgreement,
+    NotChecked::Provenance,
+    NotChecked::ForwardPass,
+    NotChecked::OtherFiles,
+];
+
+/// The metadata the graph is built from, read from the file's keys.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Meta {
+    pub layers: u64,
+    pub hidden: u64,
+    pub intermediate: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub head_dim: u64,
+    pub block_size: u64,
+    /// `{a}.target_layers` as stored: each HF id plus one.
+    pub target_layers: Vec<u64>,
+    pub mask_token_id: u64,
+    pub vocab: Option<u64>,
+}
+
+/// The GGUF's checks. `path` is the `.gguf` file; the file comes back open with the evaluation so the
+/// caller can prove, when the report is done, that it still holds what was read.
+pub fn evaluation(
+    path: &Path,
+    package: &str,
+    files: Vec<FileCensus>,
+) -> Result<(Evaluation<'static>, Option<Gguf>), PackageError> {
+    let mut evaluation = Evaluation::start(package, Form::Gguf, files, &NOT_CHECKED);
+    let report = &mut evaluation.report;
+    for option in ["--target", "--manifest"] {
+        report.given(option, "not read for a GGUF draft yet");
+    }
+    let gguf = match Gguf::open(path) {
+        Ok(g) => g,
+        Err(PackageError::Malformed { why, .. }) => {
+            let blocked = "not run: the GGUF does not parse, so its metadata was not read";
+            report
+                .checks
+                .push(Check::blocked(IS_DFLASH, PARSES, blocked));
+            report
+                .checks
+                .push(Check::blocked(GEOMETRY, PARSES, blocked));
+            report.checks.push(Check::fail(
+                PARSES,
+                format!("the GGUF does not parse: {why}"),
+            ));
+            super::folder::blocked(report, "the GGUF does not parse");
+            return Ok((evaluation, None));
+        }
+        Err(e) => return Err(e),
+    };
+    let header = &gguf.header;
+    let architecture = is_dflash(header);
+    let dflash = architecture.outcome() == crate::Outcome::Pass;
+    report.checks.push(architecture);
+    if !dflash {
+        super::folder::not_a_draft(
+            report,
+            "not run: the GGUF holds no draft upstream llama.cpp loads as one",
+        );
+        return Ok((evaluation, Some(gguf)));
+    }
+    report.census.family = Some("dflash");
+    let meta = read_meta(header, ARCHITECTURE).and_then(|m| match mask_token(&gguf, &m) {
+        Some(problem) => Err(vec![problem]),
+        None => Ok(m),
+    });
+    report.checks.push(geometry_check(&meta));
+    let file_bytes = data_end(header);
+    report.checks.push(Check::pass(
+        PARSES,
+        format!(
+            "the GGUF parses: version {}, {} metadata entries, {} tensors, {file_bytes} bytes",
+            header.version,
+            header.metadata_count,
+            header.tensors.len()
+        ),
+    ));
+    census(report, &gguf, path);
+    match &meta {
+        Ok(meta) => {
+            let [complete, explained] = inventory(meta, &header.tensors);
+            report.checks.push(complete);
+            report.checks.push(explained);
+        }
+        Err(_) => {
+            for id in [checks::complete::COMPLETE, checks::complete::EXPLAINED] {
+                report.checks.push(Check::blocked(
+                    id,
+                    GEOMETRY,
+                    "not run: the tensors' shapes follow from the metadata config.geometry refused",
+                ));
+            }
+        }
+    }
+    let finite = finite(&gguf).map_err(|p| PackageError::internal(path, p))?;
+    report.checks.push(finite);
+    Ok((evaluation, Some(gguf)))
+}
+
+/// `config.is_dflash`: `general.architecture` is `dflash`.
+fn is_dflash(header: &Header) -> Check {
+    match header.architecture() {
+        Some(ARCHITECTURE) => Check::pass(
+            IS_DFLASH,
+            "general.architecture is \"dflash\": a DFlash draft, in a GGUF file as llama.cpp loads it",
+        ),
+        Some(fork) if FORK_DIALECTS.contains(&fork) => Check::undecided(
+            IS_DFLASH,
+            format!(
+                "cannot decide: general.architecture is \"{fork}\", a fork's DFlash dialect: upstream llama.cpp does not load it (its draft architecture is \"dflash\"), and the gate does not read the fork's graph"
+            ),
+        ),
+        Some(other) => Check::fail(
+            IS_DFLASH,
+            format!(
+                "general.architecture is \"{}\": not a draft (a DFlash draft's GGUF is \"dflash\")",
+                escape(other)
+            ),
+        ),
+        None => Check::fail(
+            IS_DFLASH,
+            "general.architecture is absent or not a string: not a draft (a DFlash draft's GGUF is \"dflash\")",
+        ),
+    }
+}
+
+/// The metadata, or every key that is absent or unusable, named.
+pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
+    let mut problems = Vec::new();
+    let int = |key: String, problems: &mut Vec<String>| -> Option<u64> {
+        match header.get(&key).map(|k| &k.value) {
+            None => {
+                problems.push(format!("{} is absent (required)", escape(&key)));
+                None
+            }
+            Some(Value::Integer(i)) if *i >= 1 && *i <= i128::from(u32::MAX) => Some(*i as u64),
+            Some(Value::Integer(i)) => {
+                problems.push(format!("{} is {i}, not a positive count", escape(&key)));
+                None
+            }
+            Some(_) => {
+                problems.push(format!("{} is not an integer", escape(&key)));
+                None
+            }
+        }
+    };
+    let layers = int(format!("{a}.block_count"), &mut problems);
+    let hidden = int(format!("{a}.embedding_length"), &mut problems);
+    let intermediate = int(format!("{a}.feed_forward_length"), &mut problems);
+    let heads = int(format!("{a}.attention.head_count"), &mut problems);
+    let kv_heads = int(format!("{a}.attention.head_count_kv"), &mut problems);
+    let block_size = int(format!("{a}.block_size"), &mut problems);
+    let head_dim = match header.get(&format!("{a}.attention.key_length")) {
+        Some(_) => int(format!("{a}.attention.key_length"), &mut problems),
+        // llama.cpp's default: the embedding split evenly across the heads.
+        None => match (hidden, heads) {
+            (Some(h), Some(n)) if h % n == 0 => Some(h / n),
+            (Some(h), Some(n)) => {
+                problems.push(format!(
+                    "{a}.attention.key_length is absent and {a}.embedding_length {h} is not a multiple of {a}.attention.head_count {n}"
+                ));
+                None
+            }
+            _ => None,
+        },
+    };
+    if let (Some(n), Some(kv)) = (heads, kv_heads) {
+        if n % kv != 0 {
+            problems.push(format!(
+                "{a}.attention.head_count {n} is not a multiple of {a}.attention.head_count_kv {kv}"
+            ));
+        }
+    }
+    if block_size == Some(1) {
+        problems.push(format!(
+            "{a}.block_size is 1: a draft proposes at least one token past the anchor (2 or more)"
+        ));
+    }
+    let taps_key = format!("{a}.target_layers");
+    let target_layers = match header.get(&taps_key).map(|k| &k.value) {
+        None => {
+            problems.push(format!(
+                "{} is absent (required: the target layers whose hidden states the draft reads; the gate never guesses them)",
+                escape(&taps_key)
+            ));
+            None
+        }
+        Some(Value::Array {
+            integers: Some(values),
+            ..
+        }) if !values.is_empty() => {
+            if let Some(bad) = values.iter().find(|&&v| v < 1 || v > i128::from(u32::MAX)) {
+                problems.push(format!(
+                    "{} holds {bad}: each is an HF layer id plus one, so at least 1",
+                    escape(&taps_key)
+                ));
+                None
+            } else if values.windows(2).any(|w| w[0] >= w[1]) {
+                problems.push(format!(
+                    "{} is {values:?}: not strictly increasing (HF ids {:?})",
+                    escape(&taps_key),
+                    values.iter().map(|v| v - 1).collect::<Vec<_>>()
+                ));
+                None
+            } else {
+                Some(values.iter().map(|&v| v as u64).collect::<Vec<u64>>())
+            }
+        }
+        Some(_) => {
+            problems.push(format!(
+                "{} is not a non-empty array of integers",
+                escape(&taps_key)
+            ));
+            None
+        }
+    };
+    let mask_key = [
+        "tokenizer.ggml.mask_token_id".to_owned(),
+        format!("{a}.mask_token_id"),
+    ]
+    .into_iter()
+    .find(|k| header.get(k).is_some());
+    let mask_token_id = match mask_key {
+        None => {
+            problems.push(format!(
+                "tokenizer.ggml.mask_token_id (or the older {a}.mask_token_id) is absent (required: the token the draft fills its block with)"
+            ));
+            None
+        }
+        Some(key) => match header.get(&key).map(|k| &k.value) {
+            Some(Value::Integer(i)) if *i >= 0 && *i <= i128::from(u32::MAX) => Some(*i as u64),
+            _ => {
+                problems.push(format!("{} is not a token id", escape(&key)));
+                None
+            }
+        },
+    };
+    let vocab = match header.get(&format!("{a}.vocab_size")).map(|k| &k.value) {
+        Some(Value::Integer(i)) if *i >= 1 => Some(*i as u64),
+        _ => None,
+    };
+    if let (Some(mask), Some(vocab)) = (mask_token_id, vocab) {
+        if mask >= vocab {
+            problems.push(format!(
+                "the mask token id {mask} is not below {a}.vocab_size {vocab}"
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    // Every key was read (a problem would have been named above).
+    let meta = || {
+        Some(Meta {
+            layers: layers?,
+            hidden: hidden?,
+            intermediate: intermediate?,
+            heads: heads?,
+            kv_heads: kv_heads?,
+            head_dim: head_dim?,
+            block_size: block_size?,
+            target_layers: target_layers?,
+            mask_token_id: mask_token_id?,
+            vocab,
+        })
+    };
+    meta().ok_or_else(|| vec!["a required key is unusable".to_owned()])
+}
+
+/// The vocabulary rule: the mask id is none of the tokenizer's special tokens, and (when the file
+/// carries `tokenizer.ggml.token_type`) a token of the vocabulary whose type is CONTROL, USER_DEFINED
+/// or UNUSED: a NORMAL token is text the target writes, so the draft's mask would read as it.
+fn mask_token(gguf: &Gguf, meta: &Meta) -> Option<String> {
+    // llama.cpp's `llama_token_type`.
+    const CONTROL: i32 = 3;
+    const USER_DEFINED: i32 = 4;
+    const UNUSED: i32 = 5;
+    let mask = meta.mask_token_id;
+    for key in &crate::gguf::KEPT_TOKENIZER_KEYS[1..] {
+        if let Some(Value::Integer(i)) = gguf.header.get(key).map(|k| &k.value) {
+            if *i == i128::from(mask) {
+                return Some(format!(
+                    "the mask token id {mask} is {key}: the mask must be a token of its own"
+                ));
+            }
+        }
+    }
+    let key = crate::gguf::TOKEN_TYPE_KEY;
+    match gguf.token_type(mask)? {
+        (count, None) => Some(format!(
+            "the mask token id {mask} is not a token of the vocabulary ({key} holds {count})"
+        )),
+        (_, Some(CONTROL | USER_DEFINED | UNUSED)) => None,
+        (_, Some(ty)) => Some(format!(
+            "the mask token id {mask} is a {} token in {key}, not CONTROL, USER_DEFINED or UNUSED",
+            match ty {
+                0 => "UNDEFINED (0)".to_owned(),
+                1 => "NORMAL (1)".to_owned(),
+                2 => "UNKNOWN (2)".to_owned(),
+                6 => "BYTE (6)".to_owned(),
+                other => format!("type {other}"),
+            }
+        )),
+    }
+}
+
+/// `config.geometry` over the metadata.
+fn geometry_check(meta: &Result<Meta, Vec<String>>) -> Check {
+    match meta {
+        Ok(m) => Check::pass(
+            GEOMETRY,
+            format!(
+                "the metadata gives a draft llama.cpp builds: {} layers, hidden {}, intermediate {}, {} heads ({} kv) of {}, block_size {}, target layers {:?} (HF ids {:?}), mask token {}",
+                m.layers,
+                m.hidden,
+                m.intermediate,
+                m.heads,
+                m.kv_heads,
+                m.head_dim,
+                m.block_size,
+                m.target_layers,
+                m.target_layers.iter().map(|v| v - 1).collect::<Vec<_>>(),
+                m.mask_token_id
+            ),
+        ),
+        Err(problems) => Check::fail(
+            GEOMETRY,
+            format!(
+                "the metadata does not give a draft llama.cpp builds: {}",
+                list_of(problems, problems.len(), 4)
+            ),
+        ),
+    }
+}
+
+/// One tensor llama.cpp's DFlash graph creates: its name, its `ne` shape (ne0 first), whether the
+/// loader takes the file without it.
+pub struct Expected {
+    pub name: String,
+    pub ne: Vec<u64>,
+    pub optional: bool,
+}
+
+/// Every tensor the graph creates for `meta`, in llama.cpp's order: layer by layer, then fc, the
+/// hidden-state norm and the output norm; the embedding table and the output head (a draft that
+/// borrows the target's is complete without them) last.
+pub fn expected(meta: &Meta) -> Vec<Expected> {
+    let (h, f, d) = (meta.hidden, meta.intermediate, meta.head_dim);
+    let (q, kv) = (meta.heads * d, meta.kv_heads * d);
+    let mut out = Vec::new();
+    let mut add =
+        |name: String, ne: Vec<u64>, optional: bool| out.push(Expected { name, ne, optional });
+    for i in 0..meta.layers {
+        let layer: [(&str, Vec<u64>); 11] = [
+            ("attn_norm", vec![h]),
+            ("attn_q", vec![h, q]),
+            ("attn_k", vec![h, kv]),
+            ("attn_v", vec![h, kv]),
+            ("attn_output", vec![q, h]),
+            ("attn_q_norm", vec![d]),
+            ("attn_k_norm", vec![d]),
+            ("ffn_norm", vec![h]),
+            ("ffn_gate", vec![h, f]),
+            ("ffn_up", vec![h, f]),
+            ("ffn_down", vec![f, h]),
+        ];
+        for (part, ne) in layer {
+            add(format!("blk.{i}.{part}.weight"), ne, false);
+        }
+    }
+    let taps = meta.target_layers.len() as u64;
+    add("fc.weight".to_owned(), vec![taps * h, h], false);
+    add("enc.output_norm.weight".to_owned(), vec![h], false);
+    add("output_norm.weight".to_owned(), vec![h], false);
+    for name in ["token_embd.weight", "output.weight"] {
+        // Its vocabulary is the target's when the file does not state one: only ne0 is known then.
+        let ne = match meta.vocab {
+            Some(v) => vec![h, v],
+            None => vec![h],
+        };
+        add(name.to_owned(), ne, true);
+    }
+    out
+}
+
+/// `inventory.complete` and `inventory.explained` over the file's tensor infos.
+fn inventory(meta: &Meta, tensors: &[TensorInfo]) -> [Check; 2] {
+    let expected = expected(meta);
+    let (mut problems, mut findings, mut total, mut present) =
+        (Vec::new(), Vec::new(), 0usize, 0usize);
+    for e in &expected {
+        let Some(t) = tensors.iter().find(|t| t.name == e.name) else {
+            if !e.optional {
+                total += 1;
+                if findings.len() < MAX_CENSUS_TENSORS {
+                    problems.push(format!(
+                        "{} is missing (llama.cpp refuses the file: missing tensor)",
+                        e.name
+                    ));
+                    findings.push(Finding::new(&e.name, "missing"));
+                }
+            }
+            continue;
+        };
+        present += 1;
+        let fits = if e.optional && meta.vocab.is_none() {
+            t.dims.len() == 2 && t.dims[0] == e.ne[0]
+        } else {
+            t.dims == e.ne
+        };
+        if !fits {
+            total += 1;
+            if findings.len() < MAX_CENSUS_TENSORS {
+                problems.push(format!(
+                    "{} is {} ne {}, the metadata makes it {} (llama.cpp refuses the file: wrong shape)",
+                    escape(&t.name),
+                    t.ty,
+                    checks::complete::shape_text(&t.dims),
+                    if e.ne.len() == 1 && e.optional {
+                        format!("[{}, vocab]", e.ne[0])
+                    } else {
+                        checks::complete::shape_text(&e.ne)
+                    }
+                ));
+                findings.push(Finding::new(&t.name, "misshapen"));
+            }
+        }
+    }
+    let required = expected.iter().filter(|e| !e.optional).count();
+    let evidence = InventoryComplete {
+        required,
+        present,
+        problems: findings,
+        not_listed: total.saturating_sub(problems.len()) as u64,
+    };
+    let complete = if total > 0 {
+        Check::fail(
+            checks::complete::COMPLETE,
+            format!(
+                "{total} of the tensors llama.cpp's dflash graph needs are missing or misshapen: {}",
+                list_of(&problems, total, 3)
+            ),
+        )
+        .with_evidence(evidence)
+    } else {
+        Check::pass(
+            checks::complete::COMPLETE,
+            format!(
+                "every tensor llama.cpp's dflash graph needs is there, of the metadata's ne shape: {required} required{}",
+                checks::complete::optional_present(present, required)
+            ),
+        )
+        .with_evidence(evidence)
+    };
+    let known: HashSet<&str> = expected.iter().map(|e| e.name.as_str()).collect();
+    let extras: Vec<&TensorInfo> = tensors
+        .iter()
+        .filter(|t| !known.contains(t.name.as_str()))
+        .collect();
+    let listed: Vec<String> = extras
+        .iter()
+        .take(MAX_CENSUS_TENSORS)
+        .map(|t| escape(&t.name).into_owned())
+        .collect();
+    let evidence = InventoryExplained {
+        tensors: tensors.len(),
+        unexplained: extras
+            .iter()
+            .take(MAX_CENSUS_TENSORS)
+            .map(|t| Finding::new(&t.name, "no_role"))
+            .collect(),
+        undecided: Vec::new(),
+        not_listed: extras.len().saturating_sub(listed.len()) as u64,
+    };
+    let explained = if extras.is_empty() {
+        Check::pass(
+            checks::complete::EXPLAINED,
+            format!(
+                "no tensor is left unexplained: {} of {} are the graph's (unexplained: none)",
+                tensors.len(),
+                tensors.len()
+            ),
+        )
+    } else {
+        Check::fail(
+            checks::complete::EXPLAINED,
+            format!(
+                "{} of {} tensors are not the dflash graph's: {} (llama.cpp refuses the file: wrong number of tensors)",
+                extras.len(),
+                tensors.len(),
+                list_of(&listed, extras.len(), 3)
+            ),
+        )
+    }
+    .with_evidence(evidence);
+    [complete, explained]
+}
+
+/// `bf16.finite` over every tensor: every value of a float tensor, every scale of a block tensor.
+fn finite(gguf: &Gguf) -> Result<Check, crate::parallel::WorkerPanic> {
+    let tensors = &gguf.header.tensors;
+    let faults = crate::parallel::map(
+        checks::finite::ID,
+        tensors,
+        || (),
+        |_, t| match gguf.data(t) {
+            Some(data) => blocks::scan_tensor(t, data).err(),
+            None => Some(blocks::ValueError {
+                tensor: t.name.clone(),
+                ty: t.ty,
+                fault: blocks::Fault::NotWholeBlocks { bytes: 0 },
+            }),
+        },
+    )?;
+    let found: Vec<&blocks::ValueError> = faults.iter().flatten().collect();
+    let Some(first) = found.first() else {
+        return Ok(Check::pass(
+            checks::finite::ID,
+            format!(
+                "every value of the float tensors and every block scale of the quantized ones is finite: {} tensors read",
+                tensors.len()
+            ),
+        ));
+    };
+    let names: Vec<String> = found
+        .iter()
+        .map(|e| escape(&e.tensor).into_owned())
+        .collect();
+    Ok(Check::fail(
+        checks::finite::ID,
+        format!(
+            "{} {}: {}; {} of the {} tensors hold a non-finite value or scale: {}",
+            escape(&first.tensor),
+            first.ty,
+            first.fault,
+            found.len(),
+            tensors.len(),
+            list(&names, 4)
+        ),
+    ))
+}
+
+/// Where the last tensor's data ends: the bytes the reader vouched for.
+fn data_end(header: &Header) -> u64 {
+    header
+        .tensors
+        .iter()
+        .map(|t| header.range(t).end)
+        .max()
+        .unwrap_or(header.data_start)
+}
+
+/// The census: each tensor with its role (read through the package's names), its ggml type and ne
+/// shape.
+fn census(report: &mut Report, gguf: &Gguf, path: &Path) {
+    let header = &gguf.header;
+    let census = &mut report.census;
+    census.weight_file = path.file_name().map(crate::escape::name);
+    census.header_bytes = Some(header.data_start);
+    census.file_bytes = Some(data_end(header));
+    census.tensors = Vec::with_capacity(header.tensors.len().min(MAX_CENSUS_TENSORS));
+    for t in &header.tensors {
+        let (bare, _) = crate::source::gguf::names::to_package(&t.name);
+        let role = crate::family::Naming::BARE.role(&bare);
+        let range = header.range(t);
+        census.list(TensorCensus {
+            name: t.name.clone(),
+            role: role.map(|r| r.class()),
+            role_text: role.map(|r| r.to_string()),
+            layer: role.and_then(|r| r.layer()),
+            dtype: t.ty.to_string(),
+            shape: t.dims.clone(),
+            data_offsets: [range.start, range.end],
+            bytes: t.bytes,
+            form_text: format!("{} ne {}", t.ty, checks::complete::shape_text(&t.dims)),
+            grid: None,
+        });
+    }
+}

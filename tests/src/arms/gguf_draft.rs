@@ -1,0 +1,332 @@
+//! Arms for a draft as llama.cpp loads it: one GGUF file (architecture `dflash`), named directly or
+//! as the one `*.gguf` of a directory. Each file is the synthetic converter's GGUF (Q4_1 matrices,
+//! F32 gains, BF16 fc, llama.cpp's names and keys) bent once; a control holds when the gate refuses
+//! it at the named check, naming the tensor or key, and every other check still passes or was
+//! stopped by that one.
+
+use super::folder::{fail, judge, Owed};
+use super::{Base, SEED};
+use crate::synth::gguf::{gguf_for, GgufFile, GgufOptions};
+use crate::synth::{Encoding, Package};
+use dflash_gate::__private::gguf::GgmlType;
+use dflash_gate::{gate, CheckId, Form, Options, Outcome};
+use std::path::{Path, PathBuf};
+
+pub type Trial = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+#[derive(Clone, Copy)]
+struct GgufArm {
+    name: &'static str,
+    options: GgufOptions,
+    /// Done to the GGUF before it is written.
+    bend: fn(&mut GgufFile),
+    /// Done to the written file's directory; returns the path to gate (the file, or a directory).
+    place: fn(&Path) -> PathBuf,
+    owed: Owed,
+}
+
+const fn arm(name: &'static str, bend: fn(&mut GgufFile), owed: Owed) -> GgufArm {
+    GgufArm {
+        name,
+        options: GgufOptions::DEFAULT,
+        bend,
+        place: the_file,
+        owed,
+    }
+}
+
+const IS_DFLASH: &str = CheckId::CONFIG_IS_DFLASH;
+const GEOMETRY: &str = CheckId::CONFIG_GEOMETRY;
+const PARSES: &str = CheckId::CONTAINER_PARSES;
+const COMPLETE: &str = CheckId::INVENTORY_COMPLETE;
+const EXPLAINED: &str = CheckId::INVENTORY_EXPLAINED;
+const FINITE: &str = CheckId::BF16_FINITE;
+
+const FILE: &str = "draft.gguf";
+
+fn as_is(_: &mut GgufFile) {}
+
+fn the_file(dir: &Path) -> PathBuf {
+    dir.join(FILE)
+}
+
+fn the_directory(dir: &Path) -> PathBuf {
+    dir.to_owned()
+}
+
+const ARMS: &[GgufArm] = &[
+    arm("gguf_draft::pass::faithful", as_is, Owed::Pass),
+    GgufArm {
+        place: the_directory,
+        ..arm("gguf_draft::pass::directory_holding_one", as_is, Owed::Pass)
+    },
+    GgufArm {
+        options: GgufOptions {
+            matrices: GgmlType::Q8_0,
+            gains: GgmlType::F16,
+            fc: GgmlType::F32,
+            ..GgufOptions::DEFAULT
+        },
+        ..arm("gguf_draft::pass::q8_0_f16_gains_f32_fc", as_is, Owed::Pass)
+    },
+    arm(
+        "gguf_draft::pass::mask_under_the_older_key",
+        |f| {
+            let (_, ty, value) = f
+                .metadata
+                .iter()
+                .find(|(k, _, _)| k == "tokenizer.ggml.mask_token_id")
+                .cloned()
+                .expect("mask");
+            f.remove("tokenizer.ggml.mask_token_id");
+            f.raw("dflash.mask_token_id", ty, &value);
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "gguf_draft::control::tensor_missing",
+        |f| f.tensors.retain(|t| t.0 != "blk.0.ffn_down.weight"),
+        fail(COMPLETE, &["blk.0.ffn_down.weight is missing", "llama.cpp"]),
+    ),
+    arm(
+        "gguf_draft::control::tensor_misshapen",
+        |f| tensor(f, "blk.1.ffn_gate.weight").1.reverse(),
+        fail(
+            COMPLETE,
+            &["blk.1.ffn_gate.weight", "ne [512, 256]", "[256, 512]"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::tensor_extra",
+        |f| f.tensor("blk.0.extra.weight", vec![4], GgmlType::F32, vec![0; 16]),
+        fail(
+            EXPLAINED,
+            &["blk.0.extra.weight", "wrong number of tensors"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::fc_one_tap_short",
+        |f| {
+            let t = tensor(f, "fc.weight");
+            t.1[0] -= 256;
+            t.3.truncate(t.3.len() / 3 * 2);
+        },
+        fail(COMPLETE, &["fc.weight", "ne [512, 256]", "[768, 256]"]),
+    ),
+    arm(
+        "gguf_draft::control::nan_in_f32_gain",
+        |f| tensor(f, "output_norm.weight").3[8..12].copy_from_slice(&f32::NAN.to_le_bytes()),
+        fail(FINITE, &["output_norm.weight f32", "element 2", "NaN"]),
+    ),
+    arm(
+        "gguf_draft::control::nan_in_bf16_fc",
+        |f| tensor(f, "fc.weight").3[6..8].copy_from_slice(&0x7fc0u16.to_le_bytes()),
+        fail(FINITE, &["fc.weight bf16", "element 3", "NaN"]),
+    ),
+    arm(
+        "gguf_draft::control::nan_block_scale_in_q4_1",
+        // Block 3's `d`: each Q4_1 block is d, m (f16 each) and 16 bytes of codes.
+        |f| tensor(f, "blk.0.attn_q.weight").3[60..62].copy_from_slice(&0x7e00u16.to_le_bytes()),
+        fail(
+            FINITE,
+            &["blk.0.attn_q.weight q4_1", "block 3's scale d is NaN"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::infinite_minimum_in_q4_1",
+        |f| tensor(f, "blk.1.ffn_down.weight").3[2..4].copy_from_slice(&0xfc00u16.to_le_bytes()),
+        fail(
+            FINITE,
+            &[
+                "blk.1.ffn_down.weight q4_1",
+                "block 0's scale m is -infinity",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::target_layers_absent",
+        |f| assert!(f.remove("dflash.target_layers")),
+        fail(
+            GEOMETRY,
+            &["dflash.target_layers is absent", "never guesses"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::target_layers_not_increasing",
+        |f| {
+            f.remove("dflash.target_layers");
+            f.i32_array("dflash.target_layers", &[4, 2, 6]);
+        },
+        fail(
+            GEOMETRY,
+            &[
+                "dflash.target_layers",
+                "not strictly increasing",
+                "[3, 1, 5]",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::target_layer_zero",
+        |f| {
+            f.remove("dflash.target_layers");
+            f.i32_array("dflash.target_layers", &[0, 2, 4]);
+        },
+        fail(GEOMETRY, &["dflash.target_layers holds 0", "plus one"]),
+    ),
+    arm(
+        "gguf_draft::control::block_size_one",
+        |f| assert!(f.replace("dflash.block_size", 4, &1u32.to_le_bytes())),
+        fail(GEOMETRY, &["dflash.block_size is 1"]),
+    ),
+    arm(
+        "gguf_draft::control::head_count_absent",
+        |f| assert!(f.remove("dflash.attention.head_count")),
+        fail(GEOMETRY, &["dflash.attention.head_count is absent"]),
+    ),
+    arm(
+        "gguf_draft::control::mask_token_id_absent",
+        |f| assert!(f.remove("tokenizer.ggml.mask_token_id")),
+        fail(
+            GEOMETRY,
+            &["tokenizer.ggml.mask_token_id", "absent", "required"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::mask_is_a_normal_token",
+        |f| {
+            assert!(f.remove("tokenizer.ggml.token_type"));
+            f.i32_array("tokenizer.ggml.token_type", &[1; 1000]);
+        },
+        fail(GEOMETRY, &["mask token id 999", "NORMAL (1)"]),
+    ),
+    arm(
+        "gguf_draft::control::mask_beyond_the_vocabulary",
+        |f| {
+            assert!(f.remove("tokenizer.ggml.token_type"));
+            f.i32_array("tokenizer.ggml.token_type", &[3; 900]);
+        },
+        fail(GEOMETRY, &["mask token id 999", "not a token", "holds 900"]),
+    ),
+    arm(
+        "gguf_draft::control::mask_is_the_eos_token",
+        |f| f.u32("tokenizer.ggml.eos_token_id", 999),
+        fail(
+            GEOMETRY,
+            &["mask token id 999 is tokenizer.ggml.eos_token_id"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::fork_dialect",
+        |f| architecture(f, "dflash-draft"),
+        Owed::Refused {
+            check: IS_DFLASH,
+            outcome: Outcome::Undecided,
+            mentions: &["dflash-draft", "upstream llama.cpp does not load it"],
+            also: &[],
+        },
+    ),
+    arm(
+        "gguf_draft::control::gemma4_fork_dialect",
+        |f| architecture(f, "gemma4-dflash-draft"),
+        Owed::Refused {
+            check: IS_DFLASH,
+            outcome: Outcome::Undecided,
+            mentions: &["gemma4-dflash-draft", "upstream llama.cpp"],
+            also: &[],
+        },
+    ),
+    arm(
+        "gguf_draft::control::not_a_draft",
+        |f| architecture(f, "qwen3"),
+        fail(IS_DFLASH, &["\"qwen3\"", "not a draft"]),
+    ),
+    GgufArm {
+        place: |d| {
+            let path = d.join(FILE);
+            let mut bytes = std::fs::read(&path).unwrap();
+            bytes.truncate(bytes.len() - 100);
+            std::fs::write(&path, bytes).unwrap();
+            path
+        },
+        ..arm(
+            "gguf_draft::control::truncated",
+            as_is,
+            fail(PARSES, &["does not parse"]),
+        )
+    },
+    GgufArm {
+        place: |d| {
+            std::fs::copy(d.join(FILE), d.join("other.gguf")).unwrap();
+            d.to_owned()
+        },
+        ..arm(
+            "gguf_draft::control::directory_holding_two",
+            as_is,
+            Owed::Error(&["2 GGUF files", "draft.gguf", "other.gguf"]),
+        )
+    },
+    GgufArm {
+        place: |d| {
+            std::fs::write(d.join("model.safetensors"), b"").unwrap();
+            d.to_owned()
+        },
+        ..arm(
+            "gguf_draft::control::directory_holding_safetensors_too",
+            as_is,
+            Owed::Error(&["draft.gguf", "model.safetensors", "does not pick"]),
+        )
+    },
+];
+
+/// Each arm, as a named trial.
+pub fn trials() -> Vec<(String, Trial)> {
+    ARMS.iter()
+        .map(|a| {
+            (
+                format!("arms::{}", a.name),
+                Box::new(move || run(a)) as Trial,
+            )
+        })
+        .collect()
+}
+
+fn tensor<'f>(f: &'f mut GgufFile, name: &str) -> &'f mut (String, Vec<u64>, GgmlType, Vec<u8>) {
+    f.tensors
+        .iter_mut()
+        .find(|t| t.0 == name)
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
+fn architecture(f: &mut GgufFile, name: &str) {
+    let mut value = (name.len() as u64).to_le_bytes().to_vec();
+    value.extend_from_slice(name.as_bytes());
+    assert!(f.replace("general.architecture", 8, &value));
+}
+
+fn run(arm: &GgufArm) -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = root.path().join("draft");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let mut package = Package::generate(&Base::Small.geometry(), Encoding::default(), SEED);
+    let mut file = gguf_for(&mut package, arm.options, SEED).map_err(|e| e.to_string())?;
+    (arm.bend)(&mut file);
+    std::fs::write(dir.join(FILE), file.bytes()).map_err(|e| e.to_string())?;
+    let path = (arm.place)(&dir);
+    let result = gate(&path, &Options::default());
+    if let Ok(report) = &result {
+        crate::schema::validate(&report.to_json())?;
+        let quantized = report
+            .census()
+            .tensors
+            .iter()
+            .any(|t| t.dtype.starts_with('q'));
+        if matches!(arm.owed, Owed::Pass) && !quantized {
+            return Err(format!(
+                "the census lists no ggml block type:\n{}",
+                report.to_text(false)
+            ));
+        }
+    }
+    judge(Form::Gguf, arm.owed, result)
+}
