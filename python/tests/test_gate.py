@@ -296,7 +296,11 @@ def test_a_long_call_returns_whole_and_ctrl_c_is_never_swallowed(packages: Packa
         sent = threading.Event()
         def interrupt():
             time.sleep(0.3)
-            os.kill(os.getpid(), signal.SIGINT)
+            # At the main thread, where Python runs its handlers; then a pause before saying so,
+            # since a signal sent from one thread is delivered to another when it is next
+            # scheduled, which on a loaded machine can be after this thread's next line.
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            time.sleep(0.05)
             sent.set()
         calls = 0
         threading.Thread(target=interrupt, daemon=True).start()
