@@ -565,6 +565,12 @@ impl Gguf {
         })
     }
 
+    /// The file the bytes were read from, as opened (for the link rule, held to this handle rather
+    /// than to the name opened again).
+    pub fn file(&self) -> &crate::files::RegularFile {
+        self.bytes.file()
+    }
+
     /// A tensor's info and data bytes.
     pub fn tensor(&self, name: &str) -> Option<(&TensorInfo, &[u8])> {
         let info = self.header.tensor(name)?;

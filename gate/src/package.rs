@@ -90,7 +90,7 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
                 FileUse::NotChecked
             };
         }
-        return gate_gguf(&path, dir, Some(files), options, start);
+        return gate_gguf(&path, dir, Some((files, &inside)), options, start);
     }
     let (config, config_file) = read_config(dir, &inside)?;
     let q4nx: Vec<String> = names
@@ -283,7 +283,7 @@ fn gguf_in(dir: &Path, names: &[OsString]) -> Result<Option<OsString>, PackageEr
 fn gate_gguf(
     path: &Path,
     package: &Path,
-    files: Option<Vec<FileCensus>>,
+    files: Option<(Vec<FileCensus>, &files::Inside)>,
     options: &Options,
     start: Instant,
 ) -> Result<Report, PackageError> {
@@ -301,17 +301,25 @@ fn gate_gguf(
             }),
         });
     }
-    let files = match files {
-        Some(f) => f,
-        None => vec![FileCensus {
-            name: path.file_name().map(escape::name).unwrap_or_default(),
-            bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
-            use_: FileUse::Weights,
-        }],
+    let (files, inside) = match files {
+        Some((f, inside)) => (f, Some(inside)),
+        None => (
+            vec![FileCensus {
+                name: path.file_name().map(escape::name).unwrap_or_default(),
+                bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+                use_: FileUse::Weights,
+            }],
+            None,
+        ),
     };
     let (evaluation, gguf) =
         crate::draft::gguf::evaluation(path, &escape::name(package.as_os_str()), files)?;
     if let Some(gguf) = &gguf {
+        // The name was vetted before the reader opened it again: the file read is held to the
+        // rule too, so a link swapped in between is refused, never reported.
+        if let Some(inside) = inside {
+            inside.admits(gguf.file())?;
+        }
         gguf.unchanged()?;
     }
     let mut report = evaluation.report;
