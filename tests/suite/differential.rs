@@ -5,7 +5,9 @@
 //!
 //! Needs a Python with the `safetensors` package: `DFLASH_GATE_PYTHON=/path/to/python`. Without it the
 //! trial is listed as ignored, with the reason in its name. The GGUF reader and dequantization are held
-//! to gguf-py's the same way (`differential/gguf.rs`), when that Python has the `gguf` package.
+//! to gguf-py's the same way (`differential/gguf.rs`), when that Python has the `gguf` package; the
+//! GGUF llama.cpp's own converter writes is gated in `differential/converter.rs`, when the Python named
+//! by `DFLASH_GATE_TORCH_PYTHON` has the converter.
 
 use dflash_gate::__private::container::{Container, ContainerError};
 use libtest_mimic::{Failed, Trial};
@@ -30,9 +32,11 @@ pub fn trials() -> Vec<Trial> {
     };
     out.extend(gguf::trials());
     out.extend(model_class::trials());
+    out.extend(converter::trials());
     out
 }
 
+mod converter;
 mod gguf;
 mod model_class;
 
