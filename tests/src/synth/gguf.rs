@@ -337,6 +337,8 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
     file.u32("dflash.attention.key_length", narrow(g.head_dim)?);
     file.u32("dflash.attention.value_length", narrow(g.head_dim)?);
     file.f32("dflash.attention.layer_norm_rms_epsilon", 1e-6);
+    // A key llama.cpp's converter does not write (its GGUF gives the vocabulary only as the token
+    // count); the gate reads it when present, and the hostile arms rename it, so it stays.
     file.u32("dflash.vocab_size", narrow(g.vocab_size)?);
     file.u32("dflash.block_size", narrow(g.block_size)?);
     // As llama.cpp's converter writes them (`conversion/qwen.py`, `DFlashModel`): the mask id under
@@ -358,7 +360,10 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
         file.string("tokenizer.ggml.model", "gpt2");
         let tokens: Vec<String> = (0..g.vocab_size).map(|i| format!("tok{i}")).collect();
         file.string_array("tokenizer.ggml.tokens", &tokens);
-        // Every token NORMAL but the mask, CONTROL (as a tokenizer that adds one marks it).
+        // Every token NORMAL but the mask, CONTROL (as a tokenizer that adds one marks it, and as
+        // llama.cpp's converter marks a target's special added token). The converter also writes
+        // the target's `tokenizer.ggml.bos_token_id` and `.eos_token_id` (CONTROL tokens), scores
+        // and `tokenizer.ggml.pre`; none is written here, so an arm can add its own eos id.
         let mut types = vec![1; tokens.len()];
         if let Some(t) = types.get_mut(g.mask_token_id as usize) {
             *t = 3;
@@ -379,7 +384,9 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
         };
         entries.push((i, role, name));
     }
-    // llama.cpp's order: layer by layer, then the model-wide tensors.
+    // Layer by layer, then the model-wide tensors. llama.cpp's converter writes its checkpoint's
+    // order instead (the sorted HF names: `fc`, `enc.output_norm`, block by block, `output_norm`
+    // last); the gate reads either, and some arms pick a tensor by its position, so the order stays.
     entries.sort_by_key(|(_, role, name)| (role.layer().is_none(), role.layer(), name.clone()));
     for (i, role, name) in entries {
         let t = &mut package.tensors[i];
