@@ -849,6 +849,13 @@ pub fn smoke(args: &[String]) -> Result<ExitCode, String> {
     })
 }
 
+/// Cargo's target directory for this workspace, as cargo itself picks it.
+fn workspace_target() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::root().join("target"))
+}
+
 /// The module included from a checkout (the way the first registration worked, kept).
 fn from_checkout(
     tally: &mut Tally,
@@ -902,8 +909,17 @@ fn from_checkout(
         "",
     );
 
-    // With the suite's rows, and a package named to the suite at configure time only.
-    let arms = Consumer::new(work, "arms", CONSUMER, &defines)?;
+    // With the suite's rows, and a package named to the suite at configure time only. These rows
+    // compile the suite in the workspace's own target directory, where the README's `cargo test` has
+    // already built it: compiling it again in a fresh directory proved nothing the plain consumer's
+    // fresh build does not, and cost CI minutes (configure still runs cargo, which rebuilds whatever
+    // is stale, so a checkout never tested before works too).
+    let mut suite_defines = packages.to_vec();
+    suite_defines.push(format!(
+        "-DDFLASH_GATE_TARGET_DIR={}",
+        workspace_target().display()
+    ));
+    let arms = Consumer::new(work, "arms", CONSUMER, &suite_defines)?;
     let named = good.to_string_lossy().into_owned();
     arms.configure(
         &[
@@ -956,9 +972,7 @@ fn installed(tally: &mut Tally, work: &Path, packages: &[String]) -> Result<(), 
     let prefix = work.join("prefix");
     // Offline, from the workspace's lock file, into the workspace's target directory (so its release
     // build is reused, and later runs cost little).
-    let install_target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let install_target = workspace_target();
     let started = std::time::Instant::now();
     quiet(
         std::process::Command::new(crate::cargo())
