@@ -60,6 +60,9 @@ impl Options {
     }
 }
 
+/// The step that opens `--source` beside the package checks (named when it is lost).
+pub const OPEN_SOURCE: &str = "opening --source";
+
 /// Gates the package in `dir`.
 pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
     let start = Instant::now();
@@ -143,7 +146,21 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
     // Escaped as file names are (`\xNN` for a byte that is not UTF-8): two directories whose
     // names differ only there must never print, or appear in JSON, as one.
     let package = crate::escape::name(dir.as_os_str());
-    let mut evaluation = evaluation(&package, config, weights, files)?;
+    // The source is opened (mapped, its header or headers read) while the package is checked: that
+    // waits on nothing the checks find. Its result is taken where it was opened before, after the
+    // package's own errors and `--target`'s, so which error a run reports does not change.
+    let (evaluation, opened) = match &options.source {
+        Some(source) => {
+            let (evaluation, opened) = crate::parallel::beside(
+                OPEN_SOURCE,
+                || crate::source::Source::open(source),
+                || evaluation(&package, config, weights, files),
+            );
+            (evaluation, Some(opened))
+        }
+        None => (evaluation(&package, config, weights, files), None),
+    };
+    let mut evaluation = evaluation?;
     if let (Ok(read), false) = (&weight, unread.is_empty()) {
         unread_weights(&mut evaluation.report, &escape::name(read), &unread);
     }
@@ -156,9 +173,10 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
         let answers = crate::target::answered(&checks);
         answered(&mut evaluation.report, "--target", checks, answers);
     }
-    if let Some(source_dir) = &options.source {
-        let source =
-            crate::source::Source::open(source_dir).map_err(|e| e.under_option("--source"))?;
+    if let Some(opened) = opened {
+        let source = opened
+            .map_err(|p| PackageError::internal(dir, p))?
+            .map_err(|e| e.under_option("--source"))?;
         let (checks, grids) = source
             .checks(&evaluation, crate::source::scalar_source_loop())
             .map_err(|p| PackageError::internal(dir, p))?;

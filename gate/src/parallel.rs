@@ -58,6 +58,31 @@ pub fn map<T: Sync, S, R: Send>(
     Ok(results.into_iter().map(|(_, r)| r).collect())
 }
 
+/// Runs `side` on a thread of its own while `main` runs on this one, and returns both: a step
+/// that waits on nothing `main` finds (opening a file named on the command line) overlaps it
+/// instead of following it. A panic in `side` is a [`WorkerPanic`] of `step`, never a result.
+pub fn beside<A, B: Send>(
+    step: &'static str,
+    side: impl FnOnce() -> B + Send,
+    main: impl FnOnce() -> A,
+) -> (A, Result<B, WorkerPanic>) {
+    let inject = fault::armed(step);
+    std::thread::scope(|s| {
+        let handle = s.spawn(move || {
+            if inject {
+                panic!("injected into {step}");
+            }
+            side()
+        });
+        let a = main();
+        let b = handle.join().map_err(|payload| WorkerPanic {
+            step,
+            message: panic_text(payload.as_ref()),
+        });
+        (a, b)
+    })
+}
+
 /// A panic's message, when it was text (`panic!` with a literal or with arguments).
 fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     payload
@@ -132,5 +157,17 @@ mod tests {
         let _armed = super::fault::panic_in("doubling");
         assert!(super::map("doubling", &items, || (), |_, x| *x).is_err());
         assert!(super::map("other", &items, || (), |_, x| *x).is_ok());
+    }
+
+    #[test]
+    fn a_step_beside_the_main_one_returns_both_and_a_panic_is_an_error() {
+        let (a, b) = super::beside("side", || 2, || 1);
+        assert_eq!((a, b), (1, Ok(2)));
+        let (a, b) = super::beside("side", || -> u8 { panic!("lost") }, || 1);
+        assert_eq!(a, 1);
+        let err = b.expect_err("the side step panicked");
+        assert_eq!((err.step, err.message.as_str()), ("side", "lost"));
+        let _armed = super::fault::panic_in("side");
+        assert!(super::beside("side", || 2, || 1).1.is_err());
     }
 }

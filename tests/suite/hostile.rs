@@ -188,7 +188,7 @@ fn source_bounds() -> Result<(), Failed> {
 /// error (exit 2) naming the step, never a verdict drawn from what the other workers returned. The
 /// same package without the panic passes, so the error is the panic's alone.
 fn worker_panics() -> Vec<Trial> {
-    let steps: [(&str, &'static str, Extra); 6] = [
+    let steps: [(&str, &'static str, Extra); 7] = [
         (
             "tile_header_scan",
             dflash_gate::__private::checks::SCAN_STEP,
@@ -212,6 +212,11 @@ fn worker_panics() -> Vec<Trial> {
         (
             "source_q4_1_against_a_gguf",
             dflash_gate::CheckId::SOURCE_Q4_1,
+            Extra::Source(gate_tests::arms::gguf::SOURCE),
+        ),
+        (
+            "opening_the_source",
+            dflash_gate::__private::package::OPEN_SOURCE,
             Extra::Source(gate_tests::arms::gguf::SOURCE),
         ),
         (
