@@ -382,6 +382,11 @@ fn compare_quantized(pair: &Pair<'_>) -> Result<Option<Bounded>, String> {
     Ok(Some(outcome))
 }
 
+/// Whether `rms` is at most `ceiling`, written so that a NaN is not.
+fn under(rms: f64, ceiling: f64) -> bool {
+    rms <= ceiling
+}
+
 /// `source.q4_1` over the block-quantized tensors.
 fn quantized_check(pairs: &[&Pair<'_>]) -> Check {
     let (mut undecided, mut failures) = (Vec::new(), Vec::new());
@@ -415,7 +420,7 @@ fn quantized_check(pairs: &[&Pair<'_>]) -> Check {
                 "{first} ({} elements of {name} out of bound)",
                 o.out
             ));
-        } else if !(rms <= ceiling) {
+        } else if !under(rms, ceiling) {
             failures.push(format!(
                 "{name} ({}): relative RMS error {rms:.4} against source {} is above {ceiling:.4}, the ceiling for its step",
                 pair.gguf.ty, pair.name

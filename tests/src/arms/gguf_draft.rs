@@ -378,7 +378,10 @@ pub fn trials() -> Vec<(String, Trial)> {
         .collect()
 }
 
-fn tensor<'f>(f: &'f mut GgufFile, name: &str) -> &'f mut (String, Vec<u64>, GgmlType, Vec<u8>) {
+pub(crate) fn tensor<'f>(
+    f: &'f mut GgufFile,
+    name: &str,
+) -> &'f mut (String, Vec<u64>, GgmlType, Vec<u8>) {
     f.tensors
         .iter_mut()
         .find(|t| t.0 == name)

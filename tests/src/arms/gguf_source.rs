@@ -4,7 +4,7 @@
 //! bends the GGUF or the folder once and is refused at the named check, naming the tensor or key.
 
 use super::folder::{fail, judge_counted, Owed};
-use super::gguf_draft::Trial;
+use super::gguf_draft::{tensor, Trial};
 use super::{Base, SEED};
 use crate::synth::gguf::{gguf_for, GgufFile, GgufOptions};
 use crate::synth::source::{write_source, SourceOptions};
@@ -211,13 +211,6 @@ pub fn trials() -> Vec<(String, Trial)> {
             )
         })
         .collect()
-}
-
-fn tensor<'f>(f: &'f mut GgufFile, name: &str) -> &'f mut (String, Vec<u64>, GgmlType, Vec<u8>) {
-    f.tensors
-        .iter_mut()
-        .find(|t| t.0 == name)
-        .unwrap_or_else(|| panic!("no {name}"))
 }
 
 /// Sets element `index` of the BF16 source tensor `name` in `dir/model.safetensors` to `value`.
