@@ -35,6 +35,7 @@ pub use blocks::{
     block_scales, scan_tensor, scan_values, Fault, NotFinite, Scale, ScaleKind, ValueError,
 };
 pub use dequant::{dequantize, supported, DequantError};
+pub(crate) use kquant::scales_and_mins;
 pub use kquant::{dequantize_k_quant, k_quant};
 pub use types::GgmlType;
 
@@ -62,6 +63,10 @@ pub const COMPARED_KEYS: [&str; 15] = [
     "target_hidden_size",
     "target_layers",
 ];
+
+/// How many files a split GGUF is (`gguf-split` writes it into each): kept, so a draft that is one
+/// shard of several is refused naming why.
+pub const SPLIT_COUNT_KEY: &str = "split.count";
 
 /// Keys outside the architecture's prefix that [`Header::kept`] holds: the mask id, which llama.cpp's
 /// converter writes as the tokenizer's, and the special tokens a mask must not be.
@@ -697,6 +702,7 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
     };
     for &(key, ty, at) in &candidates {
         let wanted = key.starts_with("general.")
+            || key == SPLIT_COUNT_KEY
             || KEPT_TOKENIZER_KEYS.contains(&key)
             || prefix.as_deref().is_some_and(|p| {
                 key.strip_prefix(p)
@@ -947,6 +953,7 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
 fn kept_candidate(key: &str) -> bool {
     if key == "general.architecture"
         || key == "general.alignment"
+        || key == SPLIT_COUNT_KEY
         || KEPT_TOKENIZER_KEYS.contains(&key)
     {
         return true;

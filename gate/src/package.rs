@@ -295,9 +295,9 @@ fn gguf_in(dir: &Path, names: &[OsString]) -> Result<Option<OsString>, PackageEr
     }
 }
 
-/// A GGUF draft (`path`, the file; `package`, what was named): its own checks. The options that
-/// compare it with something else are not read for this form yet, so they are refused, never
-/// silently skipped.
+/// A GGUF draft (`path`, the file; `package`, what was named): its own checks, and with `--source`
+/// the Hugging Face folder it was converted from. `--target` and `--manifest` are not read for this
+/// form yet, so they are refused, never silently skipped; so is one shard of a split GGUF.
 fn gate_gguf(
     path: &Path,
     package: &Path,
@@ -306,7 +306,6 @@ fn gate_gguf(
     start: Instant,
 ) -> Result<Report, PackageError> {
     let given = [
-        ("--source", options.source.is_some()),
         ("--target", options.target.is_some()),
         ("--manifest", options.manifest),
     ];
@@ -319,6 +318,29 @@ fn gate_gguf(
             }),
         });
     }
+    let name = path.file_name().map(escape::name).unwrap_or_default();
+    if crate::source::is_shard(&name) {
+        return Err(PackageError::Malformed {
+            path: path.to_owned(),
+            why: format!("{name} is one shard of a split GGUF: a split draft is not read (merge it with llama.cpp's gguf-split --merge first)"),
+        });
+    }
+    // `--source`: the Hugging Face folder the draft was converted from, opened before the draft is read.
+    let source = match &options.source {
+        None => None,
+        Some(dir) => {
+            if let Some(why) = crate::draft::gguf_source::refused_source(dir) {
+                return Err(PackageError::Option {
+                    option: "--source",
+                    inner: Box::new(PackageError::Malformed {
+                        path: dir.clone(),
+                        why,
+                    }),
+                });
+            }
+            Some(crate::checkpoint::Checkpoint::open(dir).map_err(|e| e.under_option("--source"))?)
+        }
+    };
     let (files, inside) = match files {
         Some((f, inside)) => (f, Some(inside)),
         None => (
@@ -330,8 +352,28 @@ fn gate_gguf(
             None,
         ),
     };
-    let (evaluation, gguf) =
+    let (mut evaluation, gguf) =
         crate::draft::gguf::evaluation(path, &escape::name(package.as_os_str()), files)?;
+    if let Some(checkpoint) = &source {
+        use crate::draft::gguf_source;
+        let dflash = evaluation
+            .report
+            .checks
+            .iter()
+            .any(|c| c.id() == IS_DFLASH && c.outcome() == crate::report::Outcome::Pass);
+        let checks = match &gguf {
+            None => gguf_source::blocked(PARSES, "not compared: the GGUF does not parse"),
+            Some(_) if !dflash => gguf_source::blocked(
+                IS_DFLASH,
+                "not compared: the GGUF holds no draft upstream llama.cpp loads as one",
+            ),
+            Some(g) => gguf_source::checks(g, checkpoint),
+        };
+        answered(&mut evaluation.report, "--source", checks, &[]);
+        checkpoint
+            .unchanged()
+            .map_err(|e| e.under_option("--source"))?;
+    }
     if let Some(gguf) = &gguf {
         // The name was vetted before the reader opened it again: the file read is held to the
         // rule too, so a link swapped in between is refused, never reported.

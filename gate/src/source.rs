@@ -13,8 +13,9 @@ pub mod gguf;
 pub mod kernels;
 mod origin;
 mod q4_1;
-mod values;
+pub(crate) mod values;
 
+pub(crate) use origin::is_shard;
 pub use origin::Source;
 
 use crate::checkpoint::Checkpoint;
@@ -84,7 +85,7 @@ pub fn answered(checks: &[Check]) -> Vec<NotChecked> {
 /// without `.weight`), then each of those with the `model.` prefix that Hugging Face checkpoints of
 /// the target's kind carry (spec section 11 names the bare spelling; the content comparison, not the
 /// name, is what proves a pairing). A name no family explains is looked up as it is.
-fn source_names(package_name: &str) -> Vec<String> {
+pub(crate) fn source_names(package_name: &str) -> Vec<String> {
     let bare = package_name.strip_prefix("model.").unwrap_or(package_name);
     let mut names = vec![bare.to_owned()];
     if let Some(s) = source_name(package_name) {
@@ -143,7 +144,7 @@ fn form_of<'a>(info: &TensorInfo, forms: &Forms<'a>) -> (Vec<u64>, Form<'a>) {
 /// four dimensions, and gguf-py and llama.cpp read `[768, 256, 1, 1]` as `[768, 256]` and a gain
 /// `[256, 1]` as `[256]`; a safetensors writer may keep such a 1 too. The elements, in order, are
 /// the same, so shapes are compared squeezed.
-fn squeezed(shape: &[u64]) -> &[u64] {
+pub(crate) fn squeezed(shape: &[u64]) -> &[u64] {
     let keep = shape
         .iter()
         .rposition(|&d| d != 1)
@@ -256,7 +257,7 @@ pub fn checks(
         })
         .collect();
     extra.sort();
-    checks.push(inventory(&pairs, &missing, &extra, &misshapen));
+    checks.push(inventory(pairs.len(), &missing, &extra, &misshapen));
     checks.push(compare_bf16(container, &pairs, &other)?);
     let (q4_1, grids) = compare_grids(&pairs, scalar)?;
     checks.push(q4_1);
@@ -279,14 +280,14 @@ fn blocked_by_parses() -> impl Iterator<Item = Check> {
     })
 }
 
-fn inventory(
-    pairs: &[Pair<'_>],
+pub(crate) fn inventory(
+    paired: usize,
     missing: &[String],
     extra: &[String],
     misshapen: &[String],
 ) -> Check {
     let evidence = crate::evidence::SourceInventory {
-        paired: pairs.len(),
+        paired,
         missing: missing.to_vec(),
         extra: extra.to_vec(),
         misshapen: misshapen.to_vec(),
@@ -297,8 +298,7 @@ fn inventory(
         return Check::pass(
             INVENTORY,
             format!(
-                "every one of the {} package tensors has a source tensor of its logical shape, and every source tensor a package counterpart",
-                pairs.len()
+                "every one of the {paired} package tensors has a source tensor of its logical shape, and every source tensor a package counterpart"
             ),
         )
         .with_evidence(evidence);

@@ -46,6 +46,9 @@ fn main() -> ExitCode {
     for (name, body) in gate_tests::arms::gguf_draft::trials() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }
+    for (name, body) in gate_tests::arms::gguf_source::trials() {
+        trials.push(Trial::test(name, move || body().map_err(Failed::from)));
+    }
     for (name, body) in gate_tests::arms::gguf::trials() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }

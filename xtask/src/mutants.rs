@@ -199,6 +199,15 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "a directory holding one GGUF", file: "gate/src/package.rs", from: "if let Some(name) = gguf_in(dir, &names)? {", to: "if let Some(name) = None::<OsString> {", filter: "arms::gguf_draft::pass::directory_holding_one" },
     Mutant { check: "several GGUFs in one directory", file: "gate/src/package.rs", from: "(1, true) => Ok(names.iter().find(|n| is_gguf(n)).cloned()),", to: "(_, true) => Ok(names.iter().find(|n| is_gguf(n)).cloned()),", filter: "arms::gguf_draft::control::directory_holding_two" },
     Mutant { check: "hub repository resolved", file: "gate/src/hub.rs", from: "return snapshot(path, revision.unwrap_or(DEFAULT_REVISION));", to: "return Ok(path.to_owned());", filter: "arms::folder::pass::cache_repository" },
+    Mutant { check: "source.bf16 (GGUF draft against its folder)", file: "gate/src/draft/gguf_source.rs", from: "if stored.to_bits() == rounded.to_bits() && !stored.is_nan() && !overflow {", to: "if true {", filter: "arms::gguf_source::control::f16_element_changed" },
+    Mutant { check: "source.bf16 (GGUF draft f16 overflow)", file: "gate/src/draft/gguf_source.rs", from: "(s, r, x.is_finite() && r.is_infinite())", to: "(s, r, false)", filter: "arms::gguf_source::control::f16_overflow" },
+    Mutant { check: "source.q4_1 (GGUF draft bound)", file: "gate/src/draft/gguf_source.rs", from: "if err <= step {", to: "if true {", filter: "arms::gguf_source::control::tensor_changed" },
+    Mutant { check: "source.q4_1 (GGUF draft K-quant sub-block range)", file: "gate/src/draft/gguf_source.rs", from: "sub.fill(span(dj, mj, 0.0, top));", to: "sub.fill(span(dj, 0.0, 0.0, top));", filter: "arms::gguf_source::pass::faithful_q4_k" },
+    Mutant { check: "source.inventory (GGUF draft source tensor unpaired)", file: "gate/src/draft/gguf_source.rs", from: ".filter(|e| !claimed.contains(&e.name))", to: ".filter(|_| false)", filter: "arms::gguf_source::control::tensor_dropped" },
+    Mutant { check: "source.config (GGUF draft metadata against the folder's config)", file: "gate/src/draft/gguf_source.rs", from: "Ok((config, json)) => crate::source::gguf::config::compare(&config, &json, &gguf.header),", to: "Ok(_) => Check::pass(CONFIG, \"mutant\"),", filter: "arms::gguf_source::control::target_layers_raw_ids" },
+    Mutant { check: "--source refused (GGUF draft against a GGUF)", file: "gate/src/package.rs", from: "if let Some(why) = crate::draft::gguf_source::refused_source(dir) {", to: "if let Some(why) = None::<String> {", filter: "arms::gguf_source::control::source_is_a_gguf" },
+    Mutant { check: "split refused (GGUF draft split.count)", file: "gate/src/draft/gguf.rs", from: "if *count > 1 {", to: "if false {", filter: "arms::gguf_draft::control::split_by_metadata" },
+    Mutant { check: "split refused (GGUF draft shard name)", file: "gate/src/package.rs", from: "if crate::source::is_shard(&name) {", to: "if false {", filter: "arms::gguf_draft::control::split_by_name" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of

@@ -90,6 +90,15 @@ pub fn evaluation(
         Err(e) => return Err(e),
     };
     let header = &gguf.header;
+    if let Some(Value::Integer(count)) = header.get(crate::gguf::SPLIT_COUNT_KEY).map(|k| &k.value)
+    {
+        if *count > 1 {
+            return Err(PackageError::Malformed {
+                path: path.to_owned(),
+                why: format!("{} is {count}: the file is one shard of a split GGUF, and a split draft is not read (merge it with llama.cpp's gguf-split --merge first)", crate::gguf::SPLIT_COUNT_KEY),
+            });
+        }
+    }
     let architecture = is_dflash(header);
     let dflash = architecture.outcome() == crate::Outcome::Pass;
     report.checks.push(architecture);

@@ -6,6 +6,7 @@
 
 pub mod folder;
 pub mod gguf;
+pub mod gguf_source;
 
 use serde::Serialize;
 

@@ -76,7 +76,7 @@ fn half(x: &[u8], at: usize) -> f32 {
 /// The eight 6-bit scales and mins of a Q4_K or Q5_K super-block. The 12 bytes are three rows of
 /// four: row 0 holds scales 0-3 in its low six bits, row 1 mins 0-3; row 2 holds the low nibbles of
 /// scales 4-7 and the high nibbles of mins 4-7, whose top two bits are rows 0 and 1's top bits.
-fn scales_and_mins(s: &[u8; 12]) -> ([u8; 8], [u8; 8]) {
+pub(crate) fn scales_and_mins(s: &[u8; 12]) -> ([u8; 8], [u8; 8]) {
     let (mut sc, mut m) = ([0u8; 8], [0u8; 8]);
     for j in 0..4 {
         sc[j] = s[j] & 63;

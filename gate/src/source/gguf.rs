@@ -8,7 +8,7 @@
 //! equals its GGUF tensor rounded to bf16, bit for bit (the checkpoint comparison's too). A type the
 //! gate cannot dequantize leaves its tensor, and the check, undecided: never a pass.
 
-mod config;
+pub(crate) mod config;
 pub mod exact;
 pub mod names;
 

@@ -28,7 +28,7 @@ fn has_extension(name: &OsString, extension: &str) -> bool {
 }
 
 /// `name-00001-of-00003.gguf` (llama.cpp's `gguf-split` names): digits, `-of-`, digits.
-fn is_shard(name: &str) -> bool {
+pub(crate) fn is_shard(name: &str) -> bool {
     let Some(stem) = name
         .len()
         .checked_sub(5)

@@ -54,8 +54,95 @@ fn the_directory(dir: &Path) -> PathBuf {
     dir.to_owned()
 }
 
+/// The default file with its matrices of another ggml type.
+const fn of_type(
+    name: &'static str,
+    matrices: GgmlType,
+    bend: fn(&mut GgufFile),
+    owed: Owed,
+) -> GgufArm {
+    GgufArm {
+        options: GgufOptions {
+            matrices,
+            ..GgufOptions::DEFAULT
+        },
+        ..arm(name, bend, owed)
+    }
+}
+
 const ARMS: &[GgufArm] = &[
     arm("gguf_draft::pass::faithful", as_is, Owed::Pass),
+    of_type(
+        "gguf_draft::pass::faithful_f16",
+        GgmlType::F16,
+        as_is,
+        Owed::Pass,
+    ),
+    of_type(
+        "gguf_draft::pass::faithful_bf16",
+        GgmlType::BF16,
+        as_is,
+        Owed::Pass,
+    ),
+    of_type(
+        "gguf_draft::pass::faithful_q8_0",
+        GgmlType::Q8_0,
+        as_is,
+        Owed::Pass,
+    ),
+    of_type(
+        "gguf_draft::pass::faithful_q4_k",
+        GgmlType::Q4_K,
+        as_is,
+        Owed::Pass,
+    ),
+    GgufArm {
+        place: |d| {
+            let shard = d.join("draft-00001-of-00002.gguf");
+            std::fs::rename(d.join(FILE), &shard).unwrap();
+            shard
+        },
+        ..arm(
+            "gguf_draft::control::split_by_name",
+            as_is,
+            Owed::Error(&[
+                "draft-00001-of-00002.gguf",
+                "one shard of a split GGUF",
+                "gguf-split --merge",
+            ]),
+        )
+    },
+    arm(
+        "gguf_draft::control::split_by_metadata",
+        |f| f.u32("split.count", 2),
+        Owed::Error(&[
+            "split.count is 2",
+            "one shard of a split GGUF",
+            "gguf-split --merge",
+        ]),
+    ),
+    of_type(
+        "gguf_draft::control::nan_in_f16_tensor",
+        GgmlType::F16,
+        |f| {
+            let data = &mut tensor(f, "blk.1.attn_v.weight").3;
+            data[2 * 77..2 * 78].copy_from_slice(&0x7e00u16.to_le_bytes());
+        },
+        fail(FINITE, &["blk.1.attn_v.weight f16", "element 77", "NaN"]),
+    ),
+    of_type(
+        "gguf_draft::control::nan_q4_k_block_scale",
+        GgmlType::Q4_K,
+        |f| {
+            // Super-block 3's d: every weight of its 256 reads as NaN.
+            let data = &mut tensor(f, "blk.0.ffn_up.weight").3;
+            data[3 * 144..3 * 144 + 2].copy_from_slice(&0x7e00u16.to_le_bytes());
+        },
+        fail(
+            FINITE,
+            &["blk.0.ffn_up.weight q4_K", "block 3's scale d", "NaN"],
+        ),
+    ),
     GgufArm {
         place: the_directory,
         ..arm("gguf_draft::pass::directory_holding_one", as_is, Owed::Pass)
@@ -291,7 +378,10 @@ pub fn trials() -> Vec<(String, Trial)> {
         .collect()
 }
 
-fn tensor<'f>(f: &'f mut GgufFile, name: &str) -> &'f mut (String, Vec<u64>, GgmlType, Vec<u8>) {
+pub(crate) fn tensor<'f>(
+    f: &'f mut GgufFile,
+    name: &str,
+) -> &'f mut (String, Vec<u64>, GgmlType, Vec<u8>) {
     f.tensors
         .iter_mut()
         .find(|t| t.0 == name)
@@ -321,7 +411,8 @@ fn run(arm: &GgufArm) -> Result<(), String> {
             .tensors
             .iter()
             .any(|t| t.dtype.starts_with('q'));
-        if matches!(arm.owed, Owed::Pass) && !quantized {
+        let block_type = arm.options.matrices.block_size() > 1;
+        if matches!(arm.owed, Owed::Pass) && block_type && !quantized {
             return Err(format!(
                 "the census lists no ggml block type:\n{}",
                 report.to_text(false)

@@ -9,6 +9,7 @@ mod dflash2;
 pub mod folder;
 pub mod gguf;
 pub mod gguf_draft;
+pub mod gguf_source;
 mod hostile;
 
 use crate::defects::{

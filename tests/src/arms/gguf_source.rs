@@ -1,0 +1,254 @@
+//! Arms for `--source DIR` against a GGUF draft: the synthetic converter's GGUF and the Hugging Face
+//! folder it was converted from, both drawn from one package and seed (the folder holds the source
+//! values, the GGUF their F16, Q8_0 or Q4_K form). A faithful pair passes all ten checks; each control
+//! bends the GGUF or the folder once and is refused at the named check, naming the tensor or key.
+
+use super::folder::{fail, judge_counted, Owed};
+use super::gguf_draft::{tensor, Trial};
+use super::{Base, SEED};
+use crate::synth::gguf::{gguf_for, GgufFile, GgufOptions};
+use crate::synth::source::{write_source, SourceOptions};
+use crate::synth::{Encoding, Package};
+use dflash_gate::__private::gguf::GgmlType;
+use dflash_gate::{gate, CheckId, Form, Options, Outcome};
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy)]
+struct SourceArm {
+    name: &'static str,
+    matrices: GgmlType,
+    /// Done to the GGUF before it is written.
+    bend: fn(&mut GgufFile),
+    /// Done to the written source folder (`root` holds it as `source/`); returns what `--source` names.
+    source: fn(&Path) -> PathBuf,
+    owed: Owed,
+}
+
+const fn arm(name: &'static str, matrices: GgmlType, owed: Owed) -> SourceArm {
+    SourceArm {
+        name,
+        matrices,
+        bend: |_| {},
+        source: |root| root.join("source"),
+        owed,
+    }
+}
+
+const CONFIG: &str = CheckId::SOURCE_CONFIG;
+const INVENTORY: &str = CheckId::SOURCE_INVENTORY;
+const BF16: &str = CheckId::SOURCE_BF16;
+const Q4_1: &str = CheckId::SOURCE_Q4_1;
+
+const ARMS: &[SourceArm] = &[
+    arm("gguf_source::pass::faithful_f16", GgmlType::F16, Owed::Pass),
+    arm(
+        "gguf_source::pass::faithful_q8_0",
+        GgmlType::Q8_0,
+        Owed::Pass,
+    ),
+    arm(
+        "gguf_source::pass::faithful_q4_k",
+        GgmlType::Q4_K,
+        Owed::Pass,
+    ),
+    arm(
+        "gguf_source::pass::faithful_q4_1",
+        GgmlType::Q4_1,
+        Owed::Pass,
+    ),
+    SourceArm {
+        bend: |f| {
+            // Block 5's codes negated: 32 values mirrored through zero.
+            let data = &mut tensor(f, "blk.1.ffn_gate.weight").3;
+            for q in &mut data[5 * 34 + 2..6 * 34] {
+                *q = (*q as i8).wrapping_neg() as u8;
+            }
+        },
+        ..arm(
+            "gguf_source::control::tensor_changed",
+            GgmlType::Q8_0,
+            fail(
+                Q4_1,
+                &[
+                    "blk.1.ffn_gate.weight (q8_0)",
+                    "block 5",
+                    "layers.1.mlp.gate_proj.weight",
+                ],
+            ),
+        )
+    },
+    SourceArm {
+        bend: |f| {
+            // Super-block 2's codes shifted by one: every value a step off, and some past their range.
+            let data = &mut tensor(f, "blk.0.attn_output.weight").3;
+            for q in &mut data[2 * 144 + 16..3 * 144] {
+                *q = q.rotate_left(4);
+            }
+        },
+        ..arm(
+            "gguf_source::control::q4_k_codes_swapped",
+            GgmlType::Q4_K,
+            fail(
+                Q4_1,
+                &[
+                    "blk.0.attn_output.weight (q4_K)",
+                    "block 2",
+                    "layers.0.self_attn.o_proj.weight",
+                ],
+            ),
+        )
+    },
+    SourceArm {
+        bend: |f| {
+            let data = &mut tensor(f, "blk.0.attn_k.weight").3;
+            data[2 * 40..2 * 41].copy_from_slice(&half::f16::from_f32(0.5).to_bits().to_le_bytes());
+        },
+        ..arm(
+            "gguf_source::control::f16_element_changed",
+            GgmlType::F16,
+            fail(
+                BF16,
+                &[
+                    "blk.0.attn_k.weight (f16)",
+                    "layers.0.self_attn.k_proj.weight",
+                    "row 0, column 40",
+                    "GGUF 0.5",
+                ],
+            ),
+        )
+    },
+    SourceArm {
+        bend: |f| f.tensors.retain(|t| t.0 != "blk.0.ffn_down.weight"),
+        ..arm(
+            "gguf_source::control::tensor_dropped",
+            GgmlType::Q8_0,
+            Owed::Refused {
+                check: INVENTORY,
+                outcome: Outcome::Fail,
+                mentions: &["layers.0.mlp.down_proj.weight has no GGUF counterpart"],
+                also: &[CheckId::INVENTORY_COMPLETE],
+            },
+        )
+    },
+    SourceArm {
+        bend: |f| {
+            assert!(f.remove("dflash.target_layers"));
+            f.i32_array("dflash.target_layers", &[1, 3, 5]);
+        },
+        ..arm(
+            "gguf_source::control::target_layers_raw_ids",
+            GgmlType::Q8_0,
+            fail(
+                CONFIG,
+                &[
+                    "dflash.target_layers is [1, 3, 5]",
+                    "the layer before every tap",
+                    "[2, 4, 6]",
+                ],
+            ),
+        )
+    },
+    SourceArm {
+        source: |root| {
+            let dir = root.join("source");
+            set_source_element(&dir, "layers.1.self_attn.q_proj.weight", 3, 1.0e5);
+            dir
+        },
+        ..arm(
+            "gguf_source::control::f16_overflow",
+            GgmlType::F16,
+            fail(
+                BF16,
+                &[
+                    "blk.1.attn_q.weight",
+                    "row 0, column 3",
+                    "value 99840",
+                    "beyond f16's range",
+                    "overflows to inf",
+                ],
+            ),
+        )
+    },
+    SourceArm {
+        source: |root| root.join("draft").join("draft.gguf"),
+        ..arm(
+            "gguf_source::control::source_is_a_gguf",
+            GgmlType::Q8_0,
+            Owed::Error(&[
+                "--source",
+                "names a GGUF",
+                "Hugging Face folder it was converted from",
+            ]),
+        )
+    },
+    SourceArm {
+        source: |root| {
+            let dir = root.join("package");
+            std::fs::create_dir_all(&dir).expect("package dir");
+            std::fs::write(dir.join("config.json"), b"{}").expect("config");
+            std::fs::write(dir.join("model.q4nx"), b"").expect("weights");
+            dir
+        },
+        ..arm(
+            "gguf_source::control::source_is_a_package",
+            GgmlType::Q8_0,
+            Owed::Error(&[
+                "--source",
+                "names a Q4NX package",
+                "Hugging Face folder it was converted from",
+            ]),
+        )
+    },
+];
+
+/// Each arm, as a named trial.
+pub fn trials() -> Vec<(String, Trial)> {
+    ARMS.iter()
+        .map(|a| {
+            (
+                format!("arms::{}", a.name),
+                Box::new(move || run(a)) as Trial,
+            )
+        })
+        .collect()
+}
+
+/// Sets element `index` of the BF16 source tensor `name` in `dir/model.safetensors` to `value`.
+fn set_source_element(dir: &Path, name: &str, index: usize, value: f32) {
+    let path = dir.join("model.safetensors");
+    let mut bytes = std::fs::read(&path).expect("source weights");
+    let len = u64::from_le_bytes(bytes[..8].try_into().expect("length")) as usize;
+    let header: serde_json::Value =
+        serde_json::from_slice(&bytes[8..8 + len]).expect("source header");
+    let begin = header[name]["data_offsets"][0].as_u64().expect("offsets") as usize;
+    let at = 8 + len + begin + 2 * index;
+    bytes[at..at + 2].copy_from_slice(&half::bf16::from_f32(value).to_bits().to_le_bytes());
+    std::fs::write(&path, bytes).expect("source weights");
+}
+
+fn run(arm: &SourceArm) -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (dir, source) = (root.path().join("draft"), root.path().join("source"));
+    for d in [&dir, &source] {
+        std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+    }
+    let mut package = Package::generate(&Base::Small.geometry(), Encoding::default(), SEED);
+    let options = GgufOptions {
+        matrices: arm.matrices,
+        ..GgufOptions::DEFAULT
+    };
+    let mut file = gguf_for(&mut package, options, SEED).map_err(|e| e.to_string())?;
+    (arm.bend)(&mut file);
+    std::fs::write(dir.join("draft.gguf"), file.bytes()).map_err(|e| e.to_string())?;
+    write_source(&mut package, &source, SourceOptions::default(), SEED)
+        .map_err(|e| e.to_string())?;
+    let named = (arm.source)(root.path());
+    let result = gate(
+        &dir.join("draft.gguf"),
+        &Options::default().with_source(named),
+    );
+    if let Ok(report) = &result {
+        crate::schema::validate(&report.to_json())?;
+    }
+    judge_counted(Form::Gguf, arm.owed, result, 10)
+}
