@@ -298,7 +298,7 @@ pub(crate) fn inventory(
         return Check::pass(
             INVENTORY,
             format!(
-                "every one of the {paired} package tensors has a source tensor of its logical shape, and every source tensor a package counterpart"
+                "every one of the {paired} draft tensors has a source tensor of its logical shape, and every source tensor a draft counterpart"
             ),
         )
         .with_evidence(evidence);

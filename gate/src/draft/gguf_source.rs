@@ -39,7 +39,12 @@ pub fn blocked(by: &'static str, why: &str) -> Vec<Check> {
 /// The `source.*` checks of a GGUF draft that parsed and is `dflash`, against the checkpoint `source`.
 pub fn checks(gguf: &Gguf, source: &Checkpoint) -> Vec<Check> {
     let config = match DraftConfig::parse(&source.headers.config) {
-        Ok((config, json)) => crate::source::gguf::config::compare(&config, &json, &gguf.header),
+        Ok((config, json)) => crate::source::gguf::config::compare(
+            &config,
+            &json,
+            &gguf.header,
+            "source folder's config",
+        ),
         Err(why) => Check::fail(
             CONFIG,
             format!("the source's config.json declares no draft the gate reads: {why}"),

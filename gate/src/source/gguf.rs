@@ -210,7 +210,12 @@ pub fn checks(
     let Ok(draft) = &evaluation.draft else {
         return Ok((super::refused(), Vec::new()));
     };
-    let mut checks = vec![config::compare(&draft.config, &draft.json, &gguf.header)];
+    let mut checks = vec![config::compare(
+        &draft.config,
+        &draft.json,
+        &gguf.header,
+        "package config",
+    )];
     let Some(container) = &evaluation.container else {
         checks.extend(super::blocked_by_parses());
         return Ok((checks, Vec::new()));

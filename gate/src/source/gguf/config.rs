@@ -44,54 +44,50 @@ const KEYS: [(&str, &str, bool); 13] = [
     ("target_hidden_size", "hidden_size", false),
 ];
 
-fn stated<T: Copy>(field: &str, value: &crate::config::Field<T>) -> Result<T, String> {
+fn stated<T: Copy>(field: &str, value: &crate::config::Field<T>, name: &str) -> Result<T, String> {
     value
         .as_ref()
         .copied()
-        .map_err(|_| format!("the package config has no readable {field}"))
+        .map_err(|_| format!("the {name} has no readable {field}"))
 }
 
-fn optional(field: &str, value: &crate::config::Field<Option<u64>>) -> Package {
-    match stated(field, value) {
+fn optional(field: &str, value: &crate::config::Field<Option<u64>>, name: &str) -> Package {
+    match stated(field, value, name) {
         Ok(Some(v)) => Package::Integer(v),
-        Ok(None) => Package::Absent(format!("the package config does not state {field}")),
+        Ok(None) => Package::Absent(format!("the {name} does not state {field}")),
         Err(why) => Package::Absent(why),
     }
 }
 
 /// A field the draft reader does not read itself, read canonically.
-fn from_json(canonical: &Canonical, field: &str, float: bool) -> Package {
+fn from_json(canonical: &Canonical, field: &str, float: bool, name: &str) -> Package {
     match canonical.fields.get(field).map(|r| &r.value) {
-        None => Package::Absent(format!("the package config does not state {field}")),
+        None => Package::Absent(format!("the {name} does not state {field}")),
         Some(v) if float => v.as_f64().map_or_else(
-            || Package::Absent(format!("the package config's {field} is not a number")),
+            || Package::Absent(format!("the {name}'s {field} is not a number")),
             Package::Float,
         ),
         Some(v) => v.as_u64().map_or_else(
-            || {
-                Package::Absent(format!(
-                    "the package config's {field} is not a whole number"
-                ))
-            },
+            || Package::Absent(format!("the {name}'s {field} is not a whole number")),
             Package::Integer,
         ),
     }
 }
 
-fn package_value(config: &DraftConfig, canonical: &Canonical, field: &str) -> Package {
+fn package_value(config: &DraftConfig, canonical: &Canonical, field: &str, name: &str) -> Package {
     let integer = |r: Result<u64, String>| r.map_or_else(Package::Absent, Package::Integer);
     match field {
-        "num_hidden_layers" => integer(stated(field, &config.num_hidden_layers)),
-        "hidden_size" => integer(stated(field, &config.hidden_size)),
-        "intermediate_size" => integer(stated(field, &config.intermediate_size)),
-        "num_attention_heads" => integer(stated(field, &config.num_attention_heads)),
-        "num_key_value_heads" => integer(stated(field, &config.num_key_value_heads)),
-        "head_dim" => integer(stated(field, &config.head_dim).map(|(d, _)| d)),
-        "block_size" => integer(stated(field, &config.block_size)),
-        "vocab_size" => optional(field, &config.vocab_size),
-        "mask_token_id" => optional(field, &config.mask_token_id),
-        "rms_norm_eps" | "rope_theta" => from_json(canonical, field, true),
-        _ => from_json(canonical, field, false),
+        "num_hidden_layers" => integer(stated(field, &config.num_hidden_layers, name)),
+        "hidden_size" => integer(stated(field, &config.hidden_size, name)),
+        "intermediate_size" => integer(stated(field, &config.intermediate_size, name)),
+        "num_attention_heads" => integer(stated(field, &config.num_attention_heads, name)),
+        "num_key_value_heads" => integer(stated(field, &config.num_key_value_heads, name)),
+        "head_dim" => integer(stated(field, &config.head_dim, name).map(|(d, _)| d)),
+        "block_size" => integer(stated(field, &config.block_size, name)),
+        "vocab_size" => optional(field, &config.vocab_size, name),
+        "mask_token_id" => optional(field, &config.mask_token_id, name),
+        "rms_norm_eps" | "rope_theta" => from_json(canonical, field, true, name),
+        _ => from_json(canonical, field, false, name),
     }
 }
 
@@ -99,6 +95,7 @@ pub fn compare(
     config: &DraftConfig,
     json: &Map<String, serde_json::Value>,
     header: &Header,
+    name: &str,
 ) -> Check {
     let mut found = Found::default();
     let canonical = Canonical::read(json);
@@ -108,7 +105,7 @@ pub fn compare(
         canonical
             .conflicts
             .iter()
-            .map(|c| format!("the package's config: {c}")),
+            .map(|c| format!("the {name}: {c}")),
     );
     let arch_key = "general.architecture";
     found.fields.push(arch_key.to_owned());
@@ -142,7 +139,7 @@ pub fn compare(
         };
         let key = escape(&key).into_owned();
         found.fields.push(key.clone());
-        let package = package_value(config, &canonical, field);
+        let package = package_value(config, &canonical, field, name);
         let gguf = match &kept.value {
             Value::Integer(i) => Some(*i as f64),
             Value::Float(f) => Some(*f),
@@ -187,8 +184,8 @@ pub fn compare(
             }
         }
     }
-    target_layers(config, header, prefix, &mut found);
-    verdict(found)
+    target_layers(config, header, prefix, &mut found, name);
+    verdict(found, name)
 }
 
 /// The key that holds the mask id: `tokenizer.ggml.mask_token_id` (llama.cpp's converter), else the
@@ -225,7 +222,13 @@ fn describe(v: &Value) -> String {
 
 /// `{a}.target_layers` against `target_layer_ids`: every one plus one (llama.cpp's convention), the
 /// ids themselves (read one layer early), or something else.
-fn target_layers(config: &DraftConfig, header: &Header, prefix: &str, found: &mut Found) {
+fn target_layers(
+    config: &DraftConfig,
+    header: &Header,
+    prefix: &str,
+    found: &mut Found,
+    name: &str,
+) {
     let key = escape(&format!("{prefix}.target_layers")).into_owned();
     let Some(kept) = header.get(&format!("{prefix}.target_layers")) else {
         return;
@@ -233,7 +236,7 @@ fn target_layers(config: &DraftConfig, header: &Header, prefix: &str, found: &mu
     found.fields.push(key.clone());
     let Ok(taps) = &config.target_layer_ids else {
         found.one_sided.push(format!(
-            "{key} (stated by the GGUF only: the package config has no readable target_layer_ids)"
+            "{key} (stated by the GGUF only: the {name} has no readable target_layer_ids)"
         ));
         return;
     };
@@ -269,7 +272,7 @@ fn target_layers(config: &DraftConfig, header: &Header, prefix: &str, found: &mu
     }
 }
 
-fn verdict(found: Found) -> Check {
+fn verdict(found: Found, name: &str) -> Check {
     let evidence = crate::evidence::SourceConfig {
         fields: found.fields.clone(),
         compared: found.compared.clone(),
@@ -285,7 +288,7 @@ fn verdict(found: Found) -> Check {
         return Check::fail(
             id,
             format!(
-                "the GGUF's metadata differs from the package config: {}",
+                "the GGUF's metadata differs from the {name}: {}",
                 found.differing.join("; ")
             ),
         )
@@ -298,7 +301,7 @@ fn verdict(found: Found) -> Check {
     Check::pass(
         id,
         format!(
-            "the GGUF's metadata equals the package config: {} keys compared ({})",
+            "the GGUF's metadata equals the {name}: {} keys compared ({})",
             found.compared.len(),
             found.compared.join(", ")
         ),
