@@ -1,6 +1,6 @@
 //! The target's geometry against the draft's: `target.hidden_size`, `target.depth`, `target.vocab`.
 
-use super::{Target, DEPTH, HIDDEN, VOCAB};
+use super::{StatedIn, Target, DEPTH, HIDDEN, VOCAB};
 use crate::config::{DraftConfig, FieldProblem, ProblemKind};
 use crate::container::TensorInfo;
 use crate::dtype::Dtype;
@@ -10,31 +10,43 @@ use crate::tile::{TILE_BYTES, TILE_COLS, TILE_ROWS};
 
 /// The embedding and head tables whose rows `target.vocab` counts and whose width `target.hidden_size`
 /// compares, under the names targets give them.
-const TABLES: [&str; 4] = [
+const TABLES: [&str; 5] = [
     "model.embed_tokens.weight",
     "embed_tokens.weight",
     "lm_head.weight",
     "model.lm_head.weight",
+    super::gguf::TOKEN_EMBD,
 ];
+
+/// Where a target's counts were read, as a message names it.
+fn stated_in(at: StatedIn) -> &'static str {
+    match at {
+        StatedIn::Config => "the target's config.json",
+        StatedIn::Gguf => "the target GGUF's metadata",
+    }
+}
 
 /// A target config count a check cannot use, as `config.geometry` treats the draft's own fields: absent
 /// or of the wrong type is UNDECIDED (nothing is guessed at), present and typed but zero, negative or
 /// too long for 64 bits is a FAIL (no draft fits it).
-fn unusable(id: &str, p: &FieldProblem) -> Check {
-    match &p.kind {
-        ProblemKind::Missing => Check::undecided(
+fn unusable(id: &str, p: &FieldProblem, at: StatedIn) -> Check {
+    let file = stated_in(at);
+    match (&p.kind, at) {
+        (ProblemKind::Missing, StatedIn::Config) => Check::undecided(
             id,
             format!(
-                "cannot decide: the target's config.json has no {}, at top level or in text_config \
+                "cannot decide: {file} has no {}, at top level or in text_config \
                  (null counts as none)",
                 p.field
             ),
         ),
-        ProblemKind::WrongType(_) => Check::undecided(
-            id,
-            format!("cannot decide: in the target's config.json, {p}"),
-        ),
-        ProblemKind::Invalid(_) => Check::fail(id, format!("in the target's config.json, {p}")),
+        (ProblemKind::Missing, StatedIn::Gguf) => {
+            Check::undecided(id, format!("cannot decide: {file} has no {}", p.field))
+        }
+        (ProblemKind::WrongType(_), _) => {
+            Check::undecided(id, format!("cannot decide: in {file}, {p}"))
+        }
+        (ProblemKind::Invalid(_), _) => Check::fail(id, format!("in {file}, {p}")),
     }
 }
 
@@ -49,7 +61,7 @@ pub(super) fn hidden(draft: &DraftConfig, target: &Target) -> Check {
     let mut compared = Vec::new();
     if let Err(p) = &target.hidden_size {
         if p.is_invalid() {
-            problems.push(format!("in the target's config.json, {p}"));
+            problems.push(format!("in {}, {p}", stated_in(target.stated_in)));
         }
     }
     if let (Ok(d), Ok(t)) = (&draft.hidden_size, &target.hidden_size) {
@@ -99,7 +111,7 @@ pub(super) fn hidden(draft: &DraftConfig, target: &Target) -> Check {
     };
     let t = match &target.hidden_size {
         Ok(t) => *t,
-        Err(p) => return unusable(HIDDEN, p).with_evidence(evidence),
+        Err(p) => return unusable(HIDDEN, p, target.stated_in).with_evidence(evidence),
     };
     let mut message = format!("the draft's hidden size equals the target's ({d} vs {t}): fc fuses the target's hidden states");
     if !compared.is_empty() {
@@ -128,6 +140,10 @@ enum Width {
 }
 
 fn width(info: &TensorInfo) -> Width {
+    // A GGUF's table is `[ne1, ne0]` in elements whatever its block type: never read as a tile grid.
+    if let (super::gguf::TOKEN_EMBD, [_, cols]) = (info.name.as_str(), info.shape.as_slice()) {
+        return Width::Columns(*cols);
+    }
     match (info.dtype, info.shape.as_slice()) {
         (d, [_, cols]) if is_float(d) => Width::Columns(*cols),
         (Dtype::I8 | Dtype::U8, [_, col_blocks, last]) if *last == TILE_BYTES => {
@@ -148,7 +164,7 @@ fn is_float(d: Dtype) -> bool {
 pub(super) fn depth(draft: &DraftConfig, target: &Target) -> Check {
     if let Err(p) = &target.num_hidden_layers {
         if p.is_invalid() {
-            return unusable(DEPTH, p);
+            return unusable(DEPTH, p, target.stated_in);
         }
     }
     let taps = match &draft.target_layer_ids {
@@ -163,7 +179,7 @@ pub(super) fn depth(draft: &DraftConfig, target: &Target) -> Check {
     };
     let layers = match &target.num_hidden_layers {
         Ok(layers) => *layers,
-        Err(p) => return unusable(DEPTH, p),
+        Err(p) => return unusable(DEPTH, p, target.stated_in),
     };
     let evidence = TargetDepth {
         taps: taps.clone(),
@@ -211,7 +227,7 @@ fn count_layers(n: u64) -> String {
 pub(super) fn vocab(draft: &DraftConfig, target: &Target) -> Check {
     let vocab = match &target.vocab_size {
         Ok(vocab) => *vocab,
-        Err(p) => return unusable(VOCAB, p),
+        Err(p) => return unusable(VOCAB, p, target.stated_in),
     };
     let mut problems = Vec::new();
     let mut found = Vec::new();
@@ -305,6 +321,9 @@ enum Rows {
 /// How many rows an embedding or head table has, from its header entry (and, for a flat tile grid,
 /// the target's hidden size, which is its K).
 fn rows(info: &TensorInfo, hidden: Option<u64>) -> Rows {
+    if let (super::gguf::TOKEN_EMBD, [rows, _]) = (info.name.as_str(), info.shape.as_slice()) {
+        return Rows::Exact(*rows);
+    }
     let col_blocks = hidden.map(|h| h.div_ceil(TILE_COLS)).filter(|&c| c > 0);
     match (info.dtype, info.shape.as_slice(), col_blocks) {
         (d, [rows, _], _) if is_float(d) => Rows::Exact(*rows),

@@ -31,6 +31,7 @@ pub fn read(dir: &Path) -> Result<Target, PackageError> {
         vocab_size: stated(&config, "vocab_size"),
         tensors: read_headers(dir, &inside)?,
         tokenizer: tokenizer_at(&dir.join(TOKENIZER_FILE)),
+        stated_in: super::StatedIn::Config,
     };
     // The config and the weight headers were there together: a config renamed into place while the
     // headers were read is "changed while it was read", not a target that never existed.

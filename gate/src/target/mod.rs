@@ -1,11 +1,12 @@
 //! `target.*` (`--target PATH`): the draft against the target it drafts for. The target is read
 //! apart from the checks that hold the draft against it: [`folder`] reads a Q4NX package or a Hugging
-//! Face folder (a cache entry resolves to one); [`checks`] holds the
+//! Face folder (a cache entry resolves to one), [`gguf`] a GGUF model file; [`checks`] holds the
 //! geometry checks and [`tokenizer`] the tokenizer and the mask token. Only configs, metadata and weight
 //! headers are read, never a tensor's data, so a 20 GB target costs milliseconds.
 
 mod checks;
 mod folder;
+mod gguf;
 mod tokenizer;
 
 use crate::config::{DraftConfig, Field};
@@ -37,11 +38,26 @@ pub struct Target {
     /// checkpoint, single or sharded), or why the target has none to read.
     pub tensors: Result<Vec<TensorInfo>, String>,
     pub tokenizer: Tokenizer,
+    /// Where the counts above were read.
+    pub stated_in: StatedIn,
 }
 
-/// Reads the target at `path`: a folder (a Q4NX package or a Hugging Face folder).
+/// Reads the target at `path`: a GGUF model file by its header and metadata, anything else as a
+/// folder (a Q4NX package or a Hugging Face folder).
 pub fn read(path: &Path) -> Result<Target, PackageError> {
+    if gguf::is_gguf(path) {
+        return gguf::read(path);
+    }
     folder::read(path)
+}
+
+/// Where a target's counts were read, for the messages that name a field the target lacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatedIn {
+    /// A folder's `config.json` (top level, or `text_config`).
+    Config,
+    /// A GGUF model file's metadata keys and tensor infos.
+    Gguf,
 }
 
 /// What `--target` answers once the target was read (whether or not the draft was recognised: a
@@ -177,6 +193,7 @@ mod tests {
             vocab_size: Ok(1000),
             tensors: Ok(tables),
             tokenizer: Tokenizer::Present,
+            stated_in: StatedIn::Config,
         }
     }
 
