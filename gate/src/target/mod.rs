@@ -1,7 +1,7 @@
 //! `target.*` (`--target PATH`): the draft against the target it drafts for. The target is read
-//! apart from the checks that hold the draft against it: [`folder`] reads a Q4NX package or a Hugging
-//! Face folder (a cache entry resolves to one), [`gguf`] a GGUF model file; [`checks`] holds the
-//! geometry checks and [`tokenizer`] the tokenizer and the mask token. Only configs, metadata and weight
+//! apart from the checks that hold the draft against it: `folder.rs` reads a Q4NX package or a Hugging
+//! Face folder (a cache entry resolves to one), `gguf.rs` a GGUF model file; `checks.rs` holds the
+//! geometry checks and `tokenizer.rs` the tokenizer and the mask token. Only configs, metadata and weight
 //! headers are read, never a tensor's data, so a 20 GB target costs milliseconds.
 
 mod checks;
