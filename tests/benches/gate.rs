@@ -5,7 +5,7 @@
 //! plain loop with no checks. Both are timed warm, in one process, N times each; the figures that
 //! matter are ratios measured in the same run, since the machines are shared and noisy.
 //!
-//! `cargo xtask bench [--runs N] [--only source|gguf|finite|capi|folder]` runs this; packages are generated once and cached under
+//! `cargo xtask bench [--runs N] [--only source|gguf|finite|capi|folder|target]` runs this; packages are generated once and cached under
 //! `target/bench-packages/`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -19,6 +19,8 @@ mod folder;
 mod gguf;
 #[path = "gate/source.rs"]
 mod source;
+#[path = "gate/target.rs"]
+mod target;
 #[path = "gate/yardstick.rs"]
 mod yardstick;
 
@@ -90,6 +92,11 @@ fn main() {
     // `--only folder` times a Hugging Face folder of the reference geometry against reading it.
     if only.as_deref() == Some("folder") {
         folder::run(&cache, runs);
+        return;
+    }
+    // `--only target` times --target on a 27B-size target read by header only (sparse files).
+    if only.as_deref() == Some("target") {
+        target::run(&cache, runs);
         return;
     }
     // `--only gguf` runs the --source FILE.gguf table alone.

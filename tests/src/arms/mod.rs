@@ -26,6 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 pub mod source;
+pub mod target_forms;
 pub mod target_read;
 
 /// The generator seed every arm uses: fixed, so a failure reproduces.

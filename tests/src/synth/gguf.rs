@@ -149,6 +149,28 @@ impl GgufFile {
     /// the alignment), zero padding to the alignment, each tensor's data followed by zero padding.
     pub fn bytes(&self) -> Vec<u8> {
         let a = self.alignment as usize;
+        let lens: Vec<u64> = self.tensors.iter().map(|t| t.3.len() as u64).collect();
+        let mut out = self.header(&lens);
+        for (_, _, _, data) in &self.tensors {
+            out.extend_from_slice(data);
+            out.resize(out.len().div_ceil(a) * a, 0);
+        }
+        out
+    }
+
+    /// The header alone (up to the aligned start of the data section) for tensors whose data are
+    /// `lens[i]` bytes each (their own data ignored), and the length the whole file then has: for a
+    /// sparse file of a size no test could hold in memory.
+    pub fn header_declaring(&self, lens: &[u64]) -> (Vec<u8>, u64) {
+        let a = self.alignment;
+        let header = self.header(lens);
+        let data: u64 = lens.iter().map(|l| l.div_ceil(a) * a).sum();
+        let total = header.len() as u64 + data;
+        (header, total)
+    }
+
+    fn header(&self, lens: &[u64]) -> Vec<u8> {
+        let a = self.alignment as usize;
         let mut out = b"GGUF".to_vec();
         out.extend_from_slice(&3u32.to_le_bytes());
         out.extend_from_slice(&(self.tensors.len() as u64).to_le_bytes());
@@ -159,7 +181,7 @@ impl GgufFile {
             out.extend_from_slice(value);
         }
         let mut offset = 0u64;
-        for (name, dims, ty, data) in &self.tensors {
+        for ((name, dims, ty, _), len) in self.tensors.iter().zip(lens) {
             string(&mut out, name);
             out.extend_from_slice(&(dims.len() as u32).to_le_bytes());
             for d in dims {
@@ -167,13 +189,9 @@ impl GgufFile {
             }
             out.extend_from_slice(&ty.id().to_le_bytes());
             out.extend_from_slice(&offset.to_le_bytes());
-            offset += (data.len() as u64).div_ceil(a as u64) * a as u64;
+            offset += len.div_ceil(a as u64) * a as u64;
         }
         out.resize(out.len().div_ceil(a) * a, 0);
-        for (_, _, _, data) in &self.tensors {
-            out.extend_from_slice(data);
-            out.resize(out.len().div_ceil(a) * a, 0);
-        }
         out
     }
 }

@@ -1,0 +1,219 @@
+//! Targets in every form: a GGUF model file read by its header and metadata, a Hugging Face folder
+//! whose `config.json` is all there is, and a multimodal config whose `text_config` is not an object.
+//! Each trial names the check and the field or key its message must name.
+
+use super::{Base, SEED};
+use crate::defects::Scenario;
+use crate::synth::gguf::GgufFile;
+use crate::synth::{Encoding, Geometry, Package, TargetPackage};
+use dflash_gate::__private::gguf::GgmlType;
+use dflash_gate::{Outcome, Report};
+use std::path::Path;
+
+/// A trial's body: `Err` says what the gate did instead.
+pub type Trial = fn() -> Result<(), String>;
+
+/// A GGUF target matching `g` (a Qwen3 model: its layers, hidden size, an F16 `token_embd.weight` of
+/// the draft's vocabulary, and a token type for each row), edited by `bend`.
+fn gguf_target(g: &Geometry, bend: fn(&mut GgufFile)) -> GgufFile {
+    let mut f = GgufFile::new();
+    f.string("general.architecture", "qwen3");
+    f.u32("qwen3.block_count", g.num_target_layers as u32);
+    f.u32("qwen3.embedding_length", g.hidden as u32);
+    f.f32("qwen3.rope.freq_base", 1_000_000.0);
+    f.i32_array("tokenizer.ggml.token_type", &vec![1; g.vocab_size as usize]);
+    let data = vec![0u8; (g.vocab_size * g.hidden * 2) as usize];
+    f.tensor(
+        "token_embd.weight",
+        vec![g.hidden, g.vocab_size],
+        GgmlType::F16,
+        data,
+    );
+    bend(&mut f);
+    f
+}
+
+/// Gates the small package against a target written by `write` into the temporary root (it returns
+/// the path to give `--target`).
+fn against(
+    write: impl FnOnce(&Path, &Geometry) -> std::path::PathBuf,
+) -> Result<Result<Report, dflash_gate::PackageError>, String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let draft = root.path().join("draft");
+    std::fs::create_dir(&draft).map_err(|e| e.to_string())?;
+    let g = Base::Small.geometry();
+    Scenario::new(Package::generate(&g, Encoding::default(), SEED))
+        .write(&draft)
+        .map_err(|e| e.to_string())?;
+    let target = write(root.path(), &g);
+    let options = dflash_gate::Options::default().with_target(target);
+    Ok(dflash_gate::gate(&draft, &options))
+}
+
+fn gguf(bend: fn(&mut GgufFile)) -> impl FnOnce(&Path, &Geometry) -> std::path::PathBuf {
+    move |root, g| {
+        let path = root.join("target.gguf");
+        std::fs::write(&path, gguf_target(g, bend).bytes()).expect("gguf");
+        path
+    }
+}
+
+fn folder(
+    bend: fn(&mut serde_json::Value),
+    weights: bool,
+) -> impl FnOnce(&Path, &Geometry) -> std::path::PathBuf {
+    move |root, g| {
+        let path = root.join("target");
+        let mut t = TargetPackage::matching(g);
+        bend(&mut t.config);
+        t.write(&path).expect("target");
+        if !weights {
+            std::fs::remove_file(path.join("model.q4nx")).expect("rm");
+        }
+        path
+    }
+}
+
+/// Every check in `want` ended as said, naming what it must.
+fn expect(
+    report: Result<Result<Report, dflash_gate::PackageError>, String>,
+    want: &[(&str, Outcome, &str)],
+) -> Result<(), String> {
+    let report = report?.map_err(|e| format!("the gate could not run: {e}"))?;
+    for (id, outcome, names) in want {
+        let check = report.check(id).ok_or(format!("{id} did not run"))?;
+        if check.outcome() != *outcome || !check.message().contains(names) {
+            return Err(format!(
+                "{id}: expected {outcome} naming {names:?}, got {}: {}",
+                check.outcome(),
+                check.message()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every trial of this module: (name, body).
+pub fn trials() -> Vec<(&'static str, Trial)> {
+    vec![
+        ("target_forms::gguf_target_matches", || {
+            expect(
+                against(gguf(|_| {})),
+                &[
+                    ("target.depth", Outcome::Pass, "below the target's"),
+                    ("target.hidden_size", Outcome::Pass, "token_embd.weight is"),
+                    ("target.vocab", Outcome::Pass, "token_embd.weight has"),
+                ],
+            )
+        }),
+        ("target_forms::gguf_target_fewer_layers", || {
+            expect(
+                against(gguf(|f| {
+                    f.replace("qwen3.block_count", 4, &2u32.to_le_bytes());
+                })),
+                &[("target.depth", Outcome::Fail, "the target's 2 layers")],
+            )
+        }),
+        ("target_forms::gguf_target_hidden_differs", || {
+            expect(
+                against(gguf(|f| {
+                    f.replace("qwen3.embedding_length", 4, &512u32.to_le_bytes());
+                })),
+                &[("target.hidden_size", Outcome::Fail, "vs 512")],
+            )
+        }),
+        ("target_forms::gguf_target_vocab_differs", || {
+            expect(
+                against(|root, g| {
+                    let path = root.join("target.gguf");
+                    let mut small = g.clone();
+                    small.vocab_size = g.vocab_size + 8;
+                    std::fs::write(&path, gguf_target(&small, |_| {}).bytes()).expect("gguf");
+                    path
+                }),
+                &[("target.vocab", Outcome::Fail, "vocab_size is")],
+            )
+        }),
+        ("target_forms::gguf_target_lacks_block_count", || {
+            expect(
+                against(gguf(|f| {
+                    f.remove("qwen3.block_count");
+                })),
+                &[(
+                    "target.depth",
+                    Outcome::Undecided,
+                    "the target GGUF's metadata has no qwen3.block_count",
+                )],
+            )
+        }),
+        ("target_forms::gguf_target_truncated", || {
+            let report = against(|root, g| {
+                let path = root.join("target.gguf");
+                let bytes = gguf_target(g, |_| {}).bytes();
+                std::fs::write(&path, &bytes[..bytes.len() / 2]).expect("gguf");
+                path
+            })?;
+            match report {
+                Err(e) if e.reason() == "malformed" && e.to_string().contains("target.gguf") => {
+                    Ok(())
+                }
+                Err(e) => Err(format!("expected malformed naming target.gguf, got {e}")),
+                Ok(r) => Err(format!(
+                    "the gate ran ({}) over a truncated GGUF",
+                    r.verdict()
+                )),
+            }
+        }),
+        ("target_forms::config_only_folder", || {
+            expect(
+                against(folder(|_| {}, false)),
+                &[
+                    ("target.depth", Outcome::Pass, "below the target's"),
+                    ("target.hidden_size", Outcome::Pass, "equals the target's"),
+                    (
+                        "target.vocab",
+                        Outcome::Undecided,
+                        "the target has no weight file",
+                    ),
+                ],
+            )
+        }),
+        ("target_forms::text_config_read_for_the_text_model", || {
+            expect(
+                against(folder(
+                    |c| {
+                        let o = c.as_object_mut().expect("object");
+                        let h = o.remove("hidden_size").expect("hidden_size");
+                        let l = o.remove("num_hidden_layers").expect("layers");
+                        o.insert(
+                            "text_config".into(),
+                            serde_json::json!({"hidden_size": h, "num_hidden_layers": l}),
+                        );
+                    },
+                    false,
+                )),
+                &[
+                    ("target.depth", Outcome::Pass, "below the target's"),
+                    ("target.hidden_size", Outcome::Pass, "equals the target's"),
+                ],
+            )
+        }),
+        ("target_forms::text_config_of_the_wrong_type", || {
+            expect(
+                against(folder(
+                    |c| {
+                        let o = c.as_object_mut().expect("object");
+                        o.remove("hidden_size");
+                        o.insert("text_config".into(), serde_json::json!(["x"]));
+                    },
+                    true,
+                )),
+                &[(
+                    "target.hidden_size",
+                    Outcome::Undecided,
+                    "text_config is an array, not an object",
+                )],
+            )
+        }),
+    ]
+}
