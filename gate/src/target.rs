@@ -1,6 +1,6 @@
-//! `target.*` (`--target DIR`): the draft against the target package it drafts for. Only the target's config.json and
-//! the header of its weight file are read: never its data section, so a 20 GB target costs
-//! milliseconds.
+//! `target.*` (`--target DIR`): the draft against the target package it drafts for. Only the target's config.json,
+//! its tokenizer files (`crate::tokenizer`) and the header of its weight file are read: never its data
+//! section, so a 20 GB target costs milliseconds.
 
 use crate::checkpoint;
 use crate::config::{DraftConfig, Field, FieldProblem, ProblemKind};
@@ -40,6 +40,8 @@ pub struct Target {
     /// checkpoint, single or sharded), or why the target has none to read.
     pub tensors: Result<Vec<TensorInfo>, String>,
     pub tokenizer: Tokenizer,
+    /// What the target's tokenizer files say of its tokens (`crate::tokenizer`).
+    pub tokens: crate::tokenizer::Tokens,
 }
 
 /// What is at the target's `tokenizer.json`. Told apart so that a tokenizer that is there but cannot
@@ -47,7 +49,7 @@ pub struct Target {
 /// UNDECIDED rather than a verdict.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Tokenizer {
-    /// A regular file (symlinks followed). It is not read: the gate checks only that it is there.
+    /// A regular file (symlinks followed), then read by `crate::tokenizer` into [`Target::tokens`].
     Present,
     /// Nothing there.
     Absent,
@@ -87,12 +89,14 @@ pub fn read(dir: &Path) -> Result<Target, PackageError> {
     let inside = files::Inside::package(dir)?;
     let (_, config, config_file) =
         crate::checkpoint::read_config_inside(dir, "target's", Some(&inside))?;
+    let tokenizer = tokenizer_at(&dir.join(TOKENIZER_FILE));
     let target = Target {
         hidden_size: stated(&config, "hidden_size"),
         num_hidden_layers: stated(&config, "num_hidden_layers"),
         vocab_size: stated(&config, "vocab_size"),
         tensors: read_headers(dir, &inside)?,
-        tokenizer: tokenizer_at(&dir.join(TOKENIZER_FILE)),
+        tokens: crate::tokenizer::read(dir, &inside, &config, tokenizer == Tokenizer::Present)?,
+        tokenizer,
     };
     // The config and the weight headers were there together: a config renamed into place while the
     // headers were read is "changed while it was read", not a target that never existed.
@@ -153,8 +157,8 @@ fn shown(v: &Value) -> String {
     }
 }
 
-/// What is at `path`, by `stat` (symlinks followed). The file is never opened: its presence is all
-/// the check asks, and opening a device or FIFO only to learn its kind is not worth the risk.
+/// What is at `path`, by `stat` (symlinks followed), before it is opened: only a regular file is then
+/// read (`crate::tokenizer::read`); a device or FIFO is never opened only to learn its kind.
 fn tokenizer_at(path: &Path) -> Tokenizer {
     match std::fs::metadata(path) {
         Ok(meta) => match files::not_regular(meta.file_type()) {
@@ -630,7 +634,8 @@ fn mask(draft: &DraftConfig, target: &Target) -> Check {
         },
     };
     if m < v {
-        Check::pass(MASK, format!("mask_token_id {m} is below {whose} {v}")).with_evidence(evidence)
+        crate::tokenizer::mask_check(MASK, m, &format!("{whose} {v}"), &target.tokens)
+            .with_evidence(evidence)
     } else {
         Check::fail(MASK, format!("mask_token_id {m} is not below {whose} {v}"))
             .with_evidence(evidence)
@@ -642,9 +647,13 @@ fn tokenizer(target: &Target) -> Check {
         tokenizer: target.tokenizer.token(),
     };
     let check = match &target.tokenizer {
-        Tokenizer::Present => Check::pass(
+        Tokenizer::Present => crate::tokenizer::tokenizer_check(
             TOKENIZER,
-            "the target carries tokenizer.json (drafts share the target's tokenizer)",
+            &target.tokens,
+            target
+                .vocab_size
+                .clone()
+                .map_err(|p| format!("in the target's config.json, {p}")),
         ),
         Tokenizer::Absent => Check::fail(
             TOKENIZER,
@@ -729,7 +738,11 @@ mod tests {
     fn target_dir(config: &str) -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join(crate::files::CONFIG_FILE), config).expect("config");
-        std::fs::write(dir.path().join(TOKENIZER_FILE), b"{}").expect("tokenizer");
+        std::fs::write(
+            dir.path().join(TOKENIZER_FILE),
+            br#"{"added_tokens": [], "model": {"vocab": {"a": 0}}}"#,
+        )
+        .expect("tokenizer");
         dir
     }
 
@@ -760,6 +773,7 @@ mod tests {
             vocab_size: Ok(1000),
             tensors: Ok(tables),
             tokenizer: Tokenizer::Present,
+            tokens: Default::default(),
         }
     }
 
