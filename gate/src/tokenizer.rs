@@ -135,7 +135,7 @@ pub fn read(
             for ((role, from, _), id) in named.iter().zip(ids) {
                 if let Some(id) = id {
                     tokens.live.push(Live {
-                        role: *role,
+                        role,
                         id,
                         from: from.clone(),
                     });
