@@ -81,6 +81,9 @@ pub const KEPT_TOKENIZER_KEYS: [&str; 5] = [
 /// The key of each token's type (llama.cpp's `llama_token_type`: 1 NORMAL, 3 CONTROL, ...).
 pub const TOKEN_TYPE_KEY: &str = "tokenizer.ggml.token_type";
 
+/// The key of the token texts, in id order.
+pub const TOKENS_KEY: &str = "tokenizer.ggml.tokens";
+
 /// A metadata value's type (the `gguf_type` enum).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueType {
@@ -249,6 +252,9 @@ pub struct Header {
     /// Where the value of [`TOKEN_TYPE_KEY`] starts (its element type), when it is an array: read
     /// one element at a time by [`Gguf::token_type`], never kept whole.
     pub token_types: Option<u64>,
+    /// Where the value of [`TOKENS_KEY`] starts, when it is an array: read only when a target's
+    /// tokens are asked for ([`Gguf::token_texts`]).
+    pub token_texts: Option<u64>,
 }
 
 impl Header {
@@ -609,6 +615,39 @@ impl Gguf {
         Some((count, Some(ty)))
     }
 
+    /// Every token's text in [`TOKENS_KEY`], in id order: `None` when the file has no such array of
+    /// strings. The header's parse already walked the array within the file, so the count is bounded
+    /// by the bytes (each string takes at least its 8-byte length), and a string that is not UTF-8 is
+    /// shown with replacement characters (it only names a token in a message).
+    pub fn token_texts(&self) -> Option<Vec<String>> {
+        let mut at = usize::try_from(self.header.token_texts?).ok()?;
+        let bytes = self.bytes.as_slice();
+        let word = |from: usize, n: usize| bytes.get(from..from.checked_add(n)?);
+        let element = u32::from_le_bytes(word(at, 4)?.try_into().ok()?);
+        if ValueType::from_id(element) != Some(ValueType::String) {
+            return None;
+        }
+        let count = u64::from_le_bytes(word(at + 4, 8)?.try_into().ok()?);
+        at += 12;
+        let most = bytes.len().saturating_sub(at) / 8;
+        let mut texts = Vec::with_capacity(usize::try_from(count).ok()?.min(most));
+        for _ in 0..count {
+            let len = u64::from_le_bytes(word(at, 8)?.try_into().ok()?);
+            let len = usize::try_from(len).ok()?;
+            texts.push(String::from_utf8_lossy(word(at + 8, len)?).into_owned());
+            at = at.checked_add(8)?.checked_add(len)?;
+        }
+        Some(texts)
+    }
+
+    /// Every token's type in [`TOKEN_TYPE_KEY`], in id order, when the file has that array of I32.
+    pub fn token_type_list(&self) -> Option<Vec<i32>> {
+        let (count, _) = self.token_type(0)?;
+        (0..count)
+            .map(|id| self.token_type(id).and_then(|(_, ty)| ty))
+            .collect()
+    }
+
     /// The file still has its size and modification time at open, and no mapped page was lost.
     pub fn unchanged(&self) -> Result<(), PackageError> {
         Ok(self.bytes.unchanged()?)
@@ -665,6 +704,7 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
     let mut keys: HashSet<&str> = HashSet::new();
     let mut candidates: Vec<(&str, ValueType, usize)> = Vec::new();
     let mut token_types = None;
+    let mut token_texts = None;
     for _ in 0..metadata_count {
         let at = r.pos;
         let len = r.u64(What::Is("a metadata key's length"))?;
@@ -684,6 +724,9 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
         }
         if key == TOKEN_TYPE_KEY && ty == ValueType::Array {
             token_types = Some(r.pos as u64);
+        }
+        if key == TOKENS_KEY && ty == ValueType::Array {
+            token_texts = Some(r.pos as u64);
         }
         r.skip_value(ty, key, 1)?;
     }
@@ -945,6 +988,7 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
         kept,
         tensors,
         token_types,
+        token_texts,
     })
 }
 

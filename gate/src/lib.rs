@@ -46,6 +46,7 @@ mod source;
 mod strict_json;
 mod target;
 mod tile;
+mod tokenizer;
 
 pub use check_id::CheckId;
 pub use draft::Form;

@@ -5,9 +5,7 @@
 //!
 //! Each cap on a file's size is sized from the largest real files of its kind, with room to spare,
 //! and every file under one is read in memory a small multiple of its size (headers and indexes are
-//! read straight into their tables, never into a JSON tree). The target's `tokenizer.json` (tens of
-//! megabytes for a 256k-token vocabulary) has no cap because it is never read: `target.tokenizer`
-//! only asks what kind of file it is.
+//! read straight into their tables, never into a JSON tree).
 
 /// The largest container header accepted (the header length prefix `n`). The safetensors reference uses
 /// the same cap; the reference draft's header is under 7 KiB, and a shard of a large public MoE
@@ -102,3 +100,13 @@ pub const GGML_MAX_DIMS: u32 = 4;
 /// The longest integer array of a kept GGUF key held with its elements (`{a}.target_layers` lists
 /// layer ids, so [`MAX_LAYERS`] of them); a longer one is kept by its type and count only.
 pub const MAX_GGUF_KEPT_ARRAY: u64 = MAX_LAYERS;
+
+/// The largest target `tokenizer.json` read. Real ones are about 10 MB (Llama 3's 9 MB, Qwen3's 11 MB
+/// for 151,669 tokens) and up to about 33 MB (Gemma 3's 262,144 tokens and their merges); 64 MiB
+/// leaves twice that. It is read straight into the counts the checks need, never into a JSON tree,
+/// and kept, so a token's text is found by scanning it again.
+pub const MAX_TOKENIZER_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The most entries a tokenizer's `added_tokens` may hold. Real ones hold from a few dozen to a few
+/// thousand (reserved and unused slots).
+pub const MAX_ADDED_TOKENS: usize = 1 << 16;

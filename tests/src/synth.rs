@@ -702,6 +702,11 @@ pub struct TargetPackage {
     pub config: Value,
     pub tensors: Vec<Entry>,
     pub tokenizer: bool,
+    /// How many regular tokens (`t0`, `t1`, ...: ids from 0) the written tokenizer.json has in
+    /// `model.vocab`.
+    pub regular_tokens: u64,
+    /// Its `added_tokens`: (id, content, special).
+    pub added_tokens: Vec<(u64, String, bool)>,
 }
 
 impl TargetPackage {
@@ -719,6 +724,14 @@ impl TargetPackage {
             config,
             tensors: Vec::new(),
             tokenizer: true,
+            // As Qwen3's: regular tokens, then its special tokens, then the mask as the first row
+            // past the last token.
+            regular_tokens: g.mask_token_id.saturating_sub(1),
+            added_tokens: vec![(
+                g.mask_token_id.saturating_sub(1),
+                "<|endoftext|>".to_owned(),
+                true,
+            )],
         };
         target.set_table("model.embed_tokens.weight", g.vocab_size, g.hidden);
         target.set_table("lm_head.weight", g.vocab_size, g.hidden);
@@ -746,6 +759,30 @@ impl TargetPackage {
         self.write_as(dir, "model.q4nx")
     }
 
+    /// The tokenizer.json written: a BPE model of [`TargetPackage::regular_tokens`] and the added
+    /// tokens, as the tokenizers library serializes one.
+    pub fn tokenizer_json(&self) -> Vec<u8> {
+        let vocab: serde_json::Map<String, Value> = (0..self.regular_tokens)
+            .map(|i| (format!("t{i}"), i.into()))
+            .collect();
+        let added: Vec<Value> = self
+            .added_tokens
+            .iter()
+            .map(|(id, content, special)| {
+                json!({"id": id, "content": content, "single_word": false, "lstrip": false,
+                    "rstrip": false, "normalized": false, "special": special})
+            })
+            .collect();
+        let tokenizer = json!({
+            "version": "1.0",
+            "truncation": null,
+            "padding": null,
+            "added_tokens": added,
+            "model": {"type": "BPE", "dropout": null, "vocab": vocab, "merges": []},
+        });
+        serde_json::to_vec(&tokenizer).expect("serializes")
+    }
+
     /// Writes the target with its weight header under `weight_file` (e.g. `model.safetensors`).
     pub fn write_as(&self, dir: &Path, weight_file: &str) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
@@ -754,7 +791,7 @@ impl TargetPackage {
             serde_json::to_vec_pretty(&self.config)?,
         )?;
         if self.tokenizer {
-            std::fs::write(dir.join("tokenizer.json"), b"{\"version\": \"1.0\"}")?;
+            std::fs::write(dir.join("tokenizer.json"), self.tokenizer_json())?;
         }
         let header = header_bytes(&self.tensors, &[]);
         let data_len = self.tensors.last().map_or(0, |e| e.offsets[1]);

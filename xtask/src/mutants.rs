@@ -211,6 +211,17 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "target GGUF reader layers", file: "gate/src/target/gguf.rs", from: "num_hidden_layers: count(header, &format!(\"{arch}.block_count\")),", to: "num_hidden_layers: count(header, &format!(\"{arch}.context_length\")),", filter: "target_forms::gguf_target_fewer_layers" },
     Mutant { check: "target GGUF reader vocab", file: "gate/src/target/gguf.rs", from: "Some(t) if t.dims.len() == 2 => Ok(t.dims[1]),", to: "Some(t) if t.dims.len() == 2 => Ok(t.dims[0]),", filter: "target_forms::gguf_target_matches" },
     Mutant { check: "target text_config strict", file: "gate/src/target/folder.rs", from: "None | Some(Value::Null) | Some(Value::Object(_)) => {}", to: "_ => {}", filter: "target_forms::text_config_of_the_wrong_type" },
+    Mutant { check: "target.mask_token live id", file: "gate/src/tokenizer.rs", from: ".filter(|l| l.id == mask)", to: ".filter(|l| l.id == mask && false)", filter: "target_tokenizer::mask_is_eos_in_config" },
+    Mutant { check: "target.mask_token padded row", file: "gate/src/tokenizer.rs", from: "if mask >= vocabulary.count {", to: "if true {", filter: "target_tokenizer::mask_is_a_regular_token" },
+    Mutant { check: "target.mask_token added special", file: "gate/src/tokenizer.rs", from: "return if a.special {", to: "return if !a.special {", filter: "target_tokenizer::mask_is_an_added_special_token" },
+    Mutant { check: "target.tokenizer token count", file: "gate/src/tokenizer.rs", from: "Ok(rows) if v.count <= rows => Check::pass(", to: "Ok(rows) if true => Check::pass(", filter: "target_tokenizer::tokenizer_larger_than_the_rows" },
+    Mutant { check: "target.tokenizer size limit", file: "gate/src/tokenizer.rs", from: "let bytes = file.read_all(cap)?;", to: "let bytes = file.read_all(u64::MAX)?;", filter: "target_tokenizer::hostile::over_the_size_limit" },
+    Mutant { check: "target.tokenizer duplicate key", file: "gate/src/tokenizer.rs", from: "if !seen.insert(k.clone()) {", to: "if !seen.insert(k.clone()) && false {", filter: "target_tokenizer::hostile::duplicate_keys" },
+    Mutant { check: "target.mask_token regular token", file: "gate/src/tokenizer.rs", from: "Some(text) => Check::fail(", to: "Some(text) => Check::pass(", filter: "target_tokenizer::mask_is_a_regular_token" },
+    Mutant { check: "target.tokenizer token id", file: "gate/src/tokenizer.rs", from: "v.as_u64().ok_or_else(", to: "v.as_u64().or(Some(0)).ok_or_else(", filter: "target_tokenizer::hostile::negative_id" },
+    Mutant { check: "target.tokenizer link rule", file: "gate/src/tokenizer.rs", from: "Err(e @ (FileError::Outside { .. } | FileError::Changed { .. })) => Err(e.into()),", to: "Err(e @ FileError::Changed { .. }) => Err(e.into()),", filter: "target_tokenizer::hostile::link_out_of_the_target" },
+    Mutant { check: "target.mask_token generation_config", file: "gate/src/tokenizer.rs", from: "live_ids(&generation, GENERATION_CONFIG, &mut tokens);", to: "let _ = &generation;", filter: "target_tokenizer::mask_is_eos_in_generation_config" },
+    Mutant { check: "target.mask_token tokenizer_config", file: "gate/src/tokenizer.rs", from: "ids[i] = Some(a.id);", to: "ids[i] = None;", filter: "target_tokenizer::mask_is_eos_in_tokenizer_config" },
 ];
 
 /// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of

@@ -2,7 +2,7 @@
 //! headers of its weight files; a hub cache entry is resolved to its snapshot before it gets here).
 
 use super::tokenizer::{tokenizer_at, TOKENIZER_FILE};
-use super::Target;
+use super::{Target, Tokenizer};
 use crate::checkpoint;
 use crate::config::{Field, FieldProblem, ProblemKind};
 use crate::container::TensorInfo;
@@ -25,12 +25,14 @@ pub fn read(dir: &Path) -> Result<Target, PackageError> {
     let inside = files::Inside::package(dir)?;
     let (_, config, config_file) =
         crate::checkpoint::read_config_inside(dir, "target's", Some(&inside))?;
+    let tokenizer = tokenizer_at(&dir.join(TOKENIZER_FILE));
     let target = Target {
         hidden_size: stated(&config, "hidden_size"),
         num_hidden_layers: stated(&config, "num_hidden_layers"),
         vocab_size: stated(&config, "vocab_size"),
         tensors: read_headers(dir, &inside)?,
-        tokenizer: tokenizer_at(&dir.join(TOKENIZER_FILE)),
+        tokens: crate::tokenizer::read(dir, &inside, &config, tokenizer == Tokenizer::Present)?,
+        tokenizer,
         stated_in: super::StatedIn::Config,
     };
     // The config and the weight headers were there together: a config renamed into place while the

@@ -37,6 +37,8 @@ pub fn read(path: &Path) -> Result<Target, PackageError> {
         });
     };
     let tokens = gguf.token_type(0).map(|(count, _)| count);
+    // The token texts live in the metadata, not the data section: reading them keeps the rule.
+    let texts = gguf.token_texts();
     let embd = header.tensor(TOKEN_EMBD);
     let vocab_size = match embd {
         Some(t) if t.dims.len() == 2 => Ok(t.dims[1]),
@@ -64,9 +66,26 @@ pub fn read(path: &Path) -> Result<Target, PackageError> {
         num_hidden_layers: count(header, &format!("{arch}.block_count")),
         vocab_size,
         tensors,
-        tokenizer: match tokens {
+        tokenizer: match texts {
             Some(_) => Tokenizer::Present,
             None => Tokenizer::Absent,
+        },
+        tokens: match texts {
+            Some(texts) => {
+                let id = |key: &str| match header.get(key).map(|k| &k.value) {
+                    Some(Value::Integer(i)) => Some(*i),
+                    _ => None,
+                };
+                crate::tokenizer::Tokens::from_gguf(
+                    texts,
+                    gguf.token_type_list().as_deref(),
+                    id("tokenizer.ggml.bos_token_id"),
+                    id("tokenizer.ggml.eos_token_id"),
+                    id("tokenizer.ggml.padding_token_id"),
+                    id("tokenizer.ggml.unknown_token_id"),
+                )
+            }
+            None => crate::tokenizer::Tokens::default(),
         },
         stated_in: super::StatedIn::Gguf,
     };

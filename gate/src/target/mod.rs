@@ -38,6 +38,8 @@ pub struct Target {
     /// checkpoint, single or sharded), or why the target has none to read.
     pub tensors: Result<Vec<TensorInfo>, String>,
     pub tokenizer: Tokenizer,
+    /// What the target's tokenizer files (or a GGUF's `tokenizer.ggml.*`) say of its tokens.
+    pub tokens: crate::tokenizer::Tokens,
     /// Where the counts above were read.
     pub stated_in: StatedIn,
 }
@@ -162,7 +164,11 @@ mod tests {
     fn target_dir(config: &str) -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join(crate::files::CONFIG_FILE), config).expect("config");
-        std::fs::write(dir.path().join(TOKENIZER_FILE), b"{}").expect("tokenizer");
+        std::fs::write(
+            dir.path().join(TOKENIZER_FILE),
+            br#"{"added_tokens": [], "model": {"vocab": {"a": 0}}}"#,
+        )
+        .expect("tokenizer");
         dir
     }
 
@@ -193,6 +199,7 @@ mod tests {
             vocab_size: Ok(1000),
             tensors: Ok(tables),
             tokenizer: Tokenizer::Present,
+            tokens: Default::default(),
             stated_in: StatedIn::Config,
         }
     }

@@ -15,7 +15,8 @@ use std::path::Path;
 /// UNDECIDED rather than a verdict.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Tokenizer {
-    /// A regular file (symlinks followed). It is not read: the gate checks only that it is there.
+    /// A regular file (symlinks followed), then read by `crate::tokenizer` into [`Target::tokens`]
+    /// (for a GGUF target: its `tokenizer.ggml.tokens` array).
     Present,
     /// Nothing there.
     Absent,
@@ -43,8 +44,8 @@ impl Tokenizer {
 /// The file `target.tokenizer` looks for: drafts carry no tokenizer and use the target's.
 pub const TOKENIZER_FILE: &str = "tokenizer.json";
 
-/// What is at `path`, by `stat` (symlinks followed). The file is never opened: its presence is all
-/// the check asks, and opening a device or FIFO only to learn its kind is not worth the risk.
+/// What is at `path`, by `stat` (symlinks followed), before it is opened: only a regular file is then
+/// read (`crate::tokenizer::read`); a device or FIFO is never opened only to learn its kind.
 pub(super) fn tokenizer_at(path: &Path) -> Tokenizer {
     match std::fs::metadata(path) {
         Ok(meta) => match files::not_regular(meta.file_type()) {
@@ -119,7 +120,8 @@ pub(super) fn mask(draft: &DraftConfig, target: &Target) -> Check {
         },
     };
     if m < v {
-        Check::pass(MASK, format!("mask_token_id {m} is below {whose} {v}")).with_evidence(evidence)
+        crate::tokenizer::mask_check(MASK, m, &format!("{whose} {v}"), &target.tokens)
+            .with_evidence(evidence)
     } else {
         Check::fail(MASK, format!("mask_token_id {m} is not below {whose} {v}"))
             .with_evidence(evidence)
@@ -131,9 +133,13 @@ pub(super) fn tokenizer(target: &Target) -> Check {
         tokenizer: target.tokenizer.token(),
     };
     let check = match &target.tokenizer {
-        Tokenizer::Present => Check::pass(
+        Tokenizer::Present => crate::tokenizer::tokenizer_check(
             TOKENIZER,
-            "the target carries tokenizer.json (drafts share the target's tokenizer)",
+            &target.tokens,
+            target
+                .vocab_size
+                .clone()
+                .map_err(|p| format!("the target's vocab_size: {p}")),
         ),
         Tokenizer::Absent => Check::fail(
             TOKENIZER,

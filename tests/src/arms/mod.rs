@@ -28,6 +28,7 @@ use std::path::Path;
 pub mod source;
 pub mod target_forms;
 pub mod target_read;
+pub mod target_tokenizer;
 
 /// The generator seed every arm uses: fixed, so a failure reproduces.
 pub const SEED: u64 = 0x0df1_a5a0;
@@ -306,7 +307,12 @@ pub fn all() -> Vec<Arm> {
         with_target("control::target_vocab_differs", none, |t| set(t, "vocab_size", 1200), fail("target.vocab", &["the draft's vocab_size is 1000, the target's 1200"])),
         with_target("control::target_embedding_rows_differ", none, |t| t.set_table("model.embed_tokens.weight", 999, 256), fail("target.vocab", &["model.embed_tokens.weight has 999 rows, vocab_size is 1000"])),
         with_target("control::mask_token_beyond_target_vocab", drop_vocab_size, shrink_target_vocab, fail("target.mask_token", &["mask_token_id 999 is not below the target's vocab_size 999"])),
-        with_target("control::target_without_tokenizer", none, |t| t.tokenizer = false, fail("target.tokenizer", &["no tokenizer.json"])),
+        with_target("control::target_without_tokenizer", none, |t| t.tokenizer = false, Expect::Refused {
+            check: "target.tokenizer",
+            outcome: Outcome::Fail,
+            mentions: &["no tokenizer.json"],
+            also: &[("target.mask_token", Outcome::Undecided, "with no tokenizer to read, whether the mask is a token of the target is not decided")],
+        }),
         with_target("control::target_embedding_wider_than_its_hidden_size", none, |t| t.set_table("model.embed_tokens.weight", 1000, 512), fail("target.hidden_size", &["model.embed_tokens.weight is BF16 [1000, 512]: 512 wide, the target's hidden_size is 256"])),
         with_target("control::target_hidden_size_a_string", none, |t| t.config["hidden_size"] = "256".into(), Expect::Refused {
             check: "target.hidden_size",

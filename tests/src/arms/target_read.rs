@@ -3,30 +3,14 @@
 //! safetensors target, single or sharded, has its embedding rows counted from its headers; a target
 //! with nothing to count leaves `target.vocab` UNDECIDED, never PASS.
 
-use super::{Base, SEED};
-use crate::defects::Scenario;
-use crate::synth::{header_bytes, Encoding, Package, TargetPackage};
+use super::Base;
+use crate::synth::{header_bytes, TargetPackage};
 use dflash_gate::{Outcome, Report};
 use std::path::Path;
 
 /// Gates the small package against a matching target that `bend` then edits on disk.
 fn against(bend: fn(&Path)) -> Result<Result<Report, dflash_gate::PackageError>, String> {
-    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (draft, target) = (root.path().join("draft"), root.path().join("target"));
-    std::fs::create_dir(&draft).map_err(|e| e.to_string())?;
-    Scenario::new(Package::generate(
-        &Base::Small.geometry(),
-        Encoding::default(),
-        SEED,
-    ))
-    .write(&draft)
-    .map_err(|e| e.to_string())?;
-    TargetPackage::matching(&Base::Small.geometry())
-        .write(&target)
-        .map_err(|e| e.to_string())?;
-    bend(&target);
-    let options = dflash_gate::Options::default().with_target(target);
-    Ok(dflash_gate::gate(&draft, &options))
+    super::target_tokenizer::gate(|_| {}, bend)
 }
 
 fn expect_error(bend: fn(&Path), reason: &str, names: &str) -> Result<(), String> {
