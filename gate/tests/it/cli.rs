@@ -241,11 +241,11 @@ fn manifest_and_target_options_run_their_checks() {
     let o = gate_dir(&d, &["--target", target.to_str().unwrap()]);
     let text = stdout(&o);
     assert!(text.contains("PASS       target.hidden_size"), "{text}");
-    // A target with no weight file has no embedding rows to count: undecided, never a pass, and
-    // the agreement's NOT CHECKED line stays.
-    assert!(text.contains("UNDECIDED  target.vocab"), "{text}");
-    assert!(text.contains("agreement with the target"), "{text}");
-    assert_eq!(o.status.code(), Some(3), "{text}");
+    // A target with only its config.json: the config's vocab_size is its rows, every target check
+    // decides, and the agreement's NOT CHECKED line goes.
+    assert!(text.contains("PASS       target.vocab"), "{text}");
+    assert!(!text.contains("agreement with the target"), "{text}");
+    assert_eq!(o.status.code(), Some(0), "{text}");
     assert_eq!(
         gate_dir(&d, &["--target", "/nonexistent"]).status.code(),
         Some(2)
