@@ -135,9 +135,12 @@ const TASKS: &[Task] = &[
     Task {
         name: "mutants",
         run: mutants::run,
-        usage: "mutants",
+        usage: "mutants [--jobs N] [WORD...]",
         about: "break each check on purpose; every mutant must turn an arm red",
-        options: &[],
+        options: &[
+            ("--jobs N", "N copies of the tree, each taking the next row (default 1)"),
+            ("WORD...", "only the rows whose check or filter contains a word"),
+        ],
     },
     Task {
         name: "bless",

@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The longest one mutant's build and suite run may take (a warm build and one arm take seconds).
@@ -224,64 +225,156 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "target.mask_token tokenizer_config", file: "gate/src/tokenizer.rs", from: "ids[i] = Some(a.id);", to: "ids[i] = None;", filter: "target_tokenizer::mask_is_eos_in_tokenizer_config" },
 ];
 
-/// `cargo xtask mutants [WORD...]`: every row, or only the rows whose check or filter contains one of
-/// the words (to see one check go red without breaking all the others).
-pub fn run(words: &[String]) -> Result<ExitCode, String> {
+/// `cargo xtask mutants [--jobs N] [WORD...]`: every row, or only the rows whose check or filter
+/// contains one of the words (to see one check go red without breaking all the others). With
+/// `--jobs N`, N copies of the tree each take the next row as they finish one: a row's rebuild is a
+/// chain of crates that keeps a second core only partly busy.
+pub fn run(args: &[String]) -> Result<ExitCode, String> {
+    let (jobs, words) = jobs(args)?;
     let cargo = crate::cargo();
-    let tree = copy_tree(&crate::root())?;
-    let (mut killed, mut survived) = (0, 0);
-    let chosen = MUTANTS.iter().filter(|m| {
-        words.is_empty()
-            || words
-                .iter()
-                .any(|w| m.check.contains(w.as_str()) || m.filter.contains(w.as_str()))
-    });
-    for m in chosen {
-        let path = tree.join(m.file);
-        let original = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", m.file))?;
-        // Only the code under test is mutated, never a test's own reference copy of a line.
-        let code_end = original
-            .find("\n#[cfg(test)]\nmod tests")
-            .unwrap_or(original.len());
-        let (code, tests) = original.split_at(code_end);
-        if code.matches(m.from).count() != 1 {
-            println!(
-                "STALE     {:<24} {}: the line to break is not there exactly once",
-                m.check, m.file
-            );
-            survived += 1;
-            continue;
-        }
-        let mutated = format!("{}{tests}", code.replacen(m.from, m.to, 1));
-        std::fs::write(&path, mutated).map_err(|e| e.to_string())?;
-        let outcome = run_suite(&cargo, &tree, m.filter);
-        std::fs::write(&path, &original).map_err(|e| format!("restoring {}: {e}", m.file))?;
-        match outcome? {
-            Suite::Red => {
-                println!("KILLED    {:<24} {} red", m.check, m.filter);
-                killed += 1;
-            }
-            Suite::Hung => {
-                println!(
-                    "KILLED    {:<24} {} hung past {RUN_LIMIT:?}: killed (a hang is red)",
-                    m.check, m.filter
-                );
-                killed += 1;
-            }
-            Suite::Green => {
-                println!(
-                    "SURVIVED  {:<24} {} stayed green (or did not build)",
-                    m.check, m.filter
-                );
-                survived += 1;
-            }
-        }
-    }
+    let root = crate::root();
+    let trees = (0..jobs)
+        .map(|j| copy_tree(&root, j))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Each copy is built unmutated first, outside any row's time limit: a cold build that outlasted
+    // the limit would otherwise be counted a hang, and so red, whatever the mutant did.
+    std::thread::scope(|scope| {
+        let builds: Vec<_> = trees
+            .iter()
+            .map(|tree| scope.spawn(|| warm(&cargo, tree)))
+            .collect();
+        builds.into_iter().try_for_each(|b| {
+            b.join()
+                .unwrap_or_else(|_| Err("a warm-up build panicked".into()))
+        })
+    })?;
+    let chosen: Vec<&Mutant> = MUTANTS
+        .iter()
+        .filter(|m| {
+            words.is_empty()
+                || words
+                    .iter()
+                    .any(|w| m.check.contains(w.as_str()) || m.filter.contains(w.as_str()))
+        })
+        .collect();
+    let next = AtomicUsize::new(0);
+    let (killed, survived) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = trees
+            .iter()
+            .map(|tree| {
+                scope.spawn(|| -> Result<(), String> {
+                    while let Some(m) = chosen.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let red = row(&cargo, tree, m)?;
+                        if red { &killed } else { &survived }.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|w| {
+            w.join()
+                .unwrap_or_else(|_| Err("a mutant worker panicked".into()))
+        })
+    })?;
+    let (killed, survived) = (killed.into_inner(), survived.into_inner());
     println!("{killed} passed, {survived} failed");
-    Ok(if survived == 0 {
+    Ok(if survived == 0 && killed == chosen.len() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    })
+}
+
+/// `--jobs N` (a whole number from 1 to 8) and the words left.
+fn jobs(args: &[String]) -> Result<(usize, Vec<String>), String> {
+    let mut jobs = 1;
+    let mut words = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--jobs" {
+            let n = it.next().ok_or("--jobs needs a number")?;
+            jobs = n
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=8).contains(n))
+                .ok_or(format!("--jobs {n}: not a whole number from 1 to 8"))?;
+        } else {
+            words.push(a.clone());
+        }
+    }
+    Ok((jobs, words))
+}
+
+/// Builds the unmutated suite in `tree`; a tree that does not build is an error, not a row.
+fn warm(cargo: &str, tree: &Path) -> Result<(), String> {
+    let out = Command::new(cargo)
+        .args([
+            "test",
+            "--quiet",
+            "--no-run",
+            "--package",
+            "dflash-gate",
+            "--test",
+            "suite",
+        ])
+        .current_dir(tree)
+        .env("CARGO_TARGET_DIR", tree.join("target"))
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{cargo} test --no-run: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "the unmutated copy {} does not build:\n{}",
+            tree.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(())
+}
+
+/// One row in `tree`: the line broken, the suite run, the line restored. Whether the suite went red.
+fn row(cargo: &str, tree: &Path, m: &Mutant) -> Result<bool, String> {
+    let path = tree.join(m.file);
+    let original = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", m.file))?;
+    // Only the code under test is mutated, never a test's own reference copy of a line.
+    let code_end = original
+        .find("\n#[cfg(test)]\nmod tests")
+        .unwrap_or(original.len());
+    let (code, tests) = original.split_at(code_end);
+    if code.matches(m.from).count() != 1 {
+        println!(
+            "STALE     {:<24} {}: the line to break is not there exactly once",
+            m.check, m.file
+        );
+        return Ok(false);
+    }
+    let mutated = format!("{}{tests}", code.replacen(m.from, m.to, 1));
+    std::fs::write(&path, mutated).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let outcome = run_suite(cargo, tree, m.filter);
+    std::fs::write(&path, &original).map_err(|e| format!("restoring {}: {e}", m.file))?;
+    let took = started.elapsed().as_secs_f64();
+    Ok(match outcome? {
+        Suite::Red => {
+            println!("KILLED    {:<24} {} red ({took:.0} s)", m.check, m.filter);
+            true
+        }
+        Suite::Hung => {
+            println!(
+                "KILLED    {:<24} {} hung past {RUN_LIMIT:?}: killed (a hang is red)",
+                m.check, m.filter
+            );
+            true
+        }
+        Suite::Green => {
+            println!(
+                "SURVIVED  {:<24} {} stayed green (or did not build) ({took:.0} s)",
+                m.check, m.filter
+            );
+            false
+        }
     })
 }
 
@@ -347,10 +440,13 @@ fn run_suite(cargo: &str, tree: &Path, filter: &str) -> Result<Suite, String> {
     })
 }
 
-/// Refreshes `target/mutants/tree` from the working tree (every file git tracks or would track),
+/// Refreshes `target/mutants/tree` (or `tree-N`, the N-th job's copy) from the working tree (every file git tracks or would track),
 /// rewriting only files whose contents differ so the copy's builds stay incremental.
-fn copy_tree(root: &Path) -> Result<PathBuf, String> {
-    let tree = root.join("target/mutants/tree");
+fn copy_tree(root: &Path, index: usize) -> Result<PathBuf, String> {
+    let tree = match index {
+        0 => root.join("target/mutants/tree"),
+        j => root.join(format!("target/mutants/tree-{j}")),
+    };
     let listed = Command::new("git")
         .args([
             "ls-files",
