@@ -1,6 +1,7 @@
 //! The GGUF reader on arbitrary bytes, in memory and as a file: both must agree, and every tensor
 //! the reader accepts is scanned for non-finite values and dequantized (or refused by type) without
-//! a panic. The reader's own bounds keep the output buffers to what the file's bytes hold.
+//! a panic. The reader's own bounds keep the output buffers to what the file's bytes hold. The same
+//! file is then gated as a draft and read as a target, the two other paths a GGUF takes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -17,6 +18,10 @@ fuzz_target!(|data: &[u8]| {
         let opened = dflash_gate::__private::gguf::Gguf::open(&path);
         assert_eq!(parsed.is_ok(), opened.is_ok(), "parse and open disagree");
         if let Ok(gguf) = opened {
+            let _ = gguf.token_texts();
+            let _ = gguf.token_type_list();
+            let _ = dflash_gate::gate(&path, &dflash_gate::Options::default());
+            let _ = dflash_gate::__private::target::read(&path);
             use dflash_gate::__private::gguf::{dequantize, dequantize_k_quant, k_quant, supported};
             for info in &gguf.header.tensors {
                 let bytes = gguf.data(info).expect("an accepted tensor's bytes are in the file");
