@@ -15,8 +15,11 @@ use crate::report::Check;
 use crate::strict_json::Skip;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::hash_map::RandomState;
 use std::collections::HashSet;
 use std::fmt;
+use std::hash::{BuildHasher, Hasher};
 use std::path::Path;
 
 /// The tokenizer file a Hugging Face target carries.
@@ -352,8 +355,8 @@ impl Vocabulary {
                     text_of: Some(id),
                     ids_of: &[],
                 });
-                let mut json = serde_json::Deserializer::from_slice(bytes);
-                Top { found: &mut found }.deserialize(&mut json).ok()?;
+                // The scan stops, as an error, at the token sought.
+                let _ = scan_all(bytes, &mut found);
                 found.text
             }
         }
@@ -383,6 +386,8 @@ struct Found<'w> {
     added: Vec<Added>,
     text: Option<String>,
     ids: Vec<Option<u64>>,
+    /// When set, the keys of `model.vocab` are only hashed here, for the caller to compare.
+    keys: Option<(Keyed, Vec<u64>)>,
 }
 
 impl<'w> Found<'w> {
@@ -397,6 +402,7 @@ impl<'w> Found<'w> {
             count: 0,
             added: Vec::new(),
             text: None,
+            keys: None,
         }
     }
 
@@ -415,20 +421,73 @@ impl<'w> Found<'w> {
     }
 }
 
+/// Whether no two of `hashes` are equal: spread into buckets by their top bits (one counting pass;
+/// a quarter of the time a full sort takes), then each bucket of a few sorted.
+fn distinct(hashes: &[u64]) -> bool {
+    const BITS: u32 = 14;
+    let bucket = |h: u64| (h >> (64 - BITS)) as usize;
+    let mut starts = vec![0usize; (1 << BITS) + 1];
+    for &h in hashes {
+        starts[bucket(h) + 1] += 1;
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    let mut next = starts.clone();
+    let mut spread = vec![0u64; hashes.len()];
+    for &h in hashes {
+        let at = &mut next[bucket(h)];
+        spread[*at] = h;
+        *at += 1;
+    }
+    starts.windows(2).all(|w| {
+        let one = &mut spread[w[0]..w[1]];
+        one.sort_unstable();
+        one.windows(2).all(|p| p[0] != p[1])
+    })
+}
+
+/// Reads `bytes` as one JSON document into `found`. Text that is UTF-8 throughout (as a tokenizer
+/// is) is read without checking each string again; other bytes are read as bytes, to be refused
+/// where the first string that is not UTF-8 is.
+fn scan_all(bytes: &[u8], found: &mut Found<'_>) -> Result<(), serde_json::Error> {
+    fn run<'de, R: serde_json::de::Read<'de>>(
+        mut json: serde_json::Deserializer<R>,
+        found: &mut Found<'_>,
+    ) -> Result<(), serde_json::Error> {
+        Top { found }.deserialize(&mut json)?;
+        json.end()
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => run(serde_json::Deserializer::from_str(text), found),
+        Err(_) => run(serde_json::Deserializer::from_slice(bytes), found),
+    }
+}
+
 /// Parses tokenizer.json's `bytes`, also finding the ids of the `wanted` texts (added tokens first,
 /// then `model.vocab`, as the tokenizer resolves them).
 fn parse_tokenizer(
     bytes: Vec<u8>,
     wanted: &[String],
 ) -> Result<(Vocabulary, Vec<Option<u64>>), Problem> {
-    let mut found = Found::new(Want {
-        text_of: None,
-        ids_of: wanted,
-    });
-    let mut json = serde_json::Deserializer::from_slice(&bytes);
-    let parsed = Top { found: &mut found }
-        .deserialize(&mut json)
-        .and_then(|()| json.end());
+    let scan = |keys: Option<Keyed>| {
+        let mut found = Found::new(Want {
+            text_of: None,
+            ids_of: wanted,
+        });
+        found.keys = keys.map(|keyed| (keyed, Vec::new()));
+        let parsed = scan_all(&bytes, &mut found);
+        (parsed, found)
+    };
+    // A hash table of 150,000 keys costs more than the rest of the read (a cache miss an entry), so
+    // model.vocab's keys are first only hashed, in order, and the sorted hashes compared. A file
+    // that is not taken as it is (two hashes equal, or any error) is read again checking each key
+    // as it comes, which says exactly what is wrong and where, as for every other object.
+    let (mut parsed, mut found) = scan(Some(Keyed::new()));
+    let clean = parsed.is_ok() && found.keys.as_ref().is_some_and(|(_, h)| distinct(h));
+    if !clean {
+        (parsed, found) = scan(None);
+    }
     let not = |why: String| Problem {
         message: format!("the target's {TOKENIZER_JSON} is not a tokenizer: {why}"),
         undecided: false,
@@ -464,13 +523,147 @@ fn parse_tokenizer(
     ))
 }
 
+/// The keys of one object seen so far, borrowed from the input (a key is copied only when it has
+/// escapes to decode).
+type Seen<'de> = HashSet<Cow<'de, str>, Keyed>;
+
+fn no_keys<'de>() -> Seen<'de> {
+    HashSet::with_hasher(Keyed::new())
+}
+
+/// The hash of [`Seen`]: std's SipHash cost more than the rest of reading a 150,000-entry
+/// vocabulary, so keys are hashed a word at a time by a folded multiply, keyed by a random seed per
+/// set (from std's random keys) so that a file cannot be written to make its keys collide.
+#[derive(Clone)]
+struct Keyed(u64);
+
+impl Keyed {
+    fn new() -> Keyed {
+        Keyed(RandomState::new().hash_one(0x6b65_7965_645f_7365_u64))
+    }
+}
+
+impl BuildHasher for Keyed {
+    type Hasher = Fold;
+    fn build_hasher(&self) -> Fold {
+        Fold(self.0)
+    }
+}
+
+struct Fold(u64);
+
+impl Fold {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+    fn mix(&mut self, word: u64) {
+        let p = u128::from(self.0 ^ word) * u128::from(Self::K);
+        self.0 = (p as u64) ^ ((p >> 64) as u64);
+    }
+}
+
+impl Hasher for Fold {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.mix(u64::from_le_bytes(b));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            // The top byte, never part of a remainder, holds its length: "a" and "a\0" differ.
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            b[7] = rest.len() as u8;
+            self.mix(u64::from_le_bytes(b));
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        let p = u128::from(self.0) * u128::from(Self::K.rotate_left(29));
+        (p as u64) ^ ((p >> 64) as u64)
+    }
+}
+
+/// A map key as the input holds it: borrowed when it has no escapes.
+struct KeyText;
+
+impl<'de> DeserializeSeed<'de> for KeyText {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyText {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v))
+    }
+}
+
+/// A value where a token id is expected: `Ok` with a non-negative integer, taken as is (no JSON value
+/// is built for it); anything else read whole as a JSON value, `Err`, for [`token_id`] to refuse by
+/// name.
+struct IdValue;
+
+impl<'de> DeserializeSeed<'de> for IdValue {
+    type Value = Result<u64, Value>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for IdValue {
+    type Value = Result<u64, Value>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Ok(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Err(Value::from(v)))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        // As serde_json reads a float into a value.
+        Ok(Err(
+            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+        ))
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Err(Value::Bool(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Err(Value::String(v.to_owned())))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Err(Value::Null))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        serde::Deserialize::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Err)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        serde::Deserialize::deserialize(de::value::MapAccessDeserializer::new(map)).map(Err)
+    }
+}
+
 /// A map's next key, refused when it repeats one already seen.
 fn key<'de, A: MapAccess<'de>>(
     map: &mut A,
-    seen: &mut HashSet<String>,
+    seen: &mut Seen<'de>,
     at: &str,
-) -> Result<Option<String>, A::Error> {
-    let Some(k) = map.next_key::<String>()? else {
+) -> Result<Option<Cow<'de, str>>, A::Error> {
+    let Some(k) = map.next_key_seed(KeyText)? else {
         return Ok(None);
     };
     if !seen.insert(k.clone()) {
@@ -523,9 +716,9 @@ impl<'de> Visitor<'de> for Top<'_, '_> {
         f.write_str("a JSON object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
+        let mut seen = no_keys();
         while let Some(k) = key(&mut map, &mut seen, "the top-level object")? {
-            match k.as_str() {
+            match &*k {
                 "added_tokens" => {
                     self.found.has_added = true;
                     map.next_value_seed(AddedList {
@@ -583,10 +776,10 @@ impl<'de> Visitor<'de> for AddedEntry {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Added, A::Error> {
         let i = self.index;
         let at = format!("added_tokens[{i}]");
-        let mut seen = HashSet::new();
+        let mut seen = no_keys();
         let (mut id, mut content, mut special) = (None, None, false);
         while let Some(k) = key(&mut map, &mut seen, &at)? {
-            match k.as_str() {
+            match &*k {
                 "id" => {
                     let v: Value = map.next_value()?;
                     id = Some(token_id::<A::Error>(&v, &format_args!("{at}.id"))?);
@@ -635,7 +828,7 @@ impl<'de> Visitor<'de> for Model<'_, '_> {
         f.write_str("model as an object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
+        let mut seen = no_keys();
         while let Some(k) = key(&mut map, &mut seen, "model")? {
             if k == "vocab" {
                 self.found.has_vocab = true;
@@ -662,11 +855,31 @@ impl<'de> Visitor<'de> for Vocab<'_, '_> {
         f.write_str("model.vocab as an object or an array")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
-        while let Some(k) = key(&mut map, &mut seen, "model.vocab")? {
-            let v: Value = map.next_value()?;
-            let id = token_id::<A::Error>(&v, &format_args!("model.vocab[{k:?}]"))?;
+        // A scan for one token's text reads bytes already read whole and found valid: it neither
+        // checks keys again nor goes on past the token.
+        let rescan = self.found.want.text_of.is_some();
+        let mut seen = no_keys();
+        loop {
+            let k = if rescan {
+                map.next_key_seed(KeyText)?
+            } else if let Some((keyed, hashes)) = &mut self.found.keys {
+                let k = map.next_key_seed(KeyText)?;
+                if let Some(k) = &k {
+                    hashes.push(keyed.hash_one(&**k));
+                }
+                k
+            } else {
+                key(&mut map, &mut seen, "model.vocab")?
+            };
+            let Some(k) = k else { break };
+            let id = match map.next_value_seed(IdValue)? {
+                Ok(id) => id,
+                Err(v) => token_id::<A::Error>(&v, &format_args!("model.vocab[{k:?}]"))?,
+            };
             self.found.entry(&k, id);
+            if self.found.text.is_some() {
+                return Err(de::Error::custom("found the token sought"));
+            }
         }
         Ok(())
     }
@@ -885,6 +1098,16 @@ mod tests {
             br#"{"added_tokens": [], "model": {"vocab": {"a": 0, "a": 1}}}"#,
             "duplicate key \"a\" in model.vocab",
         );
+        // The same key spelt with an escape, and a repeat far from the first.
+        refused(
+            br#"{"added_tokens": [], "model": {"vocab": {"a": 0, "b": 1, "\u0061": 2}}}"#,
+            "duplicate key \"a\" in model.vocab",
+        );
+        let mut far = tokenizer(5000, &[]);
+        far.truncate(far.len() - "}, \"merges\": []}}".len());
+        far.extend_from_slice(b", \"t17\": 9}, \"merges\": []}}");
+        refused(&far, "duplicate key \"t17\" in model.vocab");
+        assert!(distinct(&[3, 1 << 63, 2, 1]) && !distinct(&[5, 1 << 63, 7, 5]));
         refused(
             br#"{"added_tokens": [], "added_tokens": [], "model": {"vocab": {}}}"#,
             "duplicate key \"added_tokens\"",
