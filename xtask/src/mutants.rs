@@ -461,12 +461,14 @@ fn copy_tree(root: &Path, index: usize) -> Result<PathBuf, String> {
     if !listed.status.success() {
         return Err("git ls-files failed: the tree to copy is not a git checkout".to_owned());
     }
+    let mut kept = std::collections::HashSet::new();
     for name in listed.stdout.split(|&b| b == 0).filter(|n| !n.is_empty()) {
         let name = std::str::from_utf8(name).map_err(|e| e.to_string())?;
         let from = root.join(name);
         let Ok(bytes) = std::fs::read(&from) else {
             continue; // listed but deleted in the working tree
         };
+        kept.insert(PathBuf::from(name));
         let to = tree.join(name);
         if std::fs::read(&to).is_ok_and(|old| old == bytes) {
             continue;
@@ -476,5 +478,36 @@ fn copy_tree(root: &Path, index: usize) -> Result<PathBuf, String> {
         }
         std::fs::write(&to, &bytes).map_err(|e| format!("{}: {e}", to.display()))?;
     }
+    // A file the working tree no longer has goes from the copy too: a module moved into a folder
+    // left behind would make the copy ambiguous, and no row of it would build.
+    remove_unlisted(&tree, Path::new(""), &kept)?;
     Ok(tree)
+}
+
+/// Removes every file under `tree/dir` not in `kept` (paths relative to `tree`), skipping the copy's
+/// own cargo `target` directory.
+fn remove_unlisted(
+    tree: &Path,
+    dir: &Path,
+    kept: &std::collections::HashSet<PathBuf>,
+) -> Result<(), String> {
+    let here = tree.join(dir);
+    let entries = std::fs::read_dir(&here).map_err(|e| format!("{}: {e}", here.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{}: {e}", here.display()))?;
+        let relative = dir.join(entry.file_name());
+        if relative == Path::new("target") {
+            continue;
+        }
+        let kind = entry
+            .file_type()
+            .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        if kind.is_dir() {
+            remove_unlisted(tree, &relative, kept)?;
+        } else if !kept.contains(&relative) {
+            std::fs::remove_file(entry.path())
+                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        }
+    }
+    Ok(())
 }
