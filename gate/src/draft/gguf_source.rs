@@ -21,6 +21,7 @@ use crate::escape::escape;
 use crate::evidence::{SourceBf16, SourceQ41};
 use crate::gguf::{GgmlType, Gguf, TensorInfo};
 use crate::report::Check;
+use crate::source::gguf::config::compare;
 use crate::source::{source_names, squeezed, values, BF16, CHECKS, CONFIG, Q4_1};
 use half::f16;
 use std::collections::{BTreeMap, HashSet};
@@ -39,12 +40,7 @@ pub fn blocked(by: &'static str, why: &str) -> Vec<Check> {
 /// The `source.*` checks of a GGUF draft that parsed and is `dflash`, against the checkpoint `source`.
 pub fn checks(gguf: &Gguf, source: &Checkpoint) -> Vec<Check> {
     let config = match DraftConfig::parse(&source.headers.config) {
-        Ok((config, json)) => crate::source::gguf::config::compare(
-            &config,
-            &json,
-            &gguf.header,
-            "source folder's config",
-        ),
+        Ok((config, json)) => compare(&config, &json, &gguf.header, "source folder's config"),
         Err(why) => Check::fail(
             CONFIG,
             format!("the source's config.json declares no draft the gate reads: {why}"),
