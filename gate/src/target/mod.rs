@@ -89,7 +89,102 @@ pub fn checks(evaluation: &Evaluation<'_>, target: &Target) -> Vec<Check> {
     }
 }
 
+/// The `target.*` checks for a GGUF draft, from its metadata (`meta`, when `config.geometry` passed
+/// it) by the same checks as a config's. `dflash` is whether `config.is_dflash` passed: a GGUF that
+/// is no draft, or does not parse, has no geometry to hold against the target.
+pub fn of_gguf(
+    meta: Option<&crate::draft::gguf::Meta>,
+    dflash: bool,
+    target: &Target,
+) -> Vec<Check> {
+    match meta {
+        Some(meta) if dflash => of(&Draft::of_gguf(meta), target),
+        None if dflash => CHECKS
+            .iter()
+            .map(|id| {
+                Check::blocked(
+                    *id,
+                    crate::check_id::CheckId::CONFIG_GEOMETRY,
+                    "--target given: not compared, config.geometry refused the GGUF's metadata",
+                )
+            })
+            .collect(),
+        _ => crate::evaluation::refused_step(&CHECKS, "--target"),
+    }
+}
+
+/// The draft-side values the `target.*` checks compare, whatever form the draft is in, and how a
+/// message names where each was read: a config's field names, or a GGUF draft's metadata keys.
+pub struct Draft {
+    pub hidden_size: Field<u64>,
+    /// The target layers the draft reads, as Hugging Face ids (a GGUF stores each plus one).
+    pub target_layer_ids: Field<Vec<u64>>,
+    /// How many layers the draft says its target has (a GGUF draft states none).
+    pub num_target_layers: Field<Option<u64>>,
+    pub vocab_size: Field<Option<u64>>,
+    pub mask_token_id: Field<Option<u64>>,
+    /// A GGUF draft's `dflash.target_layers` as stored and the key its mask id was read from; `None`
+    /// for a config.
+    pub gguf: Option<(Vec<u64>, String)>,
+}
+
+impl Draft {
+    pub fn of_config(c: &DraftConfig) -> Draft {
+        Draft {
+            hidden_size: c.hidden_size.clone(),
+            target_layer_ids: c.target_layer_ids.clone(),
+            num_target_layers: c.num_target_layers.clone(),
+            vocab_size: c.vocab_size.clone(),
+            mask_token_id: c.mask_token_id.clone(),
+            gguf: None,
+        }
+    }
+
+    /// A GGUF draft's metadata: `dflash.target_layers` minus one are the Hugging Face ids it means,
+    /// and it states no `num_target_layers`, so depth asks only that each id be a layer the target has.
+    pub fn of_gguf(m: &crate::draft::gguf::Meta) -> Draft {
+        Draft {
+            hidden_size: Ok(m.hidden),
+            target_layer_ids: Ok(m.target_layers.iter().map(|v| v - 1).collect()),
+            num_target_layers: Ok(None),
+            vocab_size: Ok(m.vocab),
+            mask_token_id: Ok(Some(m.mask_token_id)),
+            gguf: Some((m.target_layers.clone(), m.mask_key.clone())),
+        }
+    }
+
+    /// The layer ids as a message names them: `target_layer_ids [1, 3]`, or for a GGUF draft
+    /// `dflash.target_layers [2, 4] in the GGUF, the HF ids [1, 3]`.
+    fn taps_named(&self, taps: &[u64]) -> String {
+        match &self.gguf {
+            None => format!("target_layer_ids {taps:?}"),
+            Some((stored, _)) => format!(
+                "{}.target_layers {stored:?} in the GGUF, the HF ids {taps:?}",
+                crate::draft::gguf::ARCHITECTURE
+            ),
+        }
+    }
+
+    /// Where the draft's hidden size and mask token were read, for a GGUF draft (a config's messages
+    /// name its fields already).
+    fn read_at(&self, what: &str) -> String {
+        match (&self.gguf, what) {
+            (None, _) => String::new(),
+            (Some((_, key)), "mask") => format!(" ({key} in the GGUF)"),
+            (Some(_), _) => format!(
+                " ({}.embedding_length in the GGUF)",
+                crate::draft::gguf::ARCHITECTURE
+            ),
+        }
+    }
+}
+
 fn of_draft(draft: &DraftConfig, target: &Target) -> Vec<Check> {
+    of(&Draft::of_config(draft), target)
+}
+
+/// The `target.*` checks of `draft` against `target`, in report order.
+pub fn of(draft: &Draft, target: &Target) -> Vec<Check> {
     vec![
         checks::hidden(draft, target),
         checks::depth(draft, target),

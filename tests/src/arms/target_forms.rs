@@ -15,7 +15,7 @@ pub type Trial = fn() -> Result<(), String>;
 
 /// A GGUF target matching `g` (a Qwen3 model: its layers, hidden size, an F16 `token_embd.weight` of
 /// the draft's vocabulary, and a token type for each row), edited by `bend`.
-fn gguf_target(g: &Geometry, bend: fn(&mut GgufFile)) -> GgufFile {
+pub(super) fn gguf_target(g: &Geometry, bend: fn(&mut GgufFile)) -> GgufFile {
     let mut f = GgufFile::new();
     f.string("general.architecture", "qwen3");
     f.u32("qwen3.block_count", g.num_target_layers as u32);
@@ -75,7 +75,7 @@ fn folder(
 }
 
 /// Every check in `want` ended as said, naming what it must.
-fn expect(
+pub(super) fn expect(
     report: Result<Result<Report, dflash_gate::PackageError>, String>,
     want: &[(&str, Outcome, &str)],
 ) -> Result<(), String> {
