@@ -385,9 +385,15 @@ fn gate_gguf(
             .as_ref()
             .filter(|_| passed(crate::checks::GEOMETRY))
             .and_then(|g| {
-                crate::draft::gguf::read_meta(&g.header, crate::draft::gguf::ARCHITECTURE).ok()
+                let meta =
+                    crate::draft::gguf::read_meta(&g.header, crate::draft::gguf::ARCHITECTURE);
+                meta.ok().map(|m| (m, &g.header))
             });
-        let checks = crate::target::of_gguf(meta.as_ref(), passed(IS_DFLASH), &target);
+        let checks = crate::target::of_gguf(
+            meta.as_ref().map(|(m, h)| (m, *h)),
+            passed(IS_DFLASH),
+            &target,
+        );
         let answers = crate::target::answered(&checks);
         answered(&mut evaluation.report, "--target", checks, answers);
     }

@@ -87,6 +87,7 @@ pub fn trials() -> Vec<(&'static str, Trial)> {
                         "dflash.embedding_length in the GGUF",
                     ),
                     ("target.vocab", Outcome::Pass, "the vocabularies agree"),
+                    ("target.rope", Outcome::Pass, "dflash.rope.freq_base"),
                     (
                         "target.mask_token",
                         Outcome::Pass,
