@@ -40,6 +40,7 @@ impl CheckId {
     pub const TARGET_DEPTH: &'static str = "target.depth";
     pub const TARGET_VOCAB: &'static str = "target.vocab";
     pub const TARGET_MASK_TOKEN: &'static str = "target.mask_token";
+    pub const TARGET_ROPE: &'static str = "target.rope";
     pub const TARGET_TOKENIZER: &'static str = "target.tokenizer";
     pub const MANIFEST_SHA256: &'static str = "manifest.sha256";
     pub const SOURCE_CONFIG: &'static str = "source.config";
@@ -48,7 +49,7 @@ impl CheckId {
     pub const SOURCE_Q4_1: &'static str = "source.q4_1";
 
     /// Every id, in report order (a package, then `--target`, `--manifest`, `--source`).
-    pub const ALL: [&'static str; 38] = [
+    pub const ALL: [&'static str; 39] = [
         CheckId::CONFIG_IS_DFLASH,
         CheckId::CONFIG_GEOMETRY,
         CheckId::CONTAINER_PARSES,
@@ -81,6 +82,7 @@ impl CheckId {
         CheckId::TARGET_DEPTH,
         CheckId::TARGET_VOCAB,
         CheckId::TARGET_MASK_TOKEN,
+        CheckId::TARGET_ROPE,
         CheckId::TARGET_TOKENIZER,
         CheckId::MANIFEST_SHA256,
         CheckId::SOURCE_CONFIG,

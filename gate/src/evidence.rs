@@ -47,6 +47,7 @@ pub enum Evidence {
     TargetDepth(TargetDepth),
     TargetVocab(TargetVocab),
     TargetMaskToken(TargetMaskToken),
+    TargetRope(TargetRope),
     TargetTokenizer(TargetTokenizer),
     ManifestSha256(ManifestSha256),
     SourceConfig(SourceConfig),
@@ -86,6 +87,7 @@ evidence!(
     TargetDepth,
     TargetVocab,
     TargetMaskToken,
+    TargetRope,
     TargetTokenizer,
     ManifestSha256,
     SourceConfig,
@@ -392,6 +394,17 @@ pub struct TargetMaskToken {
 #[non_exhaustive]
 pub struct TargetTokenizer {
     pub tokenizer: &'static str,
+}
+
+/// `target.rope`: the RoPE fields by canonical name (`rope_theta`, `rope.rope_type`, `rope.factor`,
+/// ...): those equal on both sides, and those that differ or one side does not state, each as the
+/// message says it (with both values and where each was read).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TargetRope {
+    pub compared: Vec<String>,
+    pub differing: Vec<String>,
+    pub absent: Vec<String>,
 }
 
 /// `manifest.sha256`: files by name; `unreadable` kinds are the error document's `reason` tokens.

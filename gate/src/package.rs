@@ -296,8 +296,9 @@ fn gguf_in(dir: &Path, names: &[OsString]) -> Result<Option<OsString>, PackageEr
 }
 
 /// A GGUF draft (`path`, the file; `package`, what was named): its own checks, and with `--source`
-/// the Hugging Face folder it was converted from. `--target` and `--manifest` are not read for this
-/// form yet, so they are refused, never silently skipped; so is one shard of a split GGUF.
+/// the Hugging Face folder it was converted from; with `--target` the target it drafts for, by the
+/// same `target.*` checks as a config's. `--manifest` is not read for this form yet, so it is refused,
+/// never silently skipped; so is one shard of a split GGUF.
 fn gate_gguf(
     path: &Path,
     package: &Path,
@@ -305,16 +306,12 @@ fn gate_gguf(
     options: &Options,
     start: Instant,
 ) -> Result<Report, PackageError> {
-    let given = [
-        ("--target", options.target.is_some()),
-        ("--manifest", options.manifest),
-    ];
-    if let Some((option, _)) = given.iter().find(|(_, on)| *on) {
+    if options.manifest {
         return Err(PackageError::Option {
-            option,
+            option: "--manifest",
             inner: Box::new(PackageError::Malformed {
                 path: package.to_owned(),
-                why: format!("not read: {option} is not yet supported for a GGUF draft; gate the file without it"),
+                why: "not read: --manifest is not yet supported for a GGUF draft; gate the file without it".to_owned(),
             }),
         });
     }
@@ -373,6 +370,32 @@ fn gate_gguf(
         checkpoint
             .unchanged()
             .map_err(|e| e.under_option("--source"))?;
+    }
+    if let Some(target) = &options.target {
+        let target = read_target(target)?;
+        let passed = |id: &str| {
+            evaluation
+                .report
+                .checks
+                .iter()
+                .any(|c| c.id() == id && c.outcome() == crate::report::Outcome::Pass)
+        };
+        // config.geometry passed: the metadata reads as it did for the draft's own checks.
+        let meta = gguf
+            .as_ref()
+            .filter(|_| passed(crate::checks::GEOMETRY))
+            .and_then(|g| {
+                let meta =
+                    crate::draft::gguf::read_meta(&g.header, crate::draft::gguf::ARCHITECTURE);
+                meta.ok().map(|m| (m, &g.header))
+            });
+        let checks = crate::target::of_gguf(
+            meta.as_ref().map(|(m, h)| (m, *h)),
+            passed(IS_DFLASH),
+            &target,
+        );
+        let answers = crate::target::answered(&checks);
+        answered(&mut evaluation.report, "--target", checks, answers);
     }
     if let Some(gguf) = &gguf {
         // The name was vetted before the reader opened it again: the file read is held to the

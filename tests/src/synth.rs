@@ -719,6 +719,7 @@ impl TargetPackage {
             "hidden_size": g.hidden,
             "num_hidden_layers": g.num_target_layers,
             "vocab_size": g.vocab_size,
+            "rope_theta": 1_000_000,
         });
         let mut target = TargetPackage {
             config,

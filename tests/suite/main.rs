@@ -65,6 +65,9 @@ fn main() -> ExitCode {
     for (name, body) in gate_tests::arms::target_forms::trials() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }
+    for (name, body) in gate_tests::arms::target_gguf_draft::trials() {
+        trials.push(Trial::test(name, move || body().map_err(Failed::from)));
+    }
     for (name, body) in gate_tests::arms::target_tokenizer::trials() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }

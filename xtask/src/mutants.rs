@@ -222,7 +222,9 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "target.tokenizer token id", file: "gate/src/tokenizer.rs", from: "v.as_u64().ok_or_else(", to: "v.as_u64().or(Some(0)).ok_or_else(", filter: "target_tokenizer::hostile::negative_id" },
     Mutant { check: "target.tokenizer link rule", file: "gate/src/tokenizer.rs", from: "Err(e @ (FileError::Outside { .. } | FileError::Changed { .. })) => Err(e.into()),", to: "Err(e @ FileError::Changed { .. }) => Err(e.into()),", filter: "target_tokenizer::hostile::link_out_of_the_target" },
     Mutant { check: "target.mask_token generation_config", file: "gate/src/tokenizer.rs", from: "live_ids(&generation, GENERATION_CONFIG, &mut tokens);", to: "let _ = &generation;", filter: "target_tokenizer::mask_is_eos_in_generation_config" },
-    Mutant { check: "target.mask_token tokenizer_config", file: "gate/src/tokenizer.rs", from: "ids[i] = Some(a.id);", to: "ids[i] = None;", filter: "target_tokenizer::mask_is_eos_in_tokenizer_config" },
+    Mutant { check: "target.mask_token tokenizer_config", file: "gate/src/tokenizer.rs", from: "ids[i] = Some(a.id);", to: "ids[i] = None;", filter: "target_tokenizer::mask_is_eos_in_tokenizer_config" },    Mutant { check: "target.depth GGUF draft ids minus one", file: "gate/src/target/mod.rs", from: "target_layer_ids: Ok(m.target_layers.iter().map(|v| v - 1).collect()),", to: "target_layer_ids: Ok(m.target_layers.clone()),", filter: "target_gguf_draft::deepest_tap_is_the_last_layer" },
+    Mutant { check: "target.rope base compared", file: "gate/src/target/rope.rs", from: "(Some(x), Some(y)) => (x as f32) == (y as f32),", to: "(Some(_), Some(_)) => true,", filter: "target_forms::rope_base_differs" },
+    Mutant { check: "target.rope GGUF freq_base read", file: "gate/src/target/rope.rs", from: "let base = format!(\"{arch}.rope.freq_base\");", to: "let base = format!(\"{arch}.rope.freq_base_unread\");", filter: "target_forms::gguf_target_rope_base_differs" },
 ];
 
 /// `cargo xtask mutants [--jobs N] [WORD...]`: every row, or only the rows whose check or filter

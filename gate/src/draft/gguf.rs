@@ -33,8 +33,8 @@ pub const FORK_DIALECTS: [&str; 3] = [
     "deepseek4-dflash-draft",
 ];
 
-/// What a GGUF draft's checks leave open. `--target` and `--manifest` are refused for this form, so
-/// their lines say so rather than pointing at them.
+/// What a GGUF draft's checks leave open. `--manifest` is refused for this form, so its line says so
+/// rather than pointing at it; `--target` answers the first when it is given.
 const NOT_CHECKED: [NotChecked; 4] = [
     NotChecked::TargetAgreement,
     NotChecked::Provenance,
@@ -55,6 +55,9 @@ pub struct Meta {
     /// `{a}.target_layers` as stored: each HF id plus one.
     pub target_layers: Vec<u64>,
     pub mask_token_id: u64,
+    /// The key the mask token id was read from: `tokenizer.ggml.mask_token_id`, or the older
+    /// `{a}.mask_token_id`.
+    pub mask_key: String,
     pub vocab: Option<u64>,
 }
 
@@ -67,9 +70,7 @@ pub fn evaluation(
 ) -> Result<(Evaluation<'static>, Option<Gguf>), PackageError> {
     let mut evaluation = Evaluation::start(package, Form::Gguf, files, &NOT_CHECKED);
     let report = &mut evaluation.report;
-    for option in ["--target", "--manifest"] {
-        report.given(option, "not read for a GGUF draft yet");
-    }
+    report.given("--manifest", "not read for a GGUF draft yet");
     let gguf = match Gguf::open(path) {
         Ok(g) => g,
         Err(PackageError::Malformed { why, .. }) => {
@@ -270,17 +271,17 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
     ]
     .into_iter()
     .find(|k| header.get(k).is_some());
-    let mask_token_id = match mask_key {
+    let mask_token_id = match &mask_key {
         None => {
             problems.push(format!(
                 "tokenizer.ggml.mask_token_id (or the older {a}.mask_token_id) is absent (required: the token the draft fills its block with)"
             ));
             None
         }
-        Some(key) => match header.get(&key).map(|k| &k.value) {
+        Some(key) => match header.get(key).map(|k| &k.value) {
             Some(Value::Integer(i)) if *i >= 0 && *i <= i128::from(u32::MAX) => Some(*i as u64),
             _ => {
-                problems.push(format!("{} is not a token id", escape(&key)));
+                problems.push(format!("{} is not a token id", escape(key)));
                 None
             }
         },
@@ -311,6 +312,7 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
             block_size: block_size?,
             target_layers: target_layers?,
             mask_token_id: mask_token_id?,
+            mask_key: mask_key.clone()?,
             vocab,
         })
     };

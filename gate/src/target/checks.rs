@@ -1,7 +1,7 @@
 //! The target's geometry against the draft's: `target.hidden_size`, `target.depth`, `target.vocab`.
 
-use super::{StatedIn, Target, DEPTH, HIDDEN, VOCAB};
-use crate::config::{DraftConfig, FieldProblem, ProblemKind};
+use super::{Draft, StatedIn, Target, DEPTH, HIDDEN, VOCAB};
+use crate::config::{FieldProblem, ProblemKind};
 use crate::container::TensorInfo;
 use crate::dtype::Dtype;
 use crate::evidence::{Finding, TargetDepth, TargetHiddenSize, TargetVocab};
@@ -56,7 +56,7 @@ fn unusable(id: &str, p: &FieldProblem, at: StatedIn) -> Check {
 /// draft pass against a number the target does not have. Problems that do not depend on the draft (the
 /// target's `hidden_size` zero or negative, a table of another width) FAIL even when the draft's own
 /// hidden size could not be read.
-pub(super) fn hidden(draft: &DraftConfig, target: &Target) -> Check {
+pub(super) fn hidden(draft: &Draft, target: &Target) -> Check {
     let mut problems = Vec::new();
     let mut compared = Vec::new();
     if let Err(p) = &target.hidden_size {
@@ -66,7 +66,7 @@ pub(super) fn hidden(draft: &DraftConfig, target: &Target) -> Check {
     }
     if let (Ok(d), Ok(t)) = (&draft.hidden_size, &target.hidden_size) {
         if d != t {
-            problems.push(format!("the draft's hidden size differs from the target's ({d} vs {t}): fc cannot fuse the target's hidden states"));
+            problems.push(format!("the draft's hidden size{} differs from the target's ({d} vs {t}): fc cannot fuse the target's hidden states", draft.read_at("hidden")));
         }
     }
     if let (Ok(t), Ok(tensors)) = (&target.hidden_size, &target.tensors) {
@@ -113,7 +113,7 @@ pub(super) fn hidden(draft: &DraftConfig, target: &Target) -> Check {
         Ok(t) => *t,
         Err(p) => return unusable(HIDDEN, p, target.stated_in).with_evidence(evidence),
     };
-    let mut message = format!("the draft's hidden size equals the target's ({d} vs {t}): fc fuses the target's hidden states");
+    let mut message = format!("the draft's hidden size{} equals the target's ({d} vs {t}): fc fuses the target's hidden states", draft.read_at("hidden"));
     if !compared.is_empty() {
         message.push_str(&format!(
             "; the target's {} as wide",
@@ -161,7 +161,7 @@ fn is_float(d: Dtype) -> bool {
     )
 }
 
-pub(super) fn depth(draft: &DraftConfig, target: &Target) -> Check {
+pub(super) fn depth(draft: &Draft, target: &Target) -> Check {
     if let Err(p) = &target.num_hidden_layers {
         if p.is_invalid() {
             return unusable(DEPTH, p, target.stated_in);
@@ -190,7 +190,8 @@ pub(super) fn depth(draft: &DraftConfig, target: &Target) -> Check {
         return Check::fail(
             DEPTH,
             format!(
-                "tap {bad} of target_layer_ids {taps:?} is not below the target's {}",
+                "tap {bad} of {} is not below the target's {}",
+                draft.taps_named(taps),
                 count_layers(layers)
             ),
         )
@@ -208,7 +209,11 @@ pub(super) fn depth(draft: &DraftConfig, target: &Target) -> Check {
         _ => Check::pass(
             DEPTH,
             format!(
-                "every tap in {taps:?} is below the target's {}",
+                "every tap in {} is below the target's {}",
+                match draft.gguf {
+                    None => format!("{taps:?}"),
+                    Some(_) => draft.taps_named(taps),
+                },
                 count_layers(layers)
             ),
         )
@@ -224,7 +229,7 @@ fn count_layers(n: u64) -> String {
     }
 }
 
-pub(super) fn vocab(draft: &DraftConfig, target: &Target) -> Check {
+pub(super) fn vocab(draft: &Draft, target: &Target) -> Check {
     let vocab = match &target.vocab_size {
         Ok(vocab) => *vocab,
         Err(p) => return unusable(VOCAB, p, target.stated_in),

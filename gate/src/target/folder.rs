@@ -34,6 +34,7 @@ pub fn read(dir: &Path) -> Result<Target, PackageError> {
         tokens: crate::tokenizer::read(dir, &inside, &config, tokenizer == Tokenizer::Present)?,
         tokenizer,
         stated_in: super::StatedIn::Config,
+        rope: super::rope::of_target_config(&config),
     };
     // The config and the weight headers were there together: a config renamed into place while the
     // headers were read is "changed while it was read", not a target that never existed.

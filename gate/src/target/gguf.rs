@@ -88,6 +88,7 @@ pub fn read(path: &Path) -> Result<Target, PackageError> {
             None => crate::tokenizer::Tokens::default(),
         },
         stated_in: super::StatedIn::Gguf,
+        rope: super::rope::of_gguf(header, &arch),
     };
     gguf.unchanged()?;
     Ok(target)

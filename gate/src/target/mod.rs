@@ -7,6 +7,7 @@
 mod checks;
 mod folder;
 mod gguf;
+mod rope;
 mod tokenizer;
 
 use crate::config::{DraftConfig, Field};
@@ -22,9 +23,10 @@ pub const HIDDEN: &str = crate::check_id::CheckId::TARGET_HIDDEN_SIZE;
 pub const DEPTH: &str = crate::check_id::CheckId::TARGET_DEPTH;
 pub const VOCAB: &str = crate::check_id::CheckId::TARGET_VOCAB;
 pub const MASK: &str = crate::check_id::CheckId::TARGET_MASK_TOKEN;
+pub const ROPE: &str = crate::check_id::CheckId::TARGET_ROPE;
 pub const TOKENIZER: &str = crate::check_id::CheckId::TARGET_TOKENIZER;
 /// Every check `--target` adds, in report order.
-pub const CHECKS: [&str; 5] = [HIDDEN, DEPTH, VOCAB, MASK, TOKENIZER];
+pub const CHECKS: [&str; 6] = [HIDDEN, DEPTH, VOCAB, MASK, ROPE, TOKENIZER];
 
 /// What the gate reads of a target package.
 ///
@@ -42,6 +44,8 @@ pub struct Target {
     pub tokens: crate::tokenizer::Tokens,
     /// Where the counts above were read.
     pub stated_in: StatedIn,
+    /// Its RoPE, read canonically (`target.rope`).
+    pub rope: rope::Rope,
 }
 
 /// Reads the target at `path`: a GGUF model file by its header and metadata, anything else as a
@@ -84,17 +88,129 @@ pub fn answered(checks: &[Check]) -> &'static [NotChecked] {
 /// target).
 pub fn checks(evaluation: &Evaluation<'_>, target: &Target) -> Vec<Check> {
     match &evaluation.draft {
-        Ok(draft) => of_draft(&draft.config, target),
+        Ok(draft) => of(&Draft::of_config(&draft.config, &draft.json), target),
         Err(_) => crate::evaluation::refused_step(&CHECKS, "--target"),
     }
 }
 
+/// The `target.*` checks for a GGUF draft, from its metadata (`meta`, when `config.geometry` passed
+/// it) by the same checks as a config's. `dflash` is whether `config.is_dflash` passed: a GGUF that
+/// is no draft, or does not parse, has no geometry to hold against the target.
+pub fn of_gguf(
+    meta: Option<(&crate::draft::gguf::Meta, &crate::gguf::Header)>,
+    dflash: bool,
+    target: &Target,
+) -> Vec<Check> {
+    match meta {
+        Some((meta, header)) if dflash => of(&Draft::of_gguf(meta, header), target),
+        None if dflash => CHECKS
+            .iter()
+            .map(|id| {
+                Check::blocked(
+                    *id,
+                    crate::check_id::CheckId::CONFIG_GEOMETRY,
+                    "--target given: not compared, config.geometry refused the GGUF's metadata",
+                )
+            })
+            .collect(),
+        _ => crate::evaluation::refused_step(&CHECKS, "--target"),
+    }
+}
+
+/// The draft-side values the `target.*` checks compare, whatever form the draft is in, and how a
+/// message names where each was read: a config's field names, or a GGUF draft's metadata keys.
+pub struct Draft {
+    pub hidden_size: Field<u64>,
+    /// The target layers the draft reads, as Hugging Face ids (a GGUF stores each plus one).
+    pub target_layer_ids: Field<Vec<u64>>,
+    /// How many layers the draft says its target has (a GGUF draft states none).
+    pub num_target_layers: Field<Option<u64>>,
+    pub vocab_size: Field<Option<u64>>,
+    pub mask_token_id: Field<Option<u64>>,
+    /// A GGUF draft's `dflash.target_layers` as stored and the key its mask id was read from; `None`
+    /// for a config.
+    pub gguf: Option<(Vec<u64>, String)>,
+    /// Its RoPE, read canonically (`target.rope`).
+    pub rope: rope::Rope,
+}
+
+impl Draft {
+    pub fn of_config(c: &DraftConfig, json: &serde_json::Map<String, serde_json::Value>) -> Draft {
+        Draft {
+            hidden_size: c.hidden_size.clone(),
+            target_layer_ids: c.target_layer_ids.clone(),
+            num_target_layers: c.num_target_layers.clone(),
+            vocab_size: c.vocab_size.clone(),
+            mask_token_id: c.mask_token_id.clone(),
+            gguf: None,
+            rope: rope::of_config(json, ""),
+        }
+    }
+
+    /// A GGUF draft's metadata: `dflash.target_layers` minus one are the Hugging Face ids it means,
+    /// and it states no `num_target_layers`, so depth asks only that each id be a layer the target has.
+    pub fn of_gguf(m: &crate::draft::gguf::Meta, header: &crate::gguf::Header) -> Draft {
+        Draft {
+            hidden_size: Ok(m.hidden),
+            target_layer_ids: Ok(m.target_layers.iter().map(|v| v - 1).collect()),
+            num_target_layers: Ok(None),
+            vocab_size: Ok(m.vocab),
+            mask_token_id: Ok(Some(m.mask_token_id)),
+            gguf: Some((m.target_layers.clone(), m.mask_key.clone())),
+            rope: rope::of_gguf(header, crate::draft::gguf::ARCHITECTURE),
+        }
+    }
+
+    /// The layer ids as a message names them: `target_layer_ids [1, 3]`, or for a GGUF draft
+    /// `dflash.target_layers [2, 4] in the GGUF, the HF ids [1, 3]`.
+    fn taps_named(&self, taps: &[u64]) -> String {
+        match &self.gguf {
+            None => format!("target_layer_ids {taps:?}"),
+            Some((stored, _)) => format!(
+                "{}.target_layers {stored:?} in the GGUF, the HF ids {taps:?}",
+                crate::draft::gguf::ARCHITECTURE
+            ),
+        }
+    }
+
+    /// Where the draft's hidden size and mask token were read, for a GGUF draft (a config's messages
+    /// name its fields already).
+    fn read_at(&self, what: &str) -> String {
+        match (&self.gguf, what) {
+            (None, _) => String::new(),
+            (Some((_, key)), "mask") => format!(" ({key} in the GGUF)"),
+            (Some(_), _) => format!(
+                " ({}.embedding_length in the GGUF)",
+                crate::draft::gguf::ARCHITECTURE
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
 fn of_draft(draft: &DraftConfig, target: &Target) -> Vec<Check> {
+    of(&Draft::of_config(draft, &serde_json::Map::new()), target)
+}
+
+/// The `target.*` checks of `draft` against `target`, in report order.
+pub fn of(draft: &Draft, target: &Target) -> Vec<Check> {
     vec![
         checks::hidden(draft, target),
         checks::depth(draft, target),
         checks::vocab(draft, target),
         tokenizer::mask(draft, target),
+        rope::check(
+            &draft.rope,
+            &target.rope,
+            match draft.gguf {
+                None => "the draft's config.json",
+                Some(_) => "the draft GGUF's metadata",
+            },
+            match target.stated_in {
+                StatedIn::Config => "the target's config.json",
+                StatedIn::Gguf => "the target GGUF's metadata",
+            },
+        ),
         tokenizer::tokenizer(target),
     ]
 }
@@ -201,6 +317,7 @@ mod tests {
             tokenizer: Tokenizer::Present,
             tokens: Default::default(),
             stated_in: StatedIn::Config,
+            rope: Default::default(),
         }
     }
 

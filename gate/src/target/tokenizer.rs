@@ -1,8 +1,8 @@
 //! The target's tokenizer and the draft's mask token against it (`target.tokenizer`,
 //! `target.mask_token`).
 
-use super::{Target, MASK, TOKENIZER};
-use crate::config::{DraftConfig, ProblemKind};
+use super::{Draft, Target, MASK, TOKENIZER};
+use crate::config::ProblemKind;
 use crate::escape;
 use crate::evidence::{TargetMaskToken, TargetTokenizer};
 use crate::files;
@@ -61,7 +61,7 @@ pub(super) fn tokenizer_at(path: &Path) -> Tokenizer {
     }
 }
 
-pub(super) fn mask(draft: &DraftConfig, target: &Target) -> Check {
+pub(super) fn mask(draft: &Draft, target: &Target) -> Check {
     let m = match draft.mask_token_id.clone() {
         Err(p) => {
             return Check::blocked(
@@ -119,13 +119,16 @@ pub(super) fn mask(draft: &DraftConfig, target: &Target) -> Check {
             "draft"
         },
     };
-    if m < v {
+    let mut check = if m < v {
         crate::tokenizer::mask_check(MASK, m, &format!("{whose} {v}"), &target.tokens)
-            .with_evidence(evidence)
     } else {
         Check::fail(MASK, format!("mask_token_id {m} is not below {whose} {v}"))
-            .with_evidence(evidence)
+    };
+    let at = draft.read_at("mask");
+    if !at.is_empty() {
+        check.message = format!("the draft's mask_token_id{at}: {}", check.message);
     }
+    check.with_evidence(evidence)
 }
 
 pub(super) fn tokenizer(target: &Target) -> Check {

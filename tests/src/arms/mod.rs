@@ -27,6 +27,7 @@ use std::path::Path;
 
 pub mod source;
 pub mod target_forms;
+pub mod target_gguf_draft;
 pub mod target_read;
 pub mod target_tokenizer;
 

@@ -15,7 +15,7 @@ pub type Trial = fn() -> Result<(), String>;
 
 /// A GGUF target matching `g` (a Qwen3 model: its layers, hidden size, an F16 `token_embd.weight` of
 /// the draft's vocabulary, and a token type for each row), edited by `bend`.
-fn gguf_target(g: &Geometry, bend: fn(&mut GgufFile)) -> GgufFile {
+pub(super) fn gguf_target(g: &Geometry, bend: fn(&mut GgufFile)) -> GgufFile {
     let mut f = GgufFile::new();
     f.string("general.architecture", "qwen3");
     f.u32("qwen3.block_count", g.num_target_layers as u32);
@@ -75,7 +75,7 @@ fn folder(
 }
 
 /// Every check in `want` ended as said, naming what it must.
-fn expect(
+pub(super) fn expect(
     report: Result<Result<Report, dflash_gate::PackageError>, String>,
     want: &[(&str, Outcome, &str)],
 ) -> Result<(), String> {
@@ -196,6 +196,69 @@ pub fn trials() -> Vec<(&'static str, Trial)> {
                     ("target.depth", Outcome::Pass, "below the target's"),
                     ("target.hidden_size", Outcome::Pass, "equals the target's"),
                 ],
+            )
+        }),
+        ("target_forms::rope_equal", || {
+            expect(
+                against(folder(|_| {}, false)),
+                &[("target.rope", Outcome::Pass, "rope_theta")],
+            )
+        }),
+        ("target_forms::rope_moved_to_rope_parameters", || {
+            expect(
+                against(folder(
+                    |c| {
+                        let o = c.as_object_mut().expect("object");
+                        o.remove("rope_theta");
+                        o.insert(
+                            "rope_parameters".into(),
+                            serde_json::json!({"rope_theta": 1e6, "rope_type": "default"}),
+                        );
+                    },
+                    false,
+                )),
+                &[("target.rope", Outcome::Pass, "(rope_parameters.rope_theta)")],
+            )
+        }),
+        ("target_forms::rope_base_differs", || {
+            expect(
+                against(folder(|c| c["rope_theta"] = 500_000.into(), false)),
+                &[(
+                    "target.rope",
+                    Outcome::Fail,
+                    "rope_theta: the draft's 1000000.0 (rope_theta), the target's 500000 (rope_theta)",
+                )],
+            )
+        }),
+        ("target_forms::rope_absent_on_the_target", || {
+            expect(
+                against(folder(
+                    |c| drop(c.as_object_mut().expect("object").remove("rope_theta")),
+                    false,
+                )),
+                &[(
+                    "target.rope",
+                    Outcome::Undecided,
+                    "rope_theta (the draft's is 1000000.0 (rope_theta); the target's config.json states none)",
+                )],
+            )
+        }),
+        ("target_forms::gguf_target_rope_base_differs", || {
+            expect(
+                against(gguf(|f| {
+                    f.replace("qwen3.rope.freq_base", 6, &10_000f32.to_le_bytes());
+                })),
+                &[(
+                    "target.rope",
+                    Outcome::Fail,
+                    "the target's 10000.0 (qwen3.rope.freq_base)",
+                )],
+            )
+        }),
+        ("target_forms::gguf_target_rope_matches", || {
+            expect(
+                against(gguf(|_| {})),
+                &[("target.rope", Outcome::Pass, "qwen3.rope.freq_base")],
             )
         }),
         ("target_forms::text_config_of_the_wrong_type", || {

@@ -1,0 +1,149 @@
+//! A GGUF draft against its target, the target in either form: the same `target.*` checks as a
+//! config's, fed from the GGUF's metadata (`dflash.target_layers` minus one are the HF ids it means;
+//! it states no `num_target_layers`, so depth asks only that every id be a layer the target has).
+//! Each trial names the check and the key its message must name.
+
+use super::target_forms::{expect, gguf_target};
+use super::{Base, SEED};
+use crate::synth::gguf::{write_gguf, GgufFile, GgufOptions};
+use crate::synth::{Encoding, Geometry, Package, TargetPackage};
+use dflash_gate::{Outcome, Report};
+use std::path::{Path, PathBuf};
+
+/// A trial's body: `Err` says what the gate did instead.
+pub type Trial = fn() -> Result<(), String>;
+
+/// Gates the small draft, as a GGUF file, against the target `write` puts in the temporary root (it
+/// returns the path to give `--target`).
+fn against(
+    write: impl FnOnce(&Path, &Geometry) -> PathBuf,
+) -> Result<Result<Report, dflash_gate::PackageError>, String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let g = Base::Small.geometry();
+    let mut package = Package::generate(&g, Encoding::default(), SEED);
+    let draft = root.path().join("draft.gguf");
+    write_gguf(&mut package, &draft, GgufOptions::DEFAULT, SEED).map_err(|e| e.to_string())?;
+    let target = write(root.path(), &g);
+    let options = dflash_gate::Options::default().with_target(target);
+    Ok(dflash_gate::gate(&draft, &options))
+}
+
+/// A Hugging Face folder target matching the draft, its config edited by `bend`.
+fn folder(bend: fn(&mut serde_json::Value)) -> impl FnOnce(&Path, &Geometry) -> PathBuf {
+    move |root, g| {
+        let path = root.join("target");
+        let mut t = TargetPackage::matching(g);
+        bend(&mut t.config);
+        t.write(&path).expect("target");
+        path
+    }
+}
+
+/// A GGUF target matching the draft (its mask row a CONTROL token, as a target's added special
+/// token is), edited by `bend`.
+fn gguf(bend: fn(&mut GgufFile)) -> impl FnOnce(&Path, &Geometry) -> PathBuf {
+    move |root, g| {
+        let path = root.join("target.gguf");
+        let mut f = gguf_target(g, bend);
+        let mut types = vec![1; g.vocab_size as usize];
+        types[g.mask_token_id as usize] = 3;
+        f.remove("tokenizer.ggml.token_type");
+        f.i32_array("tokenizer.ggml.token_type", &types);
+        let tokens: Vec<String> = (0..g.vocab_size).map(|i| format!("t{i}")).collect();
+        f.string_array("tokenizer.ggml.tokens", &tokens);
+        std::fs::write(&path, f.bytes()).expect("gguf");
+        path
+    }
+}
+
+/// The block count a GGUF target states, as its `qwen3.block_count` bytes.
+fn layers(f: &mut GgufFile, n: u64) {
+    f.replace("qwen3.block_count", 4, &(n as u32).to_le_bytes());
+}
+
+/// The largest `dflash.target_layers` entry the small draft stores (its largest HF id plus one).
+fn deepest() -> u64 {
+    Base::Small
+        .geometry()
+        .taps
+        .iter()
+        .max()
+        .copied()
+        .unwrap_or(0)
+        + 1
+}
+
+/// Every trial of this module: (name, body).
+pub fn trials() -> Vec<(&'static str, Trial)> {
+    vec![
+        ("target_gguf_draft::folder_target_matches", || {
+            expect(
+                against(folder(|_| {})),
+                &[
+                    ("target.depth", Outcome::Pass, "dflash.target_layers"),
+                    (
+                        "target.hidden_size",
+                        Outcome::Pass,
+                        "dflash.embedding_length in the GGUF",
+                    ),
+                    ("target.vocab", Outcome::Pass, "the vocabularies agree"),
+                    ("target.rope", Outcome::Pass, "dflash.rope.freq_base"),
+                    (
+                        "target.mask_token",
+                        Outcome::Pass,
+                        "tokenizer.ggml.mask_token_id in the GGUF",
+                    ),
+                ],
+            )
+        }),
+        ("target_gguf_draft::gguf_target_matches", || {
+            expect(
+                against(gguf(|_| {})),
+                &[
+                    ("target.depth", Outcome::Pass, "the HF ids"),
+                    ("target.hidden_size", Outcome::Pass, "token_embd.weight is"),
+                    ("target.vocab", Outcome::Pass, "token_embd.weight has"),
+                    (
+                        "target.mask_token",
+                        Outcome::Pass,
+                        "tokenizer.ggml.mask_token_id",
+                    ),
+                ],
+            )
+        }),
+        ("target_gguf_draft::deepest_tap_is_the_last_layer", || {
+            expect(
+                against(gguf(|f| layers(f, deepest()))),
+                &[("target.depth", Outcome::Pass, "dflash.target_layers")],
+            )
+        }),
+        ("target_gguf_draft::deepest_tap_past_the_last_layer", || {
+            expect(
+                against(gguf(|f| layers(f, deepest() - 1))),
+                &[("target.depth", Outcome::Fail, "dflash.target_layers")],
+            )
+        }),
+        ("target_gguf_draft::hidden_differs", || {
+            expect(
+                against(folder(|c| c["hidden_size"] = 512.into())),
+                &[(
+                    "target.hidden_size",
+                    Outcome::Fail,
+                    "the draft's hidden size (dflash.embedding_length in the GGUF) differs",
+                )],
+            )
+        }),
+        ("target_gguf_draft::mask_is_the_targets_eos", || {
+            expect(
+                against(folder(|c| {
+                    c["eos_token_id"] = Base::Small.geometry().mask_token_id.into()
+                })),
+                &[(
+                    "target.mask_token",
+                    Outcome::Fail,
+                    "(tokenizer.ggml.mask_token_id in the GGUF): mask_token_id",
+                )],
+            )
+        }),
+    ]
+}
