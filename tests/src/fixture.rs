@@ -35,7 +35,7 @@ pub fn target_without_weights(root: &Path) -> PathBuf {
     std::fs::create_dir_all(&target).expect("creates the target directory");
     std::fs::write(
         target.join("config.json"),
-        br#"{"hidden_size": 256, "num_hidden_layers": 8, "vocab_size": 1000}"#,
+        br#"{"hidden_size": 256, "num_hidden_layers": 8, "vocab_size": 1000, "rope_theta": 1000000.0}"#,
     )
     .expect("writes the target's config.json");
     std::fs::write(

@@ -225,6 +225,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "target.mask_token tokenizer_config", file: "gate/src/tokenizer.rs", from: "ids[i] = Some(a.id);", to: "ids[i] = None;", filter: "target_tokenizer::mask_is_eos_in_tokenizer_config" },    Mutant { check: "target.depth GGUF draft ids minus one", file: "gate/src/target/mod.rs", from: "target_layer_ids: Ok(m.target_layers.iter().map(|v| v - 1).collect()),", to: "target_layer_ids: Ok(m.target_layers.clone()),", filter: "target_gguf_draft::deepest_tap_is_the_last_layer" },
     Mutant { check: "target.rope base compared", file: "gate/src/target/rope.rs", from: "(Some(x), Some(y)) => (x as f32) == (y as f32),", to: "(Some(_), Some(_)) => true,", filter: "target_forms::rope_base_differs" },
     Mutant { check: "target.rope GGUF freq_base read", file: "gate/src/target/rope.rs", from: "let base = format!(\"{arch}.rope.freq_base\");", to: "let base = format!(\"{arch}.rope.freq_base_unread\");", filter: "target_forms::gguf_target_rope_base_differs" },
+    Mutant { check: "target.vocab config-only folder", file: "gate/src/target/checks.rs", from: "if rows_read.is_empty() && compared && target.weights_absent {", to: "if false {", filter: "target_read::no_weight_file_compares_the_configs" },
 ];
 
 /// `cargo xtask mutants [--jobs N] [WORD...]`: every row, or only the rows whose check or filter

@@ -294,7 +294,7 @@ pub(super) fn vocab(draft: &Draft, target: &Target) -> Check {
         .with_evidence(evidence);
     }
     let compared = matches!(draft.vocab_size, Ok(Some(_)));
-    if rows_read.is_empty() && compared && target.stated_in == StatedIn::Config {
+    if rows_read.is_empty() && compared && target.weights_absent {
         if let Err(why) = &target.tensors {
             // A folder with only its config (the weights not downloaded): the config's vocab_size is
             // the row count its loader builds the embedding with, so the two configs agreeing is the

@@ -26,15 +26,21 @@ pub fn read(dir: &Path) -> Result<Target, PackageError> {
     let (_, config, config_file) =
         crate::checkpoint::read_config_inside(dir, "target's", Some(&inside))?;
     let tokenizer = tokenizer_at(&dir.join(TOKENIZER_FILE));
+    let (tensors, weights_absent) = match read_headers(dir, &inside)? {
+        Headers::Read(tensors) => (Ok(tensors), false),
+        Headers::Ambiguous(why) => (Err(why), false),
+        Headers::Absent(why) => (Err(why), true),
+    };
     let target = Target {
         hidden_size: stated(&config, "hidden_size"),
         num_hidden_layers: stated(&config, "num_hidden_layers"),
         vocab_size: stated(&config, "vocab_size"),
-        tensors: read_headers(dir, &inside)?,
+        tensors,
         tokens: crate::tokenizer::read(dir, &inside, &config, tokenizer == Tokenizer::Present)?,
         tokenizer,
         stated_in: super::StatedIn::Config,
         rope: super::rope::of_target_config(&config),
+        weights_absent,
     };
     // The config and the weight headers were there together: a config renamed into place while the
     // headers were read is "changed while it was read", not a target that never existed.
@@ -119,10 +125,16 @@ fn shown(v: &Value) -> String {
 /// Names are kept as the file system spells them (`OsString`), so a name that is not UTF-8 still opens;
 /// a lossy conversion would open a different name (`\u{fffd}` for each bad byte) and report it missing.
 /// Where a name is printed, it is escaped ([`escape::name`]).
-fn read_headers(
-    dir: &Path,
-    inside: &files::Inside,
-) -> Result<Result<Vec<TensorInfo>, String>, PackageError> {
+/// What a folder's weight files gave: their header entries, or why there are none to read.
+enum Headers {
+    Read(Vec<TensorInfo>),
+    /// Several `*.q4nx` and no `model.q4nx`: the gate does not pick one.
+    Ambiguous(String),
+    /// No weight file at all.
+    Absent(String),
+}
+
+fn read_headers(dir: &Path, inside: &files::Inside) -> Result<Headers, PackageError> {
     let mut names: Vec<OsString> = std::fs::read_dir(dir)
         .map_err(|source| FileError::Unreadable {
             path: dir.to_owned(),
@@ -136,7 +148,7 @@ fn read_headers(
         WeightFile::None => None,
         WeightFile::Many(many) => {
             let listed: Vec<String> = many.iter().map(|n| escape::name(n)).collect();
-            return Ok(Err(format!(
+            return Ok(Headers::Ambiguous(format!(
                     "the target has {} *.q4nx files ({}) and no model.q4nx: the gate does not guess which",
                     many.len(),
                     crate::checks::list(&listed, 4)
@@ -147,18 +159,18 @@ fn read_headers(
         let file = inside.open(&dir.join(name))?;
         let table = checkpoint::read_table(&file)?;
         file.unchanged()?;
-        return Ok(Ok(table.entries));
+        return Ok(Headers::Read(table.entries));
     }
     let safetensors = [checkpoint::SINGLE_FILE, checkpoint::INDEX_FILE]
         .iter()
         .any(|n| std::fs::symlink_metadata(dir.join(n)).is_ok());
     if !safetensors {
-        return Ok(Err(format!(
+        return Ok(Headers::Absent(format!(
             "the target has no weight file (no *.q4nx, {}, or {})",
             checkpoint::SINGLE_FILE,
             checkpoint::INDEX_FILE
         )));
     }
     let headers = checkpoint::Headers::read_inside(dir, inside)?;
-    Ok(Ok(headers.entries().cloned().collect()))
+    Ok(Headers::Read(headers.entries().cloned().collect()))
 }

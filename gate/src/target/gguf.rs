@@ -89,6 +89,7 @@ pub fn read(path: &Path) -> Result<Target, PackageError> {
         },
         stated_in: super::StatedIn::Gguf,
         rope: super::rope::of_gguf(header, &arch),
+        weights_absent: false,
     };
     gguf.unchanged()?;
     Ok(target)

@@ -46,6 +46,10 @@ pub struct Target {
     pub stated_in: StatedIn,
     /// Its RoPE, read canonically (`target.rope`).
     pub rope: rope::Rope,
+    /// A folder with no weight file at all (only its config was downloaded): its config's
+    /// `vocab_size` is then the only statement of the rows, and `target.vocab` compares with it.
+    /// Weights that are there but cannot be read as one set are not this.
+    pub weights_absent: bool,
 }
 
 /// Reads the target at `path`: a GGUF model file by its header and metadata, anything else as a
@@ -318,6 +322,7 @@ mod tests {
             tokens: Default::default(),
             stated_in: StatedIn::Config,
             rope: Default::default(),
+            weights_absent: false,
         }
     }
 
