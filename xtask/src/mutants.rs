@@ -226,6 +226,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "target.rope base compared", file: "gate/src/target/rope.rs", from: "(Some(x), Some(y)) => (x as f32) == (y as f32),", to: "(Some(_), Some(_)) => true,", filter: "target_forms::rope_base_differs" },
     Mutant { check: "target.rope GGUF freq_base read", file: "gate/src/target/rope.rs", from: "let base = format!(\"{arch}.rope.freq_base\");", to: "let base = format!(\"{arch}.rope.freq_base_unread\");", filter: "target_forms::gguf_target_rope_base_differs" },
     Mutant { check: "target.vocab config-only folder", file: "gate/src/target/checks.rs", from: "if rows_read.is_empty() && compared && target.weights_absent {", to: "if false {", filter: "target_read::no_weight_file_compares_the_configs" },
+    Mutant { check: "target.mask_token GGUF target token types", file: "gate/src/target/gguf.rs", from: "gguf.token_type_list().as_deref(),", to: "None,", filter: "target_forms::gguf_target_mask_is_a_normal_token" },
 ];
 
 /// `cargo xtask mutants [--jobs N] [WORD...]`: every row, or only the rows whose check or filter

@@ -21,7 +21,15 @@ pub(super) fn gguf_target(g: &Geometry, bend: fn(&mut GgufFile)) -> GgufFile {
     f.u32("qwen3.block_count", g.num_target_layers as u32);
     f.u32("qwen3.embedding_length", g.hidden as u32);
     f.f32("qwen3.rope.freq_base", 1_000_000.0);
-    f.i32_array("tokenizer.ggml.token_type", &vec![1; g.vocab_size as usize]);
+    // Its tokenizer as llama.cpp's converter writes one: every token NORMAL but the last row, a
+    // CONTROL token of its own (the draft's mask id, as the released drafts' padded row is).
+    let texts: Vec<String> = (0..g.vocab_size).map(|i| format!("t{i}")).collect();
+    f.string_array("tokenizer.ggml.tokens", &texts);
+    let mut types = vec![1; g.vocab_size as usize];
+    if let Some(last) = types.last_mut() {
+        *last = 3;
+    }
+    f.i32_array("tokenizer.ggml.token_type", &types);
     let data = vec![0u8; (g.vocab_size * g.hidden * 2) as usize];
     f.tensor(
         "token_embd.weight",
@@ -132,6 +140,45 @@ pub fn trials() -> Vec<(&'static str, Trial)> {
                     path
                 }),
                 &[("target.vocab", Outcome::Fail, "vocab_size is")],
+            )
+        }),
+        (
+            "target_forms::gguf_target_mask_is_its_control_token",
+            || {
+                expect(
+                    against(gguf(|_| {})),
+                    &[
+                        ("target.mask_token", Outcome::Pass, "999"),
+                        ("target.tokenizer", Outcome::Pass, "1000 tokens"),
+                    ],
+                )
+            },
+        ),
+        ("target_forms::gguf_target_mask_is_a_normal_token", || {
+            expect(
+                against(gguf(|f| {
+                    let types = vec![1; 1000];
+                    f.remove("tokenizer.ggml.token_type");
+                    f.i32_array("tokenizer.ggml.token_type", &types);
+                })),
+                &[("target.mask_token", Outcome::Fail, "\"t999\"")],
+            )
+        }),
+        ("target_forms::gguf_target_mask_is_its_eos", || {
+            expect(
+                against(gguf(|f| f.u32("tokenizer.ggml.eos_token_id", 999))),
+                &[("target.mask_token", Outcome::Fail, "eos")],
+            )
+        }),
+        ("target_forms::gguf_target_without_tokens", || {
+            expect(
+                against(gguf(|f| {
+                    f.remove("tokenizer.ggml.tokens");
+                })),
+                &[
+                    ("target.tokenizer", Outcome::Fail, "no tokenizer"),
+                    ("target.mask_token", Outcome::Undecided, "no tokenizer"),
+                ],
             )
         }),
         ("target_forms::gguf_target_lacks_block_count", || {

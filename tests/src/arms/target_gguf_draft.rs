@@ -44,14 +44,8 @@ fn folder(bend: fn(&mut serde_json::Value)) -> impl FnOnce(&Path, &Geometry) -> 
 fn gguf(bend: fn(&mut GgufFile)) -> impl FnOnce(&Path, &Geometry) -> PathBuf {
     move |root, g| {
         let path = root.join("target.gguf");
-        let mut f = gguf_target(g, bend);
-        let mut types = vec![1; g.vocab_size as usize];
-        types[g.mask_token_id as usize] = 3;
-        f.remove("tokenizer.ggml.token_type");
-        f.i32_array("tokenizer.ggml.token_type", &types);
-        let tokens: Vec<String> = (0..g.vocab_size).map(|i| format!("t{i}")).collect();
-        f.string_array("tokenizer.ggml.tokens", &tokens);
-        std::fs::write(&path, f.bytes()).expect("gguf");
+        // The shared GGUF target carries its tokens, the last row (the draft's mask id) CONTROL.
+        std::fs::write(&path, gguf_target(g, bend).bytes()).expect("gguf");
         path
     }
 }
