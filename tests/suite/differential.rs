@@ -37,6 +37,20 @@ pub fn trials() -> Vec<Trial> {
 }
 
 mod converter;
+
+/// Tensor names and their shapes, as two readers saw them.
+type Shapes = std::collections::BTreeMap<String, Vec<u64>>;
+
+/// The entries of a shapes map that the other lacks or shapes otherwise.
+type Only<'a> = Vec<(&'a String, &'a Vec<u64>)>;
+
+/// Each side's entries the other lacks or shapes otherwise, for a message that shows both.
+fn one_sided<'a>(a: &'a Shapes, b: &'a Shapes) -> (Only<'a>, Only<'a>) {
+    let only = |x: &'a Shapes, y: &'a Shapes| -> Only<'a> {
+        x.iter().filter(|(k, v)| y.get(*k) != Some(v)).collect()
+    };
+    (only(a, b), only(b, a))
+}
 mod gguf;
 mod model_class;
 

@@ -164,14 +164,7 @@ fn conventions(
         .map(|t| (t.name.clone(), t.dims.clone()))
         .collect();
     if &theirs != ours {
-        let only_ours: Vec<_> = ours
-            .iter()
-            .filter(|(k, v)| theirs.get(*k) != Some(v))
-            .collect();
-        let only_theirs: Vec<_> = theirs
-            .iter()
-            .filter(|(k, v)| ours.get(*k) != Some(v))
-            .collect();
+        let (only_ours, only_theirs) = super::one_sided(ours, &theirs);
         wrong.push(format!(
             "tensor names or shapes differ from the generator's: only the generator's {only_ours:?}; only the converter's {only_theirs:?}"
         ));

@@ -70,14 +70,7 @@ fn compare(python: &Path) -> Result<(), String> {
         theirs.insert(name.to_owned(), shape);
     }
     if ours != theirs {
-        let only_ours: Vec<_> = ours
-            .iter()
-            .filter(|(k, v)| theirs.get(*k) != Some(v))
-            .collect();
-        let only_theirs: Vec<_> = theirs
-            .iter()
-            .filter(|(k, v)| ours.get(*k) != Some(v))
-            .collect();
+        let (only_ours, only_theirs) = super::one_sided(&ours, &theirs);
         return Err(format!(
             "the folder the gate passes and the model class differ: only in the folder {only_ours:?}; only in the class {only_theirs:?}"
         ));
