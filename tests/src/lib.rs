@@ -28,6 +28,7 @@ pub mod synth;
 pub fn unit_tests() -> impl Iterator<Item = (&'static str, fn())> {
     [
         campaign::tests::UNIT_TESTS,
+        synth::blocks::tests::UNIT_TESTS,
         synth::ggml::tests::UNIT_TESTS,
         synth::gguf::tests::UNIT_TESTS,
     ]

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use std::io::{self, Write};
 use std::path::Path;
 
+pub mod blocks;
 pub mod ggml;
 pub mod gguf;
 pub mod source;

@@ -96,6 +96,36 @@ const ARMS: &[GgufArm] = &[
         as_is,
         Owed::Pass,
     ),
+    of_type(
+        "gguf_draft::pass::faithful_q4_0",
+        GgmlType::Q4_0,
+        as_is,
+        Owed::Pass,
+    ),
+    of_type(
+        "gguf_draft::pass::faithful_q5_0",
+        GgmlType::Q5_0,
+        as_is,
+        Owed::Pass,
+    ),
+    of_type(
+        "gguf_draft::pass::faithful_q5_1",
+        GgmlType::Q5_1,
+        as_is,
+        Owed::Pass,
+    ),
+    of_type(
+        "gguf_draft::pass::faithful_q5_k",
+        GgmlType::Q5_K,
+        as_is,
+        Owed::Pass,
+    ),
+    of_type(
+        "gguf_draft::pass::faithful_q6_k",
+        GgmlType::Q6_K,
+        as_is,
+        Owed::Pass,
+    ),
     GgufArm {
         place: |d| {
             let shard = d.join("draft-00001-of-00002.gguf");

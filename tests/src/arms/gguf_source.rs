@@ -1,7 +1,8 @@
 //! Arms for `--source DIR` against a GGUF draft: the synthetic converter's GGUF and the Hugging Face
 //! folder it was converted from, both drawn from one package and seed (the folder holds the source
-//! values, the GGUF their F16, Q8_0 or Q4_K form). A faithful pair passes all ten checks; each control
-//! bends the GGUF or the folder once and is refused at the named check, naming the tensor or key.
+//! values, the GGUF their F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K form). A
+//! faithful pair passes all ten checks; each control bends the GGUF or the folder once and is
+//! refused at the named check, naming the tensor or key.
 
 use super::folder::{fail, judge_counted, Owed};
 use super::gguf_draft::{tensor, Trial};
@@ -54,6 +55,36 @@ const ARMS: &[SourceArm] = &[
     arm(
         "gguf_source::pass::faithful_q4_1",
         GgmlType::Q4_1,
+        Owed::Pass,
+    ),
+    arm(
+        "gguf_source::pass::faithful_bf16",
+        GgmlType::BF16,
+        Owed::Pass,
+    ),
+    arm(
+        "gguf_source::pass::faithful_q4_0",
+        GgmlType::Q4_0,
+        Owed::Pass,
+    ),
+    arm(
+        "gguf_source::pass::faithful_q5_0",
+        GgmlType::Q5_0,
+        Owed::Pass,
+    ),
+    arm(
+        "gguf_source::pass::faithful_q5_1",
+        GgmlType::Q5_1,
+        Owed::Pass,
+    ),
+    arm(
+        "gguf_source::pass::faithful_q5_k",
+        GgmlType::Q5_K,
+        Owed::Pass,
+    ),
+    arm(
+        "gguf_source::pass::faithful_q6_k",
+        GgmlType::Q6_K,
         Owed::Pass,
     ),
     SourceArm {
@@ -113,6 +144,65 @@ const ARMS: &[SourceArm] = &[
                     "layers.0.self_attn.k_proj.weight",
                     "row 0, column 40",
                     "GGUF 0.5",
+                ],
+            ),
+        )
+    },
+    SourceArm {
+        bend: |f| {
+            // Block 1's first sub-block scale negated: its 16 values mirrored through zero.
+            let data = &mut tensor(f, "blk.0.attn_output.weight").3;
+            data[210 + 192] = (data[210 + 192] as i8).wrapping_neg() as u8;
+        },
+        ..arm(
+            "gguf_source::control::q6_k_scale_negated",
+            GgmlType::Q6_K,
+            fail(
+                Q4_1,
+                &[
+                    "blk.0.attn_output.weight (q6_K)",
+                    "block 1:",
+                    "layers.0.self_attn.o_proj.weight",
+                ],
+            ),
+        )
+    },
+    SourceArm {
+        bend: |f| {
+            // Block 2's fifth bits of its first sub-block flipped: each value 16 steps off.
+            let data = &mut tensor(f, "blk.1.ffn_up.weight").3;
+            for qh in &mut data[2 * 176 + 16..2 * 176 + 48] {
+                *qh ^= 0x01;
+            }
+        },
+        ..arm(
+            "gguf_source::control::q5_k_fifth_bits_flipped",
+            GgmlType::Q5_K,
+            fail(
+                Q4_1,
+                &[
+                    "blk.1.ffn_up.weight (q5_K)",
+                    "block 2:",
+                    "layers.1.mlp.up_proj.weight",
+                ],
+            ),
+        )
+    },
+    SourceArm {
+        bend: |f| {
+            // Block 3's fifth bits of its first eight values flipped: each 16 steps off.
+            let data = &mut tensor(f, "blk.0.attn_q.weight").3;
+            data[3 * 22 + 2] ^= 0xff;
+        },
+        ..arm(
+            "gguf_source::control::q5_0_fifth_bits_flipped",
+            GgmlType::Q5_0,
+            fail(
+                Q4_1,
+                &[
+                    "blk.0.attn_q.weight (q5_0)",
+                    "block 3:",
+                    "layers.0.self_attn.q_proj.weight",
                 ],
             ),
         )
