@@ -364,7 +364,9 @@ fn gate_gguf(
                 IS_DFLASH,
                 "not compared: the GGUF holds no draft upstream llama.cpp loads as one",
             ),
-            Some(g) => gguf_source::checks(g, checkpoint),
+            Some(g) => {
+                gguf_source::checks(g, checkpoint).map_err(|p| PackageError::internal(path, p))?
+            }
         };
         answered(&mut evaluation.report, "--source", checks, &[]);
         checkpoint

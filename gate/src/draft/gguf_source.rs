@@ -20,6 +20,7 @@ use crate::dtype::{f32_to_bf16, Dtype};
 use crate::escape::escape;
 use crate::evidence::{SourceBf16, SourceQ41};
 use crate::gguf::{GgmlType, Gguf, TensorInfo};
+use crate::parallel::{self, WorkerPanic};
 use crate::report::Check;
 use crate::source::gguf::config::compare;
 use crate::source::{source_names, squeezed, values, BF16, CHECKS, CONFIG, Q4_1};
@@ -37,8 +38,10 @@ pub fn blocked(by: &'static str, why: &str) -> Vec<Check> {
         .collect()
 }
 
-/// The `source.*` checks of a GGUF draft that parsed and is `dflash`, against the checkpoint `source`.
-pub fn checks(gguf: &Gguf, source: &Checkpoint) -> Vec<Check> {
+/// The `source.*` checks of a GGUF draft that parsed and is `dflash`, against the checkpoint
+/// `source`. Tensors are compared on every core, one at a time each; a worker that panicked is an
+/// error, never a check over the tensors the others compared.
+pub fn checks(gguf: &Gguf, source: &Checkpoint) -> Result<Vec<Check>, WorkerPanic> {
     let config = match DraftConfig::parse(&source.headers.config) {
         Ok((config, json)) => compare(&config, &json, &gguf.header, "source folder's config"),
         Err(why) => Check::fail(
@@ -94,12 +97,14 @@ pub fn checks(gguf: &Gguf, source: &Checkpoint) -> Vec<Check> {
     let inventory = crate::source::inventory(pairs.len(), &missing, &extra, &misshapen);
     let (floats, quantized): (Vec<&Pair<'_>>, Vec<&Pair<'_>>) =
         pairs.iter().partition(|p| float_type(p.gguf.ty));
-    vec![
+    let floats_compared = parallel::map(BF16, &floats, || (), |_, p| compare_floats(p))?;
+    let quantized_compared = parallel::map(Q4_1, &quantized, || (), |_, p| compare_quantized(p))?;
+    Ok(vec![
         config,
         inventory,
-        floats_check(&floats),
-        quantized_check(&quantized),
-    ]
+        floats_check(&floats, floats_compared),
+        quantized_check(&quantized, quantized_compared),
+    ])
 }
 
 /// One GGUF tensor and its source counterpart.
@@ -205,12 +210,15 @@ fn compare_floats(pair: &Pair<'_>) -> Result<(u64, Option<String>), String> {
     Ok((differing, first))
 }
 
-/// `source.bf16` over the F32, F16 and BF16 tensors.
-fn floats_check(pairs: &[&Pair<'_>]) -> Check {
+/// `source.bf16` over the F32, F16 and BF16 tensors, from what comparing each found.
+fn floats_check(
+    pairs: &[&Pair<'_>],
+    compared: Vec<Result<(u64, Option<String>), String>>,
+) -> Check {
     let mut differing = BTreeMap::new();
     let mut firsts = Vec::new();
-    for pair in pairs {
-        let (count, first) = compare_floats(pair).unwrap_or_else(|why| (1, Some(why)));
+    for (pair, compared) in pairs.iter().zip(compared) {
+        let (count, first) = compared.unwrap_or_else(|why| (1, Some(why)));
         if count > 0 {
             differing.insert(pair.gguf.name.clone(), count);
             firsts.extend(first);
@@ -388,8 +396,8 @@ fn under(rms: f64, ceiling: f64) -> bool {
     rms <= ceiling
 }
 
-/// `source.q4_1` over the block-quantized tensors.
-fn quantized_check(pairs: &[&Pair<'_>]) -> Check {
+/// `source.q4_1` over the block-quantized tensors, from what comparing each found.
+fn quantized_check(pairs: &[&Pair<'_>], compared: Vec<Result<Option<Bounded>, String>>) -> Check {
     let (mut undecided, mut failures) = (Vec::new(), Vec::new());
     let mut evidence = SourceQ41 {
         max_error_steps: BTreeMap::new(),
@@ -398,9 +406,9 @@ fn quantized_check(pairs: &[&Pair<'_>]) -> Check {
         exact: None,
         undecided: None,
     };
-    for pair in pairs {
+    for (pair, compared) in pairs.iter().zip(compared) {
         let name = escape(&pair.gguf.name).into_owned();
-        let o = match compare_quantized(pair) {
+        let o = match compared {
             Ok(Some(o)) => o,
             Ok(None) => {
                 undecided.push(format!(

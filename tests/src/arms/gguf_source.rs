@@ -240,6 +240,28 @@ const ARMS: &[SourceArm] = &[
     },
     SourceArm {
         source: |root| {
+            // Past its block's range, an element is clamped to the range's end before the bound
+            // is applied, and the block's largest value dequantizes to that end: the element stays
+            // within a step. Only the RMS ceiling, which compares the unclamped source, sees it.
+            let dir = root.join("source");
+            set_block_extreme(&dir, "layers.0.mlp.down_proj.weight", 1000.0);
+            dir
+        },
+        ..arm(
+            "gguf_source::control::rms_above_the_ceiling_every_element_in_bound",
+            GgmlType::Q8_0,
+            fail(
+                Q4_1,
+                &[
+                    "blk.0.ffn_down.weight (q8_0): relative RMS error",
+                    "layers.0.mlp.down_proj.weight",
+                    "the ceiling for its step",
+                ],
+            ),
+        )
+    },
+    SourceArm {
+        source: |root| {
             let dir = root.join("source");
             set_source_element(&dir, "layers.1.self_attn.q_proj.weight", 3, 1.0e5);
             dir
@@ -293,30 +315,107 @@ const ARMS: &[SourceArm] = &[
 
 /// Each arm, as a named trial.
 pub fn trials() -> Vec<(String, Trial)> {
-    ARMS.iter()
+    let mut trials: Vec<(String, Trial)> = ARMS
+        .iter()
         .map(|a| {
             (
                 format!("arms::{}", a.name),
                 Box::new(move || run(a)) as Trial,
             )
         })
-        .collect()
+        .collect();
+    // The F16 draft's matrices are compared by `source.bf16`'s workers, the Q8_0 one's by
+    // `source.q4_1`'s.
+    for (step, matrices) in [(BF16, GgmlType::F16), (Q4_1, GgmlType::Q8_0)] {
+        trials.push((
+            format!(
+                "arms::gguf_source::hostile::a_worker_panic_in_{}_is_an_internal_error",
+                step.replace('.', "_")
+            ),
+            Box::new(move || worker_panic(step, matrices)) as Trial,
+        ));
+    }
+    trials
+}
+
+/// A faithful pair gated with every worker of `step` made to panic: an internal error naming the
+/// step, never a verdict from the tensors the other workers compared.
+fn worker_panic(step: &'static str, matrices: GgmlType) -> Result<(), String> {
+    let arm = arm("", matrices, Owed::Pass);
+    let (_root, draft, named) = write_pair(&arm)?;
+    let options = Options::default().with_source(named);
+    let report = gate(&draft, &options).map_err(|e| e.to_string())?;
+    if report.verdict() != Outcome::Pass {
+        return Err(format!(
+            "without the panic: {}, expected PASS",
+            report.verdict()
+        ));
+    }
+    let outcome = {
+        let _armed = dflash_gate::__private::parallel::fault::panic_in(step);
+        gate(&draft, &options)
+    };
+    match outcome {
+        Ok(report) => Err(format!(
+            "a worker of {step} panicked and the gate still gave a verdict: {}",
+            report.verdict()
+        )),
+        Err(e) if e.reason() == "internal" && e.to_string().contains(step) => Ok(()),
+        Err(e) => Err(format!(
+            "expected an internal error naming {step}, got {}: {e}",
+            e.reason()
+        )),
+    }
 }
 
 /// Sets element `index` of the BF16 source tensor `name` in `dir/model.safetensors` to `value`.
 fn set_source_element(dir: &Path, name: &str, index: usize, value: f32) {
+    edit_source(dir, name, |_| (index, value));
+}
+
+/// Sets the source tensor `name`'s first-block element of largest magnitude to `magnitude`, its
+/// sign kept.
+fn set_block_extreme(dir: &Path, name: &str, magnitude: f32) {
+    edit_source(dir, name, |values| {
+        let block = values.as_chunks::<2>().0.iter().take(32);
+        let value = |b: &[u8; 2]| half::bf16::from_le_bytes(*b).to_f32();
+        let (index, largest) = block
+            .map(value)
+            .enumerate()
+            .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+            .expect("a block of values");
+        (index, magnitude.copysign(largest))
+    });
+}
+
+/// Sets one bf16 element of the source tensor `name`: `choose` picks it, and its value, from the
+/// tensor's bytes.
+fn edit_source(dir: &Path, name: &str, choose: impl Fn(&[u8]) -> (usize, f32)) {
     let path = dir.join("model.safetensors");
     let mut bytes = std::fs::read(&path).expect("source weights");
     let len = u64::from_le_bytes(bytes[..8].try_into().expect("length")) as usize;
     let header: serde_json::Value =
         serde_json::from_slice(&bytes[8..8 + len]).expect("source header");
-    let begin = header[name]["data_offsets"][0].as_u64().expect("offsets") as usize;
-    let at = 8 + len + begin + 2 * index;
+    let offsets = |i: usize| header[name]["data_offsets"][i].as_u64().expect("offsets") as usize;
+    let data = 8 + len + offsets(0)..8 + len + offsets(1);
+    let (index, value) = choose(&bytes[data.clone()]);
+    let at = data.start + 2 * index;
     bytes[at..at + 2].copy_from_slice(&half::bf16::from_f32(value).to_bits().to_le_bytes());
     std::fs::write(&path, bytes).expect("source weights");
 }
 
 fn run(arm: &SourceArm) -> Result<(), String> {
+    let (_root, draft, named) = write_pair(arm)?;
+    let result = gate(&draft, &Options::default().with_source(named));
+    if let Ok(report) = &result {
+        crate::schema::validate(&report.to_json())?;
+    }
+    judge_counted(Form::Gguf, arm.owed, result, 10)
+}
+
+/// The arm's GGUF draft and the folder it was written from, in a directory of their own (kept while
+/// the first value lives): the draft's path, and what `--source` names.
+fn write_pair(arm: &SourceArm) -> Result<(tempfile::TempDir, PathBuf, PathBuf), String> {
     let root = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (dir, source) = (root.path().join("draft"), root.path().join("source"));
     for d in [&dir, &source] {
@@ -333,12 +432,6 @@ fn run(arm: &SourceArm) -> Result<(), String> {
     write_source(&mut package, &source, SourceOptions::default(), SEED)
         .map_err(|e| e.to_string())?;
     let named = (arm.source)(root.path());
-    let result = gate(
-        &dir.join("draft.gguf"),
-        &Options::default().with_source(named),
-    );
-    if let Ok(report) = &result {
-        crate::schema::validate(&report.to_json())?;
-    }
-    judge_counted(Form::Gguf, arm.owed, result, 10)
+    let draft = dir.join("draft.gguf");
+    Ok((root, draft, named))
 }
