@@ -216,4 +216,29 @@ pub fn run(cache: &Path, runs: usize) {
         seconds(&median(times)) * 1e3,
         q8_heap as f64 / (1 << 20) as f64
     );
+    // The same GGUF gated as a draft of its own against the bf16 folder its values came from
+    // (`--source DIR`): every tensor dequantized and held to the bound, a tensor per worker. Each
+    // run beside the floor of the two files it reads.
+    let draft_files = vec![gguf.clone(), checkpoint.join("model.safetensors")];
+    let against_folder = dflash_gate::Options::default().with_source(checkpoint);
+    settle(&draft_files);
+    time_gate(&gguf, &against_folder);
+    let (mut times, mut ratios, mut heap) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..runs {
+        let floor = time_floor(&draft_files);
+        let (time, h, _) = time_gate(&gguf, &against_folder);
+        heap = heap.max(h);
+        ratios.push(seconds(&time) / seconds(&floor));
+        times.push(time);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "GGUF draft --source DIR ({} bytes read): median {:.1} ms, gate/floor per round {:.2} (range {:.2}..{:.2}), peak heap {:.2} MiB",
+        bytes_of(&draft_files),
+        seconds(&median(times)) * 1e3,
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1],
+        heap as f64 / (1 << 20) as f64
+    );
 }
