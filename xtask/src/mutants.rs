@@ -233,6 +233,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "source.q4_1 GGUF draft RMS ceiling", file: "gate/src/draft/gguf_source.rs", from: "} else if !under(rms, ceiling) {", to: "} else if false {", filter: "gguf_source::control::rms_above_the_ceiling_every_element_in_bound" },
     Mutant { check: "source.q4_1 GGUF draft lost worker", file: "gate/src/draft/gguf_source.rs", from: "let quantized_compared = parallel::map(Q4_1, &quantized, || (), |_, p| compare_quantized(p))?;", to: "let quantized_compared = parallel::map(Q4_1, &quantized, || (), |_, p| compare_quantized(p)).unwrap_or_default();", filter: "gguf_source::hostile::a_worker_panic_in_source_q4_1" },
     Mutant { check: "source.q4_1 GGUF draft element bound", file: "gate/src/draft/gguf_source.rs", from: "out += u64::from(!within(err, step));", to: "out += 0;", filter: "gguf_source::control::q6_k_scale_negated" },
+    Mutant { check: "source.q4_1 GGUF draft NaN source value", file: "gate/src/draft/gguf_source.rs", from: "let clamped = if x.is_nan() { x } else { x.max(lo).min(hi) };", to: "let clamped = x.max(lo).min(hi);", filter: "gguf_source::control::nan_in_the_source" },
 ];
 
 /// `cargo xtask mutants [--jobs N] [WORD...]`: every row, or only the rows whose check or filter

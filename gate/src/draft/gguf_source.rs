@@ -411,7 +411,7 @@ impl Sums {
             let d = f64::from(y - x);
             err2[l] += d * d;
             ref2[l] += f64::from(x) * f64::from(x);
-            let err = (y - x.max(lo).min(hi)).abs();
+            let err = error(x, y, lo, hi);
             // A NaN ratio (a NaN element) is never the largest.
             max_steps[l] = max_steps[l].max(if step > 0.0 { err / step } else { 0.0 });
             out += u64::from(!within(err, step));
@@ -440,8 +440,17 @@ impl Sums {
         spans
             .iter()
             .zip(xs.iter().zip(ys))
-            .position(|(&(step, lo, hi), (&x, &y))| !within((y - x.max(lo).min(hi)).abs(), step))
+            .position(|(&(step, lo, hi), (&x, &y))| !within(error(x, y, lo, hi), step))
     }
+}
+
+/// How far the dequantized `y` is from the source `x` clamped to its block's range `lo..=hi`. A
+/// NaN source value stays NaN (`max` and `min` would turn it into an end of the range, which a value
+/// near that end would then match).
+#[inline(always)]
+fn error(x: f32, y: f32, lo: f32, hi: f32) -> f32 {
+    let clamped = if x.is_nan() { x } else { x.max(lo).min(hi) };
+    (y - clamped).abs()
 }
 
 /// Whether an element's error is within its step, written so that a NaN (a value or a scale) is

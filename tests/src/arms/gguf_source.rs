@@ -262,6 +262,42 @@ const ARMS: &[SourceArm] = &[
     },
     SourceArm {
         source: |root| {
+            // A NaN source value compares false with everything, the clamp included. Put where a
+            // clamp that let it through would land it within a step (a block's most negative
+            // value, code -127 of Q8_0's range -128..127), it is still out of bound, as NaN.
+            let dir = root.join("source");
+            edit_source(&dir, "layers.1.mlp.down_proj.weight", |values| {
+                let value = |b: &[u8; 2]| half::bf16::from_le_bytes(*b).to_f32();
+                let all: Vec<f32> = values.as_chunks::<2>().0.iter().map(value).collect();
+                let index = all
+                    .chunks_exact(32)
+                    .enumerate()
+                    .find_map(|(b, block)| {
+                        let (j, extreme) = block
+                            .iter()
+                            .enumerate()
+                            .max_by(|x, y| x.1.abs().total_cmp(&y.1.abs()))?;
+                        (*extreme < 0.0).then_some(32 * b + j)
+                    })
+                    .expect("a block whose largest value is negative");
+                (index, f32::NAN)
+            });
+            dir
+        },
+        ..arm(
+            "gguf_source::control::nan_in_the_source",
+            GgmlType::Q8_0,
+            fail(
+                Q4_1,
+                &[
+                    "blk.1.ffn_down.weight (q8_0)",
+                    "layers.1.mlp.down_proj.weight value NaN",
+                ],
+            ),
+        )
+    },
+    SourceArm {
+        source: |root| {
             let dir = root.join("source");
             set_source_element(&dir, "layers.1.self_attn.q_proj.weight", 3, 1.0e5);
             dir
