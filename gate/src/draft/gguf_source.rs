@@ -24,6 +24,9 @@ use crate::parallel::{self, WorkerPanic};
 use crate::report::Check;
 use crate::source::gguf::config::compare;
 use crate::source::{source_names, squeezed, values, BF16, CHECKS, CONFIG, Q4_1};
+use bound::Sums;
+
+mod bound;
 use half::f16;
 use std::collections::{BTreeMap, HashSet};
 
@@ -97,8 +100,11 @@ pub fn checks(gguf: &Gguf, source: &Checkpoint) -> Result<Vec<Check>, WorkerPani
     let inventory = crate::source::inventory(pairs.len(), &missing, &extra, &misshapen);
     let (floats, quantized): (Vec<&Pair<'_>>, Vec<&Pair<'_>>) =
         pairs.iter().partition(|p| float_type(p.gguf.ty));
-    let floats_compared = parallel::map(BF16, &floats, || (), |_, p| compare_floats(p))?;
-    let quantized_compared = parallel::map(Q4_1, &quantized, || (), |_, p| compare_quantized(p))?;
+    // The suite runs each arm through the plain loops too, and holds the outcomes equal.
+    let wide = !crate::source::scalar_source_loop();
+    let floats_compared = parallel::map(BF16, &floats, || (), |_, p| compare_floats(p, wide))?;
+    let quantized_compared =
+        parallel::map(Q4_1, &quantized, || (), |_, p| compare_quantized(p, wide))?;
     Ok(vec![
         config,
         inventory,
@@ -144,9 +150,39 @@ fn source_values(pair: &Pair<'_>, from: usize, out: &mut [f32]) -> bool {
     true
 }
 
+/// Where a GGUF float type and its source's dtype are the same encoding, the lowest magnitude bits
+/// (sign cleared) of a NaN in it: then an element equals its source rounded to the type exactly
+/// when their bytes are equal and it is not a NaN, so a chunk of equal bytes with no NaN is
+/// decided whole, without a conversion per element.
+fn same_encoding(ty: GgmlType, dtype: Dtype) -> Option<u32> {
+    match (ty, dtype) {
+        (GgmlType::F32, Dtype::F32) => Some(0x7f80_0001),
+        (GgmlType::F16, Dtype::F16) => Some(0x7c01),
+        (GgmlType::BF16, Dtype::Bf16) => Some(0x7f81),
+        _ => None,
+    }
+}
+
+/// Whether no element of `bytes` (little-endian, two bytes each when `nan` fits in 16 bits, else
+/// four) has a NaN's magnitude bits, `nan` or above.
+fn no_nan(bytes: &[u8], nan: u32) -> bool {
+    if nan > 0xffff {
+        let (words, rest) = bytes.as_chunks::<4>();
+        let largest = words
+            .iter()
+            .fold(0, |m, &w| m.max(u32::from_le_bytes(w) & 0x7fff_ffff));
+        return rest.is_empty() && largest < nan;
+    }
+    let (halves, rest) = bytes.as_chunks::<2>();
+    let largest = halves
+        .iter()
+        .fold(0, |m, &h| m.max(u16::from_le_bytes(h) & 0x7fff));
+    rest.is_empty() && u32::from(largest) < nan
+}
+
 /// The first element of an F32, F16 or BF16 tensor unlike its source rounded to that type, how many
 /// are, and whether the first is an f16 overflow; `Err` when the sizes do not agree.
-fn compare_floats(pair: &Pair<'_>) -> Result<(u64, Option<String>), String> {
+fn compare_floats(pair: &Pair<'_>, wide: bool) -> Result<(u64, Option<String>), String> {
     let n = pair.elements();
     let width = pair.gguf.ty.type_size() as usize;
     if pair.data.len() != n * width {
@@ -158,8 +194,17 @@ fn compare_floats(pair: &Pair<'_>) -> Result<(u64, Option<String>), String> {
     }
     let (mut differing, mut first) = (0u64, None);
     let mut xs = vec![0f32; CHUNK.min(n)];
+    let same = same_encoding(pair.gguf.ty, pair.dtype).filter(|_| wide);
     for from in (0..n).step_by(CHUNK) {
         let xs = &mut xs[..CHUNK.min(n - from)];
+        let span = from * width..(from + xs.len()) * width;
+        if let (Some(nan), Some(stored), Some(source)) =
+            (same, pair.data.get(span.clone()), pair.source.get(span))
+        {
+            if stored == source && no_nan(stored, nan) {
+                continue;
+            }
+        }
         if !source_values(pair, from, xs) {
             return Err(format!("source {} is shorter than its shape", pair.name));
         }
@@ -257,8 +302,18 @@ fn floats_check(
     .with_evidence(evidence)
 }
 
-/// Each element's step and the range its block can represent, in ggml's output order, for one
-/// block of `ty`: `(step, low, high)`. `false` for a type the gate does not dequantize.
+/// How many elements in a row, in ggml's output order, share one scale: a K-quant's sub-block, the
+/// whole block of the others.
+fn run_length(ty: GgmlType) -> usize {
+    match ty {
+        GgmlType::Q6_K => 16,
+        _ => 32,
+    }
+}
+
+/// The step and the range each run of [`run_length`] elements of one block of `ty` can represent,
+/// in ggml's output order: `(step, low, high)`. `false` for a type the gate does not dequantize.
+/// Kept per run, not per element, so that the comparison divides by a step once a run.
 fn ranges(ty: GgmlType, block: &[u8], out: &mut [(f32, f32, f32)]) -> bool {
     let h = |at: usize| f16::from_bits(u16::from_le_bytes([block[at], block[at + 1]])).to_f32();
     // Codes `lo..=hi` times `scale`, then less `min`.
@@ -276,15 +331,15 @@ fn ranges(ty: GgmlType, block: &[u8], out: &mut [(f32, f32, f32)]) -> bool {
             let (d, dmin) = (h(0), h(2));
             let top = if ty == GgmlType::Q4_K { 15.0 } else { 31.0 };
             let (sc, m) = crate::gguf::scales_and_mins(block[4..16].try_into().unwrap_or(&[0; 12]));
-            for (j, sub) in out.chunks_mut(32).enumerate() {
+            for (j, sub) in out.iter_mut().enumerate() {
                 let (dj, mj) = (d * f32::from(sc[j]), dmin * f32::from(m[j]));
-                sub.fill(span(dj, mj, 0.0, top));
+                *sub = span(dj, mj, 0.0, top);
             }
         }
         GgmlType::Q6_K => {
             let d = h(208);
-            for (s, sub) in out.chunks_mut(16).enumerate() {
-                sub.fill(span(d * f32::from(block[192 + s] as i8), 0.0, -32.0, 31.0));
+            for (s, sub) in out.iter_mut().enumerate() {
+                *sub = span(d * f32::from(block[192 + s] as i8), 0.0, -32.0, 31.0);
             }
         }
         _ => return false,
@@ -331,7 +386,7 @@ fn dequantize(ty: GgmlType, blocks: &[u8], out: &mut [f32]) -> bool {
 
 /// Every element of a quantized tensor against section 11's bound, a chunk of blocks at a time;
 /// `None` for a type the gate does not dequantize, `Err` when the sizes do not agree.
-fn compare_quantized(pair: &Pair<'_>) -> Result<Option<Bounded>, String> {
+fn compare_quantized(pair: &Pair<'_>, wide: bool) -> Result<Option<Bounded>, String> {
     let ty = pair.gguf.ty;
     let (size, block) = (ty.type_size() as usize, ty.block_size() as usize);
     if !(crate::gguf::k_quant(ty) || crate::gguf::supported(ty)) || float_type(ty) {
@@ -347,8 +402,13 @@ fn compare_quantized(pair: &Pair<'_>) -> Result<Option<Bounded>, String> {
     }
     let per = (CHUNK / block).max(1);
     let (mut ys, mut xs) = (vec![0f32; per * block], vec![0f32; per * block]);
-    let mut spans = vec![(0f32, 0f32, 0f32); block];
-    let mut sums = Sums::default();
+    let run = run_length(ty);
+    if !block.is_multiple_of(run) {
+        return Ok(None);
+    }
+    let per_block = block / run;
+    let mut spans = vec![(0f32, 0f32, 0f32); per * per_block];
+    let mut sums = Sums::new(wide);
     let mut first = None;
     for (c, chunk) in pair.data.chunks(per * size).enumerate() {
         let count = chunk.len() / size * block;
@@ -357,28 +417,31 @@ fn compare_quantized(pair: &Pair<'_>) -> Result<Option<Bounded>, String> {
         if !dequantize(ty, chunk, ys) || !source_values(pair, from, xs) {
             return Err(format!("{} did not dequantize", escape(&pair.gguf.name)));
         }
-        for (b, bytes) in chunk.chunks_exact(size).enumerate() {
-            if !ranges(ty, bytes, &mut spans) {
+        let spans = &mut spans[..count / run];
+        for (bytes, out) in chunk
+            .chunks_exact(size)
+            .zip(spans.chunks_exact_mut(per_block))
+        {
+            if !ranges(ty, bytes, out) {
                 return Ok(None);
             }
-            let at = b * block..(b + 1) * block;
-            let Some(j) = sums.block(&spans, &xs[at.clone()], &ys[at]) else {
-                continue;
-            };
-            if first.is_none() {
-                let (e, (step, lo, hi)) = (b * block + j, spans[j]);
-                let i = from + e;
-                first = Some(format!(
-                    "{} ({ty}) at {}, block {}: dequantized {}, source {} value {}, step {step} (the block's range {lo} to {hi})",
-                    escape(&pair.gguf.name),
-                    pair.at(i),
-                    i / block,
-                    ys[e],
-                    pair.name,
-                    xs[e]
-                ));
-            }
         }
+        if !sums.runs(spans, run, xs, ys) || first.is_some() {
+            continue;
+        }
+        let Some(e) = bound::first_out(spans, run, xs, ys) else {
+            continue;
+        };
+        let ((step, lo, hi), i) = (spans[e / run], from + e);
+        first = Some(format!(
+            "{} ({ty}) at {}, block {}: dequantized {}, source {} value {}, step {step} (the block's range {lo} to {hi})",
+            escape(&pair.gguf.name),
+            pair.at(i),
+            i / block,
+            ys[e],
+            pair.name,
+            xs[e]
+        ));
     }
     Ok(Some(Bounded {
         out: sums.out,
@@ -387,76 +450,6 @@ fn compare_quantized(pair: &Pair<'_>) -> Result<Option<Bounded>, String> {
         ref2: sums.ref2.iter().sum(),
         first,
     }))
-}
-
-/// What [`compare_quantized`] adds up over a tensor, a block at a time: the squared errors and
-/// squared source values in four lanes each, so that no addition waits on the one before.
-#[derive(Default)]
-struct Sums {
-    err2: [f64; 4],
-    ref2: [f64; 4],
-    max_steps: f32,
-    out: u64,
-}
-
-impl Sums {
-    /// One block's elements against their steps and ranges; the first out of bound, if any.
-    /// Four elements at a time with no branch, so that the compiler keeps each lane in a register
-    /// and works them side by side; a block with an element out of bound is looked at again for it.
-    #[inline]
-    fn block(&mut self, spans: &[(f32, f32, f32)], xs: &[f32], ys: &[f32]) -> Option<usize> {
-        let (mut err2, mut ref2) = (self.err2, self.ref2);
-        let (mut max_steps, mut out) = ([self.max_steps; 4], 0u64);
-        let mut lane = |l: usize, (step, lo, hi): (f32, f32, f32), x: f32, y: f32| {
-            let d = f64::from(y - x);
-            err2[l] += d * d;
-            ref2[l] += f64::from(x) * f64::from(x);
-            let err = error(x, y, lo, hi);
-            // A NaN ratio (a NaN element) is never the largest.
-            max_steps[l] = max_steps[l].max(if step > 0.0 { err / step } else { 0.0 });
-            out += u64::from(!within(err, step));
-        };
-        let whole = spans.len().min(xs.len()).min(ys.len()) / 4 * 4;
-        for ((s, x), y) in spans[..whole]
-            .chunks_exact(4)
-            .zip(xs[..whole].chunks_exact(4))
-            .zip(ys[..whole].chunks_exact(4))
-        {
-            for l in 0..4 {
-                lane(l, s[l], x[l], y[l]);
-            }
-        }
-        // No block of a ggml type has a length that is not a multiple of four; were there one,
-        // its last elements are counted too.
-        for ((&s, &x), &y) in spans[whole..].iter().zip(&xs[whole..]).zip(&ys[whole..]) {
-            lane(0, s, x, y);
-        }
-        (self.err2, self.ref2) = (err2, ref2);
-        self.max_steps = max_steps.into_iter().fold(self.max_steps, f32::max);
-        self.out += out;
-        if out == 0 {
-            return None;
-        }
-        spans
-            .iter()
-            .zip(xs.iter().zip(ys))
-            .position(|(&(step, lo, hi), (&x, &y))| !within(error(x, y, lo, hi), step))
-    }
-}
-
-/// How far the dequantized `y` is from the source `x` clamped to its block's range `lo..=hi`. A
-/// NaN source value stays NaN (`max` and `min` would turn it into an end of the range, which a value
-/// near that end would then match).
-#[inline(always)]
-fn error(x: f32, y: f32, lo: f32, hi: f32) -> f32 {
-    let clamped = if x.is_nan() { x } else { x.max(lo).min(hi) };
-    (y - clamped).abs()
-}
-
-/// Whether an element's error is within its step, written so that a NaN (a value or a scale) is
-/// not.
-fn within(err: f32, step: f32) -> bool {
-    err <= step
 }
 
 /// Whether `rms` is at most `ceiling`, written so that a NaN is not.

@@ -150,6 +150,34 @@ const ARMS: &[SourceArm] = &[
     },
     SourceArm {
         bend: |f| {
+            let data = &mut tensor(f, "blk.0.attn_k.weight").3;
+            data[2 * 40..2 * 41].copy_from_slice(&0x7fc0u16.to_le_bytes());
+        },
+        source: |root| {
+            let dir = root.join("source");
+            set_source_element(&dir, "layers.0.self_attn.k_proj.weight", 40, f32::NAN);
+            dir
+        },
+        ..arm(
+            // The same NaN in both: equal bytes, and still no element equals a NaN.
+            // `bf16.finite` names it too, from the GGUF alone.
+            "gguf_source::control::nan_in_a_bf16_tensor_and_its_source",
+            GgmlType::BF16,
+            Owed::Refused {
+                check: BF16,
+                outcome: Outcome::Fail,
+                mentions: &[
+                    "blk.0.attn_k.weight (bf16)",
+                    "layers.0.self_attn.k_proj.weight",
+                    "row 0, column 40",
+                    "GGUF NaN",
+                ],
+                also: &[CheckId::BF16_FINITE],
+            },
+        )
+    },
+    SourceArm {
+        bend: |f| {
             // Block 1's first sub-block scale negated: its 16 values mirrored through zero.
             let data = &mut tensor(f, "blk.0.attn_output.weight").3;
             data[210 + 192] = (data[210 + 192] as i8).wrapping_neg() as u8;
@@ -360,6 +388,15 @@ pub fn trials() -> Vec<(String, Trial)> {
             )
         })
         .collect();
+    // Each arm again through the plain loops (no vector kernel, no chunk decided by its bytes),
+    // owing the same: the two paths are held to one outcome, and a break in either is seen.
+    trials.extend(ARMS.iter().map(|a| {
+        let rest = a.name.trim_start_matches("gguf_source::");
+        (
+            format!("arms::gguf_source::scalar::{rest}"),
+            Box::new(move || dflash_gate::__private::with_scalar_source_loop(|| run(a))) as Trial,
+        )
+    }));
     // The F16 draft's matrices are compared by `source.bf16`'s workers, the Q8_0 one's by
     // `source.q4_1`'s.
     for (step, matrices) in [(BF16, GgmlType::F16), (Q4_1, GgmlType::Q8_0)] {
