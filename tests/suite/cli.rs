@@ -25,6 +25,10 @@ pub fn trials() -> Vec<Trial> {
             "cli::all_skips_another_models_directory_and_gates_a_draft_under_another_name",
             all_skips_another_model,
         ),
+        Trial::test(
+            "cli::all_gates_a_gguf_draft_file_and_skips_a_target_gguf",
+            all_gguf,
+        ),
     ]
 }
 
@@ -292,6 +296,47 @@ fn all_skips_another_model() -> Result<(), Failed> {
             "a draft whose architectures name another model: exit {:?}, expected 1 with it refused:\n{}",
             o.status.code(),
             listing(&o)
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Under `--all`: a GGUF draft directly under the folder is gated as the directories are (never
+/// dropped from the count), and a directory whose one GGUF is a model of another architecture (a
+/// target beside its draft) is listed as skipped, as a target's Hugging Face folder is.
+fn all_gguf() -> Result<(), Failed> {
+    use gate_tests::synth::gguf::{gguf_for, GgufFile, GgufOptions};
+    use gate_tests::synth::{Encoding, Geometry, Package};
+    let root = tempfile::tempdir()?;
+    let models = root.path().join("models");
+    std::fs::create_dir(&models)?;
+    let mut package = Package::generate(&Geometry::small(), Encoding::default(), 7);
+    let draft = gguf_for(&mut package, GgufOptions::DEFAULT, 7)?;
+    std::fs::write(models.join("loose-draft.gguf"), draft.bytes())?;
+    let target = models.join("target");
+    std::fs::create_dir(&target)?;
+    let mut model = GgufFile::new();
+    model.string("general.architecture", "qwen3");
+    model.u32("qwen3.block_count", 8);
+    std::fs::write(target.join("qwen3.gguf"), model.bytes())?;
+    let o = gate(&["--all".as_ref(), models.as_os_str()])?;
+    let out = text(&o.stdout);
+    let line = |start: &str, name: &str| {
+        out.lines()
+            .any(|l| l.starts_with(start) && l.contains(&format!("/{name}  ")))
+    };
+    let summary = "1 package: 1 pass, 0 fail, 0 undecided, 0 not gated; 1 skipped";
+    if o.status.code() != Some(0)
+        || !line("PASS ", "loose-draft.gguf")
+        || !line("SKIPPED ", "target")
+        || !out.contains("general.architecture is \"qwen3\"")
+        || out.lines().last() != Some(summary)
+    {
+        return Err(format!(
+            "exit {:?}, expected 0 with the loose draft passed and the target skipped ({summary}):\n{out}{}",
+            o.status.code(),
+            text(&o.stderr)
         )
         .into());
     }

@@ -16,7 +16,7 @@ use crate::error::PackageError;
 use crate::escape::escape;
 use crate::evaluation::Evaluation;
 use crate::evidence::{Finding, InventoryComplete, InventoryExplained};
-use crate::gguf::{self as blocks, Gguf, Header, TensorInfo, Value};
+use crate::gguf::{self as blocks, Gguf, Header, TensorInfo, Value, ValueType};
 use crate::limits::MAX_CENSUS_TENSORS;
 use crate::report::{Check, FileCensus, NotChecked, Report, TensorCensus};
 use std::collections::HashSet;
@@ -175,27 +175,75 @@ fn is_dflash(header: &Header) -> Check {
     }
 }
 
+/// Tensors every layer of llama.cpp's dflash graph creates (see [`expected`]).
+const LAYER_TENSORS: u64 = 11;
+
+/// A metadata value as a refusal quotes it.
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::Integer(i) => i.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::String(s) => format!("\"{}\"", escape(s)),
+        Value::Array { element, count, .. } => format!("an array of {count} {element}"),
+    }
+}
+
 /// The metadata, or every key that is absent or unusable, named.
 pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
     let mut problems = Vec::new();
+    // llama.cpp reads each of these as a u32 and refuses the file when the key has any other type
+    // ("key ... has wrong type"), so another integer type is a FAIL, not a value to widen.
     let int = |key: String, problems: &mut Vec<String>| -> Option<u64> {
-        match header.get(&key).map(|k| &k.value) {
+        let kept = header.get(&key);
+        match kept.map(|k| (k.ty, &k.value)) {
             None => {
                 problems.push(format!("{} is absent (required)", escape(&key)));
                 None
             }
-            Some(Value::Integer(i)) if *i >= 1 && *i <= i128::from(u32::MAX) => Some(*i as u64),
-            Some(Value::Integer(i)) => {
-                problems.push(format!("{} is {i}, not a positive count", escape(&key)));
+            Some((ValueType::U32, Value::Integer(i))) if *i >= 1 => Some(*i as u64),
+            Some((ValueType::U32, Value::Integer(i))) => {
+                problems.push(format!("{} is {i}, not a count of 1 or more", escape(&key)));
                 None
             }
-            Some(_) => {
-                problems.push(format!("{} is not an integer", escape(&key)));
+            Some((ty, _)) => {
+                problems.push(format!(
+                    "{} is stored as {ty}: llama.cpp reads it only as a u32 and refuses any other type",
+                    escape(&key)
+                ));
                 None
             }
         }
     };
     let layers = int(format!("{a}.block_count"), &mut problems);
+    // Each layer is 11 tensors, so a count the file's tensors cannot hold is refused before a
+    // list of names is built from it.
+    let layers = match layers {
+        Some(n) if n.saturating_mul(LAYER_TENSORS) > header.tensors.len() as u64 => {
+            problems.push(format!(
+                "{a}.block_count is {n}: {n} layers need {} tensors, and the file holds {}",
+                n.saturating_mul(LAYER_TENSORS),
+                header.tensors.len()
+            ));
+            None
+        }
+        other => other,
+    };
+    // Required by the draft's contract (llama.cpp would fall back to its own defaults, which are
+    // not the target's), and read by llama.cpp only as an f32.
+    for key in [
+        format!("{a}.rope.freq_base"),
+        format!("{a}.attention.layer_norm_rms_epsilon"),
+    ] {
+        match header.get(&key).map(|k| k.ty) {
+            None => problems.push(format!("{} is absent (required)", escape(&key))),
+            Some(ValueType::F32) => {}
+            Some(ty) => problems.push(format!(
+                "{} is stored as {ty}: llama.cpp reads it only as an f32 and refuses any other type",
+                escape(&key)
+            )),
+        }
+    }
     let hidden = int(format!("{a}.embedding_length"), &mut problems);
     let intermediate = int(format!("{a}.feed_forward_length"), &mut problems);
     let heads = int(format!("{a}.attention.head_count"), &mut problems);
@@ -237,9 +285,10 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
             None
         }
         Some(Value::Array {
+            element,
             integers: Some(values),
             ..
-        }) if !values.is_empty() => {
+        }) if !values.is_empty() && matches!(element, ValueType::I32 | ValueType::U32) => {
             if let Some(bad) = values.iter().find(|&&v| v < 1 || v > i128::from(u32::MAX)) {
                 problems.push(format!(
                     "{} holds {bad}: each is an HF layer id plus one, so at least 1",
@@ -259,7 +308,7 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
         }
         Some(_) => {
             problems.push(format!(
-                "{} is not a non-empty array of integers",
+                "{} is not a non-empty array of i32 or u32 (llama.cpp refuses any other array)",
                 escape(&taps_key)
             ));
             None
@@ -278,17 +327,40 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
             ));
             None
         }
-        Some(key) => match header.get(key).map(|k| &k.value) {
-            Some(Value::Integer(i)) if *i >= 0 && *i <= i128::from(u32::MAX) => Some(*i as u64),
+        Some(key) => match header.get(key).map(|k| (k.ty, &k.value)) {
+            Some((ValueType::U32, Value::Integer(i))) => Some(*i as u64),
             _ => {
-                problems.push(format!("{} is not a token id", escape(key)));
+                problems.push(format!(
+                    "{} is not a token id (llama.cpp reads it only as a u32)",
+                    escape(key)
+                ));
                 None
             }
         },
     };
-    let vocab = match header.get(&format!("{a}.vocab_size")).map(|k| &k.value) {
-        Some(Value::Integer(i)) if *i >= 1 => Some(*i as u64),
-        _ => None,
+    // Both keys stated: they must agree, or which one a reader takes decides the mask.
+    let older = format!("{a}.mask_token_id");
+    if let (Some(key), Some(mask), Some(other)) = (&mask_key, mask_token_id, header.get(&older)) {
+        if key != &older && !matches!(other.value, Value::Integer(i) if i == i128::from(mask)) {
+            problems.push(format!(
+                "{} is {mask} and {} is {}: the mask token is stated twice, differently",
+                escape(key),
+                escape(&older),
+                value_text(&other.value)
+            ));
+        }
+    }
+    let vocab_key = format!("{a}.vocab_size");
+    let vocab = match header.get(&vocab_key).map(|k| (k.ty, &k.value)) {
+        None => None,
+        Some((ValueType::U32, Value::Integer(i))) if *i >= 1 => Some(*i as u64),
+        Some(_) => {
+            problems.push(format!(
+                "{} is not a u32 count of 1 or more",
+                escape(&vocab_key)
+            ));
+            None
+        }
     };
     if let (Some(mask), Some(vocab)) = (mask_token_id, vocab) {
         if mask >= vocab {
@@ -403,7 +475,7 @@ pub fn expected(meta: &Meta) -> Vec<Expected> {
     let mut add =
         |name: String, ne: Vec<u64>, optional: bool| out.push(Expected { name, ne, optional });
     for i in 0..meta.layers {
-        let layer: [(&str, Vec<u64>); 11] = [
+        let layer: [(&str, Vec<u64>); LAYER_TENSORS as usize] = [
             ("attn_norm", vec![h]),
             ("attn_q", vec![h, q]),
             ("attn_k", vec![h, kv]),

@@ -27,7 +27,8 @@ fn has_extension(name: &OsString, extension: &str) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case(extension))
 }
 
-/// `name-00001-of-00003.gguf` (llama.cpp's `gguf-split` names): digits, `-of-`, digits.
+/// `name-00001-of-00003.gguf` (llama.cpp's `gguf-split` names): digits, `-of-`, digits, the count
+/// above one (`-00001-of-00001` names a whole model).
 pub(crate) fn is_shard(name: &str) -> bool {
     let Some(stem) = name
         .len()
@@ -42,6 +43,7 @@ pub(crate) fn is_shard(name: &str) -> bool {
     };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     digits(count)
+        && count.parse::<u64>().map_or(true, |n| n > 1)
         && before
             .rsplit_once('-')
             .is_some_and(|(_, index)| digits(index))
@@ -165,6 +167,8 @@ mod tests {
         assert!(is_shard("draft-00001-of-00003.gguf"));
         assert!(is_shard("a-b-2-of-2.GGUF"));
         assert!(!is_shard("draft.gguf"));
+        assert!(!is_shard("draft-00001-of-00001.gguf"));
+        assert!(is_shard("draft-1-of-99999999999999999999999.gguf"));
         assert!(!is_shard("draft-of-3.gguf"));
         assert!(!is_shard("draft-1-of-.gguf"));
         assert!(!is_shard("draft-00001-of-00003.safetensors"));

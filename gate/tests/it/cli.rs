@@ -315,7 +315,7 @@ fn all_skips_the_source_directory_and_checkpoints() {
     assert_eq!(o.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&o.stderr)
-            .contains("no package directory (with a config.json or a *.q4nx) under it (1 skipped"),
+            .contains("no package directory (with a config.json, a *.q4nx or a *.gguf) and no *.gguf file under it (1 skipped"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
@@ -335,7 +335,7 @@ fn a_folder_of_packages_named_as_one_suggests_all() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("no package directory (with a config.json or a *.q4nx) under it; it is a package itself: name it without --all"),
+        err.contains("no package directory (with a config.json, a *.q4nx or a *.gguf) and no *.gguf file under it; it is a package itself: name it without --all"),
         "{err}"
     );
 }

@@ -127,6 +127,19 @@ const ARMS: &[GgufArm] = &[
         Owed::Pass,
     ),
     GgufArm {
+        // `-00001-of-00001` is the whole model, as the Hub holds many: not a shard to merge.
+        place: |d| {
+            let whole = d.join("draft-00001-of-00001.gguf");
+            std::fs::rename(d.join(FILE), &whole).unwrap();
+            whole
+        },
+        ..arm(
+            "gguf_draft::pass::named_one_shard_of_one",
+            as_is,
+            Owed::Pass,
+        )
+    },
+    GgufArm {
         place: |d| {
             let shard = d.join("draft-00001-of-00002.gguf");
             std::fs::rename(d.join(FILE), &shard).unwrap();
@@ -295,6 +308,99 @@ const ARMS: &[GgufArm] = &[
         "gguf_draft::control::block_size_one",
         |f| assert!(f.replace("dflash.block_size", 4, &1u32.to_le_bytes())),
         fail(GEOMETRY, &["dflash.block_size is 1"]),
+    ),
+    arm(
+        // Read as a count, it would have the gate build four billion layers' names.
+        "gguf_draft::control::block_count_beyond_the_tensors",
+        |f| assert!(f.replace("dflash.block_count", 4, &4_000_000_000u32.to_le_bytes())),
+        fail(
+            GEOMETRY,
+            &[
+                "dflash.block_count is 4000000000",
+                "44000000000 tensors",
+                "the file holds 25",
+            ],
+        ),
+    ),
+    arm(
+        // One layer more than the file's 25 tensors hold (2 layers of 11, and 3 more).
+        "gguf_draft::control::block_count_one_layer_beyond_the_tensors",
+        |f| assert!(f.replace("dflash.block_count", 4, &3u32.to_le_bytes())),
+        fail(
+            GEOMETRY,
+            &["dflash.block_count is 3", "33 tensors", "the file holds 25"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::block_count_stored_as_i32",
+        |f| assert!(f.replace("dflash.block_count", 5, &2i32.to_le_bytes())),
+        fail(
+            GEOMETRY,
+            &["dflash.block_count is stored as i32", "only as a u32"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::mask_token_id_stored_as_i32",
+        |f| assert!(f.replace("tokenizer.ggml.mask_token_id", 5, &999i32.to_le_bytes())),
+        fail(
+            GEOMETRY,
+            &[
+                "tokenizer.ggml.mask_token_id is not a token id",
+                "only as a u32",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::target_layers_a_u8_array",
+        |f| {
+            assert!(f.remove("dflash.target_layers"));
+            let mut value = 0u32.to_le_bytes().to_vec();
+            value.extend_from_slice(&3u64.to_le_bytes());
+            value.extend_from_slice(&[2, 4, 6]);
+            f.raw("dflash.target_layers", 9, &value);
+        },
+        fail(
+            GEOMETRY,
+            &[
+                "dflash.target_layers",
+                "not a non-empty array of i32 or u32",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::rope_freq_base_absent",
+        |f| assert!(f.remove("dflash.rope.freq_base")),
+        fail(GEOMETRY, &["dflash.rope.freq_base is absent (required)"]),
+    ),
+    arm(
+        "gguf_draft::control::rms_epsilon_stored_as_f64",
+        |f| {
+            let key = "dflash.attention.layer_norm_rms_epsilon";
+            assert!(f.replace(key, 12, &1e-6f64.to_le_bytes()));
+        },
+        fail(
+            GEOMETRY,
+            &[
+                "dflash.attention.layer_norm_rms_epsilon is stored as f64",
+                "only as an f32",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::two_mask_ids_disagree",
+        |f| f.u32("dflash.mask_token_id", 5),
+        fail(
+            GEOMETRY,
+            &[
+                "tokenizer.ggml.mask_token_id is 999 and dflash.mask_token_id is 5",
+                "stated twice",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::vocab_size_stored_as_i32",
+        |f| assert!(f.replace("dflash.vocab_size", 5, &(-3i32).to_le_bytes())),
+        fail(GEOMETRY, &["dflash.vocab_size is not a u32 count"]),
     ),
     arm(
         "gguf_draft::control::head_count_absent",

@@ -10,8 +10,11 @@
 //! or its index, and no `*.q4nx`), which is what a package is converted from, not a package; and a
 //! directory whose config.json declares another model (a target beside its draft), named by its
 //! `architectures` or `model_type` and carrying none of a draft's own fields, so that a draft whose
-//! architecture is misspelt is still gated and refused. A directory with neither a config.json nor a
-//! weight file is not a package and is not counted.
+//! architecture is misspelt is still gated and refused. A GGUF draft is a file: a directory holding a
+//! `*.gguf`, and a `*.gguf` directly under DIR, are gated, unless the file's `general.architecture` is
+//! another model's (neither `dflash` nor a fork's dialect: a target beside its draft), which is
+//! skipped, named by it. A directory with neither a config.json nor a weight file is not a package and
+//! is not counted.
 
 use dflash_gate::__private::checkpoint::{INDEX_FILE, SINGLE_FILE};
 use dflash_gate::__private::files::{FileError, CONFIG_FILE};
@@ -56,6 +59,7 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
         )
     };
     let mut dirs = Vec::new();
+    let mut files = Vec::new();
     let mut unknown = Vec::new();
     for entry in std::fs::read_dir(models).map_err(listing)? {
         let path = entry.map_err(listing)?.path();
@@ -64,6 +68,8 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
         // may have been one, so it is not gated rather than passed over.
         match std::fs::metadata(&path) {
             Ok(meta) if meta.is_dir() => dirs.push(path),
+            // A GGUF draft is a file: one beside the directories is gated as they are.
+            Ok(_) if is_gguf(path.as_os_str()) => files.push(path),
             Ok(_) => {}
             Err(source) => unknown.push(Item::NotGated {
                 error: PackageError::FileNoted {
@@ -81,6 +87,7 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
     let mut items: Vec<Item> = dirs
         .into_iter()
         .filter_map(|dir| classify(dir, beside))
+        .chain(files.into_iter().map(|file| gguf_item(file, beside)))
         .chain(unknown)
         .collect();
     items.sort_by(|a, b| a.dir().cmp(b.dir()));
@@ -96,7 +103,7 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
             also.push_str("; it is a package itself: name it without --all");
         }
         return Err(format!(
-            "--all {}: no package directory (with a config.json or a *.q4nx) under it{also}; --all looks one level deep, at the directories directly under it",
+            "--all {}: no package directory (with a config.json, a *.q4nx or a *.gguf) and no *.gguf file under it{also}; --all looks one level deep, at the entries directly under it",
             dflash_gate::__private::escape::name(models.as_os_str())
         ));
     }
@@ -126,16 +133,20 @@ fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
         .iter()
         .any(|n| dflash_gate::__private::files::is_weight_file(n));
     let checkpoint = names.iter().any(|n| n == SINGLE_FILE || n == INDEX_FILE);
-    let gguf = names.iter().any(|n| {
-        Path::new(n)
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
-    });
+    let ggufs: Vec<&OsString> = names.iter().filter(|n| is_gguf(n)).collect();
+    let gguf = !ggufs.is_empty();
     match (config, weights) {
         // A hub cache repository: gated as the snapshot its `refs/main` names.
         (false, false) if dflash_gate::__private::hub::is_repository(&dir) => Some(Item::Gate(dir)),
-        // A GGUF draft carries its config in its metadata: a directory holding one is a draft.
-        (false, false) if gguf => Some(Item::Gate(dir)),
+        // A GGUF draft carries its config in its metadata: a directory holding one is a draft,
+        // unless its one GGUF says it is another model (a target beside its draft).
+        (false, false) if gguf => match ggufs.as_slice() {
+            [one] => match another_gguf(&dir.join(one)) {
+                Some(why) => Some(Item::Skip { reason: "another_model", dir, why }),
+                None => Some(Item::Gate(dir)),
+            },
+            _ => Some(Item::Gate(dir)),
+        },
         (false, false) => None,
         // A Hugging Face folder is a draft when its config says so (the gate then says what is wrong
         // with it); another model's folder (a target's checkpoint) is passed over, saying what it is.
@@ -168,6 +179,51 @@ fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
         },
         (false, true) => Some(Item::Gate(dir)),
     }
+}
+
+fn is_gguf(name: &std::ffi::OsStr) -> bool {
+    Path::new(name)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+}
+
+/// A `*.gguf` file directly under `--all`: gated as a draft, unless an option names it or it says
+/// it is another model.
+fn gguf_item(file: PathBuf, beside: &[(&str, &Path)]) -> Item {
+    if let Some((option, _)) = beside.iter().find(|(_, named)| same_dir(&file, named)) {
+        let why = format!("the {option} file, not a draft");
+        return Item::Skip {
+            dir: file,
+            why,
+            reason: "option_directory",
+        };
+    }
+    match another_gguf(&file) {
+        Some(why) => Item::Skip {
+            dir: file,
+            why,
+            reason: "another_model",
+        },
+        None => Item::Gate(file),
+    }
+}
+
+/// Why the GGUF at `path` is another model's: its `general.architecture` is neither a DFlash draft's
+/// nor a fork dialect's. `None` when it may be a draft, or cannot be read: the gate then says what
+/// is wrong with it.
+fn another_gguf(path: &Path) -> Option<String> {
+    use dflash_gate::__private::draft::gguf::{ARCHITECTURE, FORK_DIALECTS};
+    let gguf = dflash_gate::__private::gguf::Gguf::open(path).ok()?;
+    let architecture = gguf.header.architecture()?;
+    if architecture == ARCHITECTURE || FORK_DIALECTS.contains(&architecture) {
+        return None;
+    }
+    // The name is the file's: a value written to flood the listing is cut short.
+    let shown: String = architecture.chars().take(64).collect();
+    Some(format!(
+        "another model (a GGUF whose general.architecture is \"{}\"), not a DFlash draft",
+        dflash_gate::__private::escape::escape(&shown)
+    ))
 }
 
 /// Whether `dir`'s config.json reads as a draft's (recognised, or holding a field only drafts have).
