@@ -1009,7 +1009,7 @@ pub fn tokenizer_check(id: &str, tokens: &Tokens, rows: Result<u64, String>) -> 
         None => {
             return Check::fail(
                 id,
-                "the target has no tokenizer: the draft has none of its own to fall back on",
+                "the target has no tokenizer: a draft serves with its target's tokenizer, so its own (a GGUF draft carries one) is no stand-in",
             )
         }
         Some(Err(p)) if p.undecided => {

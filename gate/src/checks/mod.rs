@@ -13,7 +13,7 @@ mod inventory;
 mod projections;
 mod scalars;
 
-pub use geometry::{check_draft_geometry, check_geometry, Geometry};
+pub use geometry::{check_draft_geometry, check_geometry, Geometry, MAX_KNOWN_BLOCK};
 pub use projections::{HEADERS, SCAN_STEP};
 
 use crate::config::DraftConfig;

@@ -430,7 +430,16 @@ fn mask_token(gguf: &Gguf, meta: &Meta) -> Option<String> {
 
 /// `config.geometry` over the metadata.
 fn geometry_check(meta: &Result<Meta, Vec<String>>) -> Check {
+    use crate::checks::MAX_KNOWN_BLOCK;
     match meta {
+        // As a config's is: a block no draft or loader is known to use is not decided.
+        Ok(m) if m.block_size > MAX_KNOWN_BLOCK => Check::undecided(
+            GEOMETRY,
+            format!(
+                "cannot decide the metadata's geometry: dflash.block_size is {}: no released draft, and no loader found, uses a block above {MAX_KNOWN_BLOCK}",
+                m.block_size
+            ),
+        ),
         Ok(m) => Check::pass(
             GEOMETRY,
             format!(

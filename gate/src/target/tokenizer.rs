@@ -146,15 +146,15 @@ pub(super) fn tokenizer(target: &Target) -> Check {
         ),
         Tokenizer::Absent => Check::fail(
             TOKENIZER,
-            "the target has no tokenizer.json: the draft has none of its own to fall back on",
+            "the target has no tokenizer.json: a draft serves with its target's tokenizer, so its own (a GGUF draft carries one) is no stand-in",
         ),
         Tokenizer::Dangling(to) => Check::fail(
             TOKENIZER,
-            format!("the target's tokenizer.json is a symbolic link to {to}, which leads to no file: the draft has none of its own to fall back on"),
+            format!("the target's tokenizer.json is a symbolic link to {to}, which leads to no file: a draft serves with its target's tokenizer, so its own (a GGUF draft carries one) is no stand-in"),
         ),
         Tokenizer::NotRegular(what) => Check::fail(
             TOKENIZER,
-            format!("the target's tokenizer.json is {what}, not a regular file: no tokenizer can be read from it, and the draft has none of its own to fall back on"),
+            format!("the target's tokenizer.json is {what}, not a regular file: no tokenizer can be read from it, and a draft serves with its target's tokenizer, so its own (a GGUF draft carries one) is no stand-in"),
         ),
         Tokenizer::Unexamined(why) => Check::undecided(
             TOKENIZER,

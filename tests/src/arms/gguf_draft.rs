@@ -332,6 +332,16 @@ const ARMS: &[GgufArm] = &[
         ),
     ),
     arm(
+        "gguf_draft::control::block_size_above_any_known",
+        |f| assert!(f.replace("dflash.block_size", 4, &1000u32.to_le_bytes())),
+        Owed::Refused {
+            check: GEOMETRY,
+            outcome: Outcome::Undecided,
+            mentions: &["dflash.block_size is 1000", "above 64"],
+            also: &[],
+        },
+    ),
+    arm(
         "gguf_draft::control::block_count_stored_as_i32",
         |f| assert!(f.replace("dflash.block_count", 5, &2i32.to_le_bytes())),
         fail(
