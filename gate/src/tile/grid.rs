@@ -140,4 +140,10 @@ impl<'a> TileGrid<'a> {
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes
     }
+
+    /// A grid over `bytes` taken as is, for unit tests of the code that reads grids.
+    #[cfg(test)]
+    pub(crate) fn unchecked(geometry: GridGeometry, bytes: &'a [u8]) -> TileGrid<'a> {
+        TileGrid { geometry, bytes }
+    }
 }

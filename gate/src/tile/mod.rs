@@ -10,6 +10,7 @@ pub mod bits;
 pub mod dequant;
 mod grid;
 mod scan;
+mod sink;
 
 pub use grid::{tile_count, GridGeometry, TileGrid};
 pub use scan::{median, BadGroup, Defect, GridScan, ScanBuffers};

@@ -2,6 +2,7 @@
 //! median of minimum/scale that is the q4_1 signature.
 
 use super::bits::{from_order_key, is_finite, is_positive_finite, order_key, u16_at};
+use super::sink::{Sink, Wide};
 use super::{
     TileGrid, CODES, CODES_PER_HALF, GROUP, GROUPS_PER_TILE, MINIMUMS, SCALES, TILE_BYTES,
     TILE_COLS, TILE_ROWS,
@@ -120,7 +121,7 @@ impl TileGrid<'_> {
             // SAFETY: the processor was just found to support AVX2, the only feature enabled.
             return unsafe { self.pass_avx2(bracket, keys) };
         }
-        self.pass_baseline(bracket, keys)
+        self.pass_baseline(bracket, keys, None)
     }
 
     /// The same pass compiled for 8-wide vectors: the per-group arithmetic (a division among it)
@@ -128,11 +129,12 @@ impl TileGrid<'_> {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn pass_avx2(&self, bracket: (u32, u32), keys: &mut Vec<u32>) -> Pass {
-        self.pass_baseline(bracket, keys)
+        // SAFETY: this function runs only where the processor has AVX2.
+        self.pass_baseline(bracket, keys, unsafe { Wide::asserted() })
     }
 
     #[inline(always)]
-    fn pass_baseline(&self, bracket: (u32, u32), keys: &mut Vec<u32>) -> Pass {
+    fn pass_baseline(&self, bracket: (u32, u32), keys: &mut Vec<u32>, wide: Option<Wide>) -> Pass {
         let g = self.geometry;
         keys.clear();
         let mut acc = Accumulator {
@@ -189,7 +191,7 @@ impl TileGrid<'_> {
                 acc.scale_bits = (acc.scale_bits.0.min(lo), acc.scale_bits.1.max(hi));
                 acc.minimum_bits |= min_bits;
                 acc.scan.real_groups += GROUPS_PER_TILE as u64;
-                acc.sink.offer_tile(&tile_keys);
+                acc.sink.offer_tile(&tile_keys, wide);
                 continue;
             }
             for i in 0..GROUPS_PER_TILE {
@@ -236,40 +238,6 @@ struct Pass {
     below: u64,
     /// Ordinary keys in all.
     ordinary: u64,
-}
-
-/// Where ordinary groups' keys go: counted when below the bracket, kept when inside it.
-struct Sink<'k> {
-    lo: u32,
-    width: u32,
-    below: u64,
-    ordinary: u64,
-    keys: &'k mut Vec<u32>,
-}
-
-impl Sink<'_> {
-    fn offer(&mut self, key: u32) {
-        self.ordinary += 1;
-        self.below += u64::from(key < self.lo);
-        if key.wrapping_sub(self.lo) <= self.width {
-            self.keys.push(key);
-        }
-    }
-
-    /// A whole tile's keys, branch-free: each is written at the cursor, which moves past those inside.
-    #[inline(always)]
-    fn offer_tile(&mut self, tile_keys: &[u32; GROUPS_PER_TILE]) {
-        let mut kept = [0u32; GROUPS_PER_TILE];
-        let (mut inside, mut below) = (0usize, 0u64);
-        for &key in tile_keys {
-            below += u64::from(key < self.lo);
-            kept[inside] = key;
-            inside += usize::from(key.wrapping_sub(self.lo) <= self.width);
-        }
-        self.below += below;
-        self.ordinary += GROUPS_PER_TILE as u64;
-        self.keys.extend_from_slice(&kept[..inside]);
-    }
 }
 
 /// The exact median of `ordinary` keys, of which `below` lie under `inside` (the rest above it); `None`

@@ -407,6 +407,18 @@ pub fn arms() -> Vec<Arm> {
                 "tile 0, group 1, row 1, column 32: GGUF block 9 has a non-finite f16 scale or minimum (d NaN",
             ]),
         ),
+        // A converter that widens only normal f16s: block 9's subnormal d (2^-24) rebiased as if it
+        // were normal, 2^-15 in the tile. The whole-tile kernel's arithmetic gives those same bits,
+        // so only its refusal of subnormals sends the tile to the group path, which names the scale.
+        gguf_arm(
+            "control::gguf_subnormal_scale_rebiased",
+            subnormal_scale_rebiased,
+            bent(subnormal_scale_in_gguf),
+            fail(q4_1, &[
+                "model.layers.1.self_attn.k_proj.weight is not GGUF tensor blk.1.attn_k.weight's",
+                "tile 0, group 1, row 1, column 32: scale 0.000030517578 (bf16 0x3800), GGUF's rounded to bf16 ",
+            ]),
+        ),
     ]
 }
 
@@ -605,14 +617,31 @@ fn epsilon_other(f: &mut GgufFile) {
 }
 
 /// A GGUF block's f16 scale as a NaN (the package's group stays the finite one it was made from).
+/// Block 9 of layer 1's k_proj (row 1, group 1) given the smallest subnormal f16 scale.
+fn subnormal_scale_in_gguf(f: &mut GgufFile) {
+    k_proj_block_9_scale(f, 0x0001);
+}
+
+/// The scale of row 1, group 1 in tile 0 of layer 1's k_proj (element 33 of the scale plane) set to
+/// what rebiasing `subnormal_scale_in_gguf`'s f16 as a normal one gives: 2^-15.
+fn subnormal_scale_rebiased(s: &mut Scenario) {
+    let data = &mut s.package.tensor_mut(&proj(1, Projection::K)).data;
+    data[66..68].copy_from_slice(&0x3800u16.to_le_bytes());
+}
+
 fn nan_scale_in_gguf(f: &mut GgufFile) {
+    k_proj_block_9_scale(f, 0x7e00);
+}
+
+/// Block 9 of layer 1's k_proj (row 1, the second block of its row: K = 256 is 8 blocks a row)
+/// given the f16 scale `bits`.
+fn k_proj_block_9_scale(f: &mut GgufFile, bits: u16) {
     let t = f
         .tensors
         .iter_mut()
         .find(|t| t.0 == "blk.1.attn_k.weight")
         .expect("k_proj");
-    // Block 9: row 1, the second block of its row (K = 256: 8 blocks a row).
-    t.3[9 * 20..9 * 20 + 2].copy_from_slice(&0x7e00u16.to_le_bytes());
+    t.3[9 * 20..9 * 20 + 2].copy_from_slice(&bits.to_le_bytes());
 }
 
 /// A trial: `Err` says what the gate got wrong.

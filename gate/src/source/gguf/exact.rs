@@ -6,8 +6,11 @@
 
 use crate::dtype::f32_to_bf16;
 use crate::parallel;
-use crate::source::q4_1::prefetch;
 use crate::tile::{GridGeometry, TileGrid, TILE_BYTES, TILE_COLS, TILE_ROWS};
+
+mod whole_tile;
+
+use whole_tile::Avx2;
 
 /// ggml's `block_q4_1`: f16 `d`, f16 `m`, 16 bytes of codes.
 const BLOCK: usize = 20;
@@ -160,63 +163,34 @@ pub fn compare(jobs: &[Job<'_>]) -> Result<Vec<Outcome>, parallel::WorkerPanic> 
     Ok(outcomes)
 }
 
-/// Tiles `from..to` of a job, built for AVX2 where the processor has it (the same code: the
-/// compiler widens its loops), else for the baseline.
+/// Tiles `from..to` of a job, built for AVX2 where the processor has it (the compiler widens the
+/// group path's loops, and whole tiles go to the [`whole_tile`] kernel first), else for the
+/// baseline.
 fn tiles(job: &Job<'_>, from: u64, to: u64) -> Outcome {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    if let Some(wide) = Avx2::detect() {
         // SAFETY: the processor was just found to support AVX2, the only feature enabled.
-        return unsafe { tiles_avx2(job, from, to) };
+        return unsafe { tiles_avx2(job, from, to, wide) };
     }
-    tiles_baseline(job, from, to)
+    tiles_baseline(job, from, to, None)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn tiles_avx2(job: &Job<'_>, from: u64, to: u64) -> Outcome {
-    tiles_baseline(job, from, to)
+fn tiles_avx2(job: &Job<'_>, from: u64, to: u64, wide: Avx2) -> Outcome {
+    tiles_baseline(job, from, to, Some(wide))
 }
 
-/// The package's tiles are one forward stream, which the hardware prefetcher follows: asking for
-/// tile `t + AHEAD`'s 80 lines as well was 1 ms of CPU better on a day the machine read 66 GB/s,
-/// and 4 to 7 % slower on days it read 15 to 17 GB/s (two runs of `cargo xtask bench --only gguf`,
-/// both builds in the same rounds), so only the GGUF's rows are asked for.
+/// No software prefetch: with the whole-tile kernel, the comparison keeps up with memory, and asking
+/// for each tile's 32 GGUF rows two tiles ahead measured 2 to 3 % slower than leaving both streams to
+/// the hardware prefetcher (three runs of 15 to 25 rounds, by turns, on the CLI).
 #[inline(always)]
-fn tiles_baseline(job: &Job<'_>, from: u64, to: u64) -> Outcome {
+fn tiles_baseline(job: &Job<'_>, from: u64, to: u64, wide: Option<Avx2>) -> Outcome {
     let mut outcome = Outcome::default();
     for t in from..to {
-        prefetch_blocks(job, t + AHEAD);
-        tile(job, t, &mut outcome);
+        tile(job, t, &mut outcome, wide);
     }
     outcome
-}
-
-/// How many tiles ahead the GGUF's blocks are asked for: far enough that they arrive before the
-/// tile is compared, near enough that they are still in the cache then.
-const AHEAD: u64 = 2;
-
-/// Asks for the GGUF blocks tile `t` will read: 32 rows of 8 blocks (160 bytes), one per row of
-/// the tensor, far apart in the file; more streams than the hardware prefetcher follows, so without
-/// this the comparison waits on memory at every row. A hint: it reads nothing and cannot fault.
-#[inline(always)]
-fn prefetch_blocks(job: &Job<'_>, t: u64) {
-    let g: GridGeometry = job.grid.geometry;
-    if t >= g.tiles() {
-        return;
-    }
-    let (row0, col0) = (
-        (t / g.col_blocks) * TILE_ROWS,
-        (t % g.col_blocks) * TILE_COLS,
-    );
-    let per_row = g.k / GROUP;
-    let width = ((g.k - col0).min(TILE_COLS) / GROUP) as usize * BLOCK;
-    for row in row0..(row0 + TILE_ROWS).min(g.n) {
-        let first = (row * per_row + col0 / GROUP) as usize * BLOCK;
-        let Some(span) = job.blocks.get(first..first.saturating_add(width)) else {
-            return;
-        };
-        prefetch(span);
-    }
 }
 
 /// The bf16 a converter stores for an f16 `d` or `m`: widened, rounded to nearest-even.
@@ -278,7 +252,7 @@ fn widened_normal(h: u32) -> (u32, bool) {
 /// Tile `t` of a job: which groups' codes differ (a bit per group, per row), then each group's
 /// scale and minimum against its block's, every real group counted.
 #[inline(always)]
-fn tile(job: &Job<'_>, t: u64, outcome: &mut Outcome) {
+fn tile(job: &Job<'_>, t: u64, outcome: &mut Outcome, wide: Option<Avx2>) {
     let g: GridGeometry = job.grid.geometry;
     let at = (t * TILE_BYTES) as usize;
     let Some(tile) = job
@@ -298,6 +272,20 @@ fn tile(job: &Job<'_>, t: u64, outcome: &mut Outcome) {
     let groups = ((g.k - col0).min(TILE_COLS) / GROUP) as usize;
     let per_row = g.k / GROUP;
     let index = |r: usize, c: usize| (row0 + r as u64) * per_row + col0 / GROUP + c as u64;
+    if let Some(wide) = wide.filter(|_| rows == TILE_ROWS as usize && groups == 8) {
+        let first = usize::try_from(index(0, 0))
+            .ok()
+            .and_then(|i| i.checked_mul(BLOCK));
+        let stride = usize::try_from(per_row)
+            .ok()
+            .and_then(|p| p.checked_mul(BLOCK));
+        if let (Some(first), Some(stride)) = (first, stride) {
+            if wide.equal(tile, job.blocks, first, stride) {
+                outcome.groups += (rows * groups) as u64;
+                return;
+            }
+        }
+    }
     let masks = match whole_rows(job, tile, rows, groups, index(0, 0), per_row) {
         // The common case, a faithful whole tile, is counted without a group's bookkeeping.
         Some((masks, true)) if masks == [0; TILE_ROWS as usize] => {
@@ -413,6 +401,9 @@ fn whole_rows(
                 *pair = (qs(r)?, qs(r + 1)?);
             }
             let differ = region_differs(&pairs, held);
+            if differ == 0 {
+                continue;
+            }
             for (rp, byte) in differ.to_le_bytes().into_iter().enumerate() {
                 let r = 16 * half + 2 * rp;
                 masks[r] |= u8::from(byte & 0x0f != 0) << c;
@@ -600,6 +591,191 @@ fn first_code(tile: &[u8], r: usize, c: usize, blk: &[u8; BLOCK], col0: u64) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut state = seed;
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
+    /// Random Q4_1 blocks of an N x K tensor (normal f16 scales and minimums) and the tiles a
+    /// faithful converter makes of them.
+    fn faithful(n: u64, k: u64, seed: u64) -> (Vec<u8>, Vec<u8>, GridGeometry) {
+        let g = GridGeometry::new(n, k).expect("a grid");
+        let per_row = (k / GROUP) as usize;
+        let mut next = xorshift(seed);
+        let mut blocks = vec![0u8; n as usize * per_row * BLOCK];
+        for b in blocks.chunks_mut(BLOCK) {
+            let d = half::f16::from_f32(1e-3 + (next() % 4096) as f32 * 1e-5).to_bits();
+            let m = half::f16::from_f32(-0.2 + (next() % 4096) as f32 * 1e-5).to_bits();
+            b[0..2].copy_from_slice(&d.to_le_bytes());
+            b[2..4].copy_from_slice(&m.to_le_bytes());
+            b[4..].iter_mut().for_each(|q| *q = next() as u8);
+        }
+        let mut tiles = vec![0u8; g.bytes() as usize];
+        for (t, tile) in tiles.chunks_mut(TILE_BYTES as usize).enumerate() {
+            let t = t as u64;
+            let (row0, col0) = (
+                (t / g.col_blocks) * TILE_ROWS,
+                (t % g.col_blocks) * TILE_COLS,
+            );
+            for r in 0..TILE_ROWS as usize {
+                for c in 0..8 {
+                    let at = ((row0 as usize + r) * per_row + col0 as usize / 32 + c) * BLOCK;
+                    let blk: &[u8; BLOCK] = blocks[at..at + BLOCK].try_into().expect("a block");
+                    let i = 2 * (c * 32 + r);
+                    let (d, m) = (
+                        widened(u16::from_le_bytes([blk[0], blk[1]])),
+                        widened(u16::from_le_bytes([blk[2], blk[3]])),
+                    );
+                    tile[i..i + 2].copy_from_slice(&d.to_le_bytes());
+                    tile[512 + i..512 + i + 2].copy_from_slice(&m.to_le_bytes());
+                    for j in 0..32 {
+                        tile[code_byte(r, c * 32 + j)] |= code(blk, j) << (4 * (r % 2));
+                    }
+                }
+            }
+        }
+        (tiles, blocks, g)
+    }
+
+    /// Whether the group path finds tile `t` equal: no code differs and every scale and minimum
+    /// is its block's widened from an f16 the computed widening covers.
+    fn group_path_equal(job: &Job<'_>, t: u64) -> bool {
+        let g = job.grid.geometry;
+        let per_row = g.k / GROUP;
+        let first = (t / g.col_blocks) * TILE_ROWS * per_row + (t % g.col_blocks) * 8;
+        let at = (t * TILE_BYTES) as usize;
+        let tile = job.grid.bytes()[at..at + TILE_BYTES as usize]
+            .try_into()
+            .expect("a tile");
+        whole_rows(job, tile, 32, 8, first, per_row) == Some(([0; 32], true))
+    }
+
+    /// The whole-tile kernel proves a tile equal exactly when the group path finds it equal: every
+    /// faithful tile, then after each of many single-bit flips anywhere in a tile or its blocks
+    /// (a flip of a scale's low bit can round to the same bf16, and then both say equal).
+    #[test]
+    fn the_whole_tile_kernel_proves_what_the_group_path_proves() {
+        let Some(wide) = Avx2::detect() else {
+            return;
+        };
+        let (k, n) = (512u64, 64u64);
+        let (mut tiles, mut blocks, g) = faithful(n, k, 0x51ed_270b_27d4_f1a3);
+        let per_row = (k / GROUP) as usize;
+        let verdicts = |tiles: &[u8], blocks: &[u8], t: u64| {
+            let job = Job {
+                name: "m",
+                gguf_name: "b",
+                grid: TileGrid::unchecked(g, tiles),
+                blocks,
+            };
+            let first = ((t / g.col_blocks) * TILE_ROWS * per_row as u64 + (t % g.col_blocks) * 8)
+                as usize
+                * BLOCK;
+            let at = (t * TILE_BYTES) as usize;
+            let tile = tiles[at..at + TILE_BYTES as usize]
+                .try_into()
+                .expect("a tile");
+            (
+                wide.equal(tile, blocks, first, per_row * BLOCK),
+                group_path_equal(&job, t),
+            )
+        };
+        for t in 0..g.tiles() {
+            assert_eq!(
+                verdicts(&tiles, &blocks, t),
+                (true, true),
+                "faithful tile {t}"
+            );
+        }
+        let mut next = xorshift(0x0123_4567_89ab_cdef);
+        let (mut same, mut differ) = (0, 0);
+        for round in 0..3000 {
+            let in_tile = round % 2 == 0;
+            let bytes = if in_tile { &mut tiles } else { &mut blocks };
+            let at = (next() % bytes.len() as u64) as usize;
+            let bit = 1u8 << (next() % 8);
+            bytes[at] ^= bit;
+            let t = if in_tile {
+                at as u64 / TILE_BYTES
+            } else {
+                let row = (at / BLOCK / per_row) as u64;
+                let block = (at / BLOCK % per_row) as u64;
+                (row / TILE_ROWS) * g.col_blocks + block / 8
+            };
+            let (kernel, group) = verdicts(&tiles, &blocks, t);
+            assert_eq!(
+                kernel, group,
+                "round {round}: bit {bit:#x} of byte {at}, tile {t}"
+            );
+            if group {
+                same += 1;
+            } else {
+                differ += 1;
+            }
+            let bytes = if in_tile { &mut tiles } else { &mut blocks };
+            bytes[at] ^= bit;
+        }
+        assert!(
+            same > 0 && differ > 2000,
+            "{same} flips kept equal, {differ} made a difference"
+        );
+    }
+
+    /// A block the computed widening does not cover is never proven by the kernel, even where the
+    /// tile holds what the widening's arithmetic gives for it: a subnormal rebiased as if normal (a
+    /// converter's mistake), a zero, an infinity.
+    #[test]
+    fn the_whole_tile_kernel_leaves_zeros_subnormals_and_infinities_to_the_group_path() {
+        let Some(wide) = Avx2::detect() else {
+            return;
+        };
+        let (k, n) = (256u64, 32u64);
+        for (f16_bits, held) in [
+            (0x0001u16, 0x3800u16),
+            (0x0000, 0x3800),
+            (0x7c00, 0x4780),
+            (0x8000, 0xb800),
+        ] {
+            let (mut tiles, mut blocks, g) = faithful(n, k, 7);
+            // Row 1, group 1: block 9, and element 33 of the scale plane.
+            blocks[9 * BLOCK..9 * BLOCK + 2].copy_from_slice(&f16_bits.to_le_bytes());
+            tiles[66..68].copy_from_slice(&held.to_le_bytes());
+            let tile = tiles[..TILE_BYTES as usize].try_into().expect("a tile");
+            assert!(
+                !wide.equal(tile, &blocks, 0, 8 * BLOCK),
+                "f16 {f16_bits:#06x}"
+            );
+            let job = Job {
+                name: "m",
+                gguf_name: "b",
+                grid: TileGrid::unchecked(g, &tiles),
+                blocks: &blocks,
+            };
+            let mut outcome = Outcome::default();
+            super::tile(&job, 0, &mut outcome, Some(wide));
+            assert_eq!(outcome.differing, 1, "f16 {f16_bits:#06x}");
+        }
+    }
+
+    /// Rows past the end of the blocks are never read: the kernel answers "not proven".
+    #[test]
+    fn the_whole_tile_kernel_refuses_rows_outside_the_blocks() {
+        let Some(wide) = Avx2::detect() else {
+            return;
+        };
+        let (tiles, blocks, _) = faithful(32, 256, 11);
+        let tile = tiles[..TILE_BYTES as usize].try_into().expect("a tile");
+        assert!(wide.equal(tile, &blocks, 0, 8 * BLOCK));
+        assert!(!wide.equal(tile, &blocks[..blocks.len() - 1], 0, 8 * BLOCK));
+        assert!(!wide.equal(tile, &blocks, 1, 8 * BLOCK));
+        assert!(!wide.equal(tile, &blocks, 0, usize::MAX / 16));
+    }
 
     /// The vector path against the byte-at-a-time one, on random blocks and code bytes, with
     /// the tile's bytes made to agree and then one nibble at a time made to differ.
