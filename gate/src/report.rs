@@ -491,6 +491,9 @@ pub enum NotChecked {
     RealGroupCodes,
     /// Files other than config.json and the weight file: listed, not interpreted.
     OtherFiles,
+    /// Files beside a GGUF draft: listed, not interpreted. Its own line, because a GGUF draft has no
+    /// config.json and `--manifest` is refused for it, so [`NotChecked::OtherFiles`]'s would mislead.
+    FilesBesideTheGguf,
 }
 
 impl NotChecked {
@@ -522,7 +525,10 @@ impl NotChecked {
             NotChecked::TargetAgreement => Some("--target"),
             NotChecked::Content | NotChecked::RealGroupCodes => Some("--source"),
             NotChecked::Provenance => Some("--manifest"),
-            NotChecked::PublishedContent | NotChecked::ForwardPass | NotChecked::OtherFiles => None,
+            NotChecked::PublishedContent
+            | NotChecked::ForwardPass
+            | NotChecked::OtherFiles
+            | NotChecked::FilesBesideTheGguf => None,
         }
     }
 
@@ -536,6 +542,7 @@ impl NotChecked {
             NotChecked::ForwardPass => "whether the draft's forward pass is correct: the gate reads bytes, it runs no model",
             NotChecked::RealGroupCodes => "the 4-bit codes of real groups: only constant and padding groups are read",
             NotChecked::OtherFiles => "files other than config.json and the weight file: listed in the census, not interpreted",
+            NotChecked::FilesBesideTheGguf => "files other than the GGUF: listed in the census, not interpreted",
         }
     }
 
@@ -549,6 +556,7 @@ impl NotChecked {
             NotChecked::ForwardPass => None,
             NotChecked::RealGroupCodes => Some("give --source PATH to compare every element"),
             NotChecked::OtherFiles => Some("--manifest hashes those it lists"),
+            NotChecked::FilesBesideTheGguf => None,
         }
     }
 
@@ -564,6 +572,14 @@ impl fmt::Display for NotChecked {
             Some(hint) => write!(f, "{} ({hint})", self.what()),
             None => f.write_str(self.what()),
         }
+    }
+}
+
+/// "1 layer", "36 layers".
+pub(crate) fn count_layers(n: u64) -> String {
+    match n {
+        1 => "1 layer".to_owned(),
+        n => format!("{n} layers"),
     }
 }
 
@@ -805,5 +821,15 @@ impl Report {
             self.elapsed.as_secs_f64()
         ));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_layer_is_one_layer() {
+        assert_eq!(super::count_layers(1), "1 layer");
+        assert_eq!(super::count_layers(0), "0 layers");
+        assert_eq!(super::count_layers(36), "36 layers");
     }
 }

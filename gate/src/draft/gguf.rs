@@ -33,13 +33,27 @@ pub const FORK_DIALECTS: [&str; 3] = [
     "deepseek4-dflash-draft",
 ];
 
+/// Who writes or reads each fork dialect, as their published code says, so that a user holding
+/// one knows which runtime it was made for.
+fn fork_of(dialect: &str) -> &'static str {
+    match dialect {
+        "gemma4-dflash-draft" => {
+            "written by Lucebox's Gemma 4 DFlash converter and read by its runtime (github.com/Luce-Org/lucebox)"
+        }
+        "deepseek4-dflash-draft" => {
+            "the DeepSeek-V4 DSpark drafters Lucebox publishes, read by its runtime (github.com/Luce-Org/lucebox)"
+        }
+        _ => "read by Lucebox's DFlash runtime beside its qwen35 and gemma4 dialects (github.com/Luce-Org/lucebox)",
+    }
+}
+
 /// What a GGUF draft's checks leave open. `--manifest` is refused for this form, so its line says so
 /// rather than pointing at it; `--target` answers the first when it is given.
 const NOT_CHECKED: [NotChecked; 4] = [
     NotChecked::TargetAgreement,
     NotChecked::Provenance,
     NotChecked::ForwardPass,
-    NotChecked::OtherFiles,
+    NotChecked::FilesBesideTheGguf,
 ];
 
 /// The metadata the graph is built from, read from the file's keys.
@@ -158,7 +172,8 @@ fn is_dflash(header: &Header) -> Check {
         Some(fork) if FORK_DIALECTS.contains(&fork) => Check::undecided(
             IS_DFLASH,
             format!(
-                "cannot decide: general.architecture is \"{fork}\", a fork's DFlash dialect: upstream llama.cpp does not load it (its draft architecture is \"dflash\"), and the gate does not read the fork's graph"
+                "cannot decide: general.architecture is \"{fork}\", a fork's DFlash dialect ({}): upstream llama.cpp does not load it (its draft architecture is \"dflash\"), and the gate does not read the fork's graph",
+                fork_of(fork)
             ),
         ),
         Some(other) => Check::fail(
@@ -443,8 +458,8 @@ fn geometry_check(meta: &Result<Meta, Vec<String>>) -> Check {
         Ok(m) => Check::pass(
             GEOMETRY,
             format!(
-                "the metadata gives a draft llama.cpp builds: {} layers, hidden {}, intermediate {}, {} heads ({} kv) of {}, block_size {}, target layers {:?} (HF ids {:?}), mask token {}",
-                m.layers,
+                "the metadata gives a draft llama.cpp builds: {}, hidden {}, intermediate {}, {} heads ({} kv) of {}, block_size {}, target layers {:?} (HF ids {:?}), mask token {}",
+                crate::report::count_layers(m.layers),
                 m.hidden,
                 m.intermediate,
                 m.heads,

@@ -192,7 +192,7 @@ pub(super) fn depth(draft: &Draft, target: &Target) -> Check {
             format!(
                 "tap {bad} of {} is not below the target's {}",
                 draft.taps_named(taps),
-                count_layers(layers)
+                crate::report::count_layers(layers)
             ),
         )
         .with_evidence(evidence);
@@ -202,7 +202,7 @@ pub(super) fn depth(draft: &Draft, target: &Target) -> Check {
             DEPTH,
             format!(
                 "the draft's num_target_layers is {n}, the target has {}",
-                count_layers(layers)
+                crate::report::count_layers(layers)
             ),
         )
         .with_evidence(evidence),
@@ -214,18 +214,10 @@ pub(super) fn depth(draft: &Draft, target: &Target) -> Check {
                     None => format!("{taps:?}"),
                     Some(_) => draft.taps_named(taps),
                 },
-                count_layers(layers)
+                crate::report::count_layers(layers)
             ),
         )
         .with_evidence(evidence),
-    }
-}
-
-/// "1 layer", "36 layers".
-fn count_layers(n: u64) -> String {
-    match n {
-        1 => "1 layer".to_owned(),
-        n => format!("{n} layers"),
     }
 }
 

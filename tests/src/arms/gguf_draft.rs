@@ -455,7 +455,11 @@ const ARMS: &[GgufArm] = &[
         Owed::Refused {
             check: IS_DFLASH,
             outcome: Outcome::Undecided,
-            mentions: &["dflash-draft", "upstream llama.cpp does not load it"],
+            mentions: &[
+                "dflash-draft",
+                "read by Lucebox's DFlash runtime",
+                "upstream llama.cpp does not load it",
+            ],
             also: &[],
         },
     ),
@@ -465,7 +469,25 @@ const ARMS: &[GgufArm] = &[
         Owed::Refused {
             check: IS_DFLASH,
             outcome: Outcome::Undecided,
-            mentions: &["gemma4-dflash-draft", "upstream llama.cpp"],
+            mentions: &[
+                "gemma4-dflash-draft",
+                "written by Lucebox's Gemma 4 DFlash converter",
+                "upstream llama.cpp",
+            ],
+            also: &[],
+        },
+    ),
+    arm(
+        "gguf_draft::control::deepseek4_fork_dialect",
+        |f| architecture(f, "deepseek4-dflash-draft"),
+        Owed::Refused {
+            check: IS_DFLASH,
+            outcome: Outcome::Undecided,
+            mentions: &[
+                "deepseek4-dflash-draft",
+                "DeepSeek-V4 DSpark drafters Lucebox publishes",
+                "upstream llama.cpp",
+            ],
             also: &[],
         },
     ),
@@ -563,6 +585,12 @@ fn run(arm: &GgufArm) -> Result<(), String> {
                 "the census lists no ggml block type:\n{}",
                 report.to_text(false)
             ));
+        }
+        // A GGUF draft has no config.json and `--manifest` is refused for it: no line may say
+        // otherwise.
+        let text = report.not_checked_text().join("\n");
+        if text.contains("config.json") || text.contains("--manifest") {
+            return Err(format!("a NOT CHECKED line misleads:\n{text}"));
         }
     }
     judge(Form::Gguf, arm.owed, result)
