@@ -14,7 +14,7 @@ impl TileGrid<'_> {
     /// median of minimum/scale over ordinary groups (positive finite scale, finite minimum).
     ///
     /// The median never needs every key stored: a sample of tiles brackets it first, the pass then
-    /// counts keys below the bracket and keeps only those inside (about an eighth), and selection
+    /// counts keys below the bracket and keeps only those inside (about a sixteenth), and selection
     /// finishes there. If the sample misled (the bracket misses the middle), a second pass keeps every
     /// key: slower, never wrong.
     ///
@@ -105,9 +105,13 @@ impl TileGrid<'_> {
         if sample.len() < GROUPS_PER_TILE {
             return (0, u32::MAX);
         }
-        // Two selections instead of a sort: only the bracket's ends are needed.
+        // Two selections instead of a sort: only the bracket's ends are needed. The bracket is the
+        // sample's middle sixteenth: at 8,192 sampled keys the median's rank in the sample varies by
+        // about half a percent, a sixth of the three percent on either side, and a miss costs a
+        // second pass, never a wrong median. A middle eighth kept twice the keys, and their
+        // selection was a tenth of the form checks' time.
         let mid = sample.len() / 2;
-        let margin = sample.len() / 16;
+        let margin = sample.len() / 32;
         let (lo_at, hi_at) = (mid - margin, (mid + margin).min(sample.len() - 1));
         let (_, &mut lo, above) = sample.select_nth_unstable(lo_at);
         let (_, &mut hi, _) = above.select_nth_unstable(hi_at - lo_at - 1);

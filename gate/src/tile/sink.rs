@@ -1,5 +1,5 @@
 //! Where the header scan's ordinary keys go: counted when below the median's bracket, kept when
-//! inside it (about an eighth of them), so the median is selected from few keys.
+//! inside it (about a sixteenth of them), so the median is selected from few keys.
 //!
 //! A whole tile's 256 keys are offered at once. Kept one at a time, each key's store waits on the
 //! count of those kept before it, and that chain was a third of the scan; with AVX2, eight keys are
