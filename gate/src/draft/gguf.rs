@@ -34,16 +34,16 @@ pub const FORK_DIALECTS: [&str; 3] = [
 ];
 
 /// Who writes or reads each fork dialect, as their published code says, so that a user holding
-/// one knows which runtime it was made for.
+/// one knows which runtime it was made for (all three are Lucebox's, github.com/Luce-Org/lucebox).
 fn fork_of(dialect: &str) -> &'static str {
     match dialect {
         "gemma4-dflash-draft" => {
-            "written by Lucebox's Gemma 4 DFlash converter and read by its runtime (github.com/Luce-Org/lucebox)"
+            "written by Lucebox's Gemma 4 DFlash converter and read by its runtime"
         }
         "deepseek4-dflash-draft" => {
-            "the DeepSeek-V4 DSpark drafters Lucebox publishes, read by its runtime (github.com/Luce-Org/lucebox)"
+            "the DeepSeek-V4 DSpark drafters Lucebox publishes, read by its runtime"
         }
-        _ => "read by Lucebox's DFlash runtime beside its qwen35 and gemma4 dialects (github.com/Luce-Org/lucebox)",
+        _ => "read by Lucebox's DFlash runtime beside its qwen35 and gemma4 dialects",
     }
 }
 
@@ -172,7 +172,7 @@ fn is_dflash(header: &Header) -> Check {
         Some(fork) if FORK_DIALECTS.contains(&fork) => Check::undecided(
             IS_DFLASH,
             format!(
-                "cannot decide: general.architecture is \"{fork}\", a fork's DFlash dialect ({}): upstream llama.cpp does not load it (its draft architecture is \"dflash\"), and the gate does not read the fork's graph",
+                "cannot decide: general.architecture is \"{fork}\", a fork's DFlash dialect ({}, github.com/Luce-Org/lucebox): upstream llama.cpp does not load it (its draft architecture is \"dflash\"), and the gate does not read the fork's graph",
                 fork_of(fork)
             ),
         ),
