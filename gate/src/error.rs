@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 pub enum PackageError {
     /// Nothing exists at the path.
     NoSuchDirectory { path: PathBuf },
-    /// Something exists at the path, but it is not a directory (a file, a device).
+    /// Something exists at the path, but it is not a directory (a file, a FIFO, a device): the
+    /// message says only that, since which it is was not asked.
     NotADirectory { path: PathBuf },
     /// The directory has no config.json.
     NoConfig { path: PathBuf },
@@ -52,7 +53,7 @@ impl fmt::Display for PackageError {
                 write!(f, "{}: no such directory", crate::escape::name(path.as_os_str()))
             }
             PackageError::NotADirectory { path } => {
-                write!(f, "{}: a file, not a directory", crate::escape::name(path.as_os_str()))
+                write!(f, "{}: not a directory", crate::escape::name(path.as_os_str()))
             }
             PackageError::NoConfig { path } => write!(f, "{}: no config.json", crate::escape::name(path.as_os_str())),
             PackageError::File(e) => e.fmt(f),
@@ -148,7 +149,7 @@ pub(crate) fn file_reason(e: &FileError) -> &'static str {
     }
 }
 
-/// `dir` is a directory: "no such directory" and "a file, not a directory" are told apart.
+/// `dir` is a directory: "no such directory" and "not a directory" are told apart.
 /// Every reader of a package directory (the draft's, the target's, `--all`'s) asks this first.
 pub fn require_dir(dir: &Path) -> Result<(), PackageError> {
     let path = dir.to_owned();

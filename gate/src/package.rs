@@ -74,7 +74,9 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
     )?;
     let dir = resolved.as_path();
     // A GGUF draft carries its config in its metadata: a `.gguf` file, or a directory holding one.
-    if is_gguf(dir.as_os_str()) && dir.is_file() {
+    // A `.gguf` path that is no directory is read as the file it names, so that nothing there, or a
+    // FIFO, is refused as the file it is not, not as a directory.
+    if is_gguf(dir.as_os_str()) && !dir.is_dir() {
         return gate_gguf(dir, dir, None, options, start);
     }
     crate::error::require_dir(dir)?;

@@ -359,7 +359,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// How many tensors of each kind the summary line counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TensorCounts {
     pub tensors: u64,
     pub grids: u64,
@@ -367,11 +367,21 @@ pub(crate) struct TensorCounts {
     pub gains: u64,
     pub scalars: u64,
     pub unexplained: u64,
+    /// Tensors per stored type: in a GGUF or a folder the type is what says a matrix is quantized
+    /// or not, where a Q4NX package says it with its grids. Keyed by the type's name, of which a
+    /// reader knows a few dozen, so a header of a million tensors keeps a few dozen keys.
+    pub types: std::collections::BTreeMap<String, u64>,
 }
 
 impl TensorCounts {
     pub fn add(&mut self, t: &TensorCensus) {
         self.tensors += 1;
+        match self.types.get_mut(&t.dtype) {
+            Some(n) => *n += 1,
+            None => {
+                self.types.insert(t.dtype.clone(), 1);
+            }
+        }
         if let Some(g) = &t.grid {
             self.grids += 1;
             self.tiles += g.tiles;
@@ -403,7 +413,7 @@ impl Census {
             let files: Vec<&str> = self.files.iter().map(|f| f.name.as_str()).collect();
             return format!("census: no tensors read; files: {}", files.join(", "));
         }
-        let mut n = self.unlisted.as_deref().copied().unwrap_or_default();
+        let mut n = self.unlisted.as_deref().cloned().unwrap_or_default();
         for t in &self.tensors {
             n.add(t);
         }
@@ -413,10 +423,14 @@ impl Census {
             .map(|f| format!("{} ({})", f.name, f.use_))
             .collect();
         if self.form != crate::draft::Form::Q4nx {
+            let mut types: Vec<(&String, &u64)> = n.types.iter().collect();
+            types.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let types: Vec<String> = types.iter().map(|(t, c)| format!("{c} {t}")).collect();
             return format!(
-                "census: a {}, {} tensors: {} gains, {} unexplained; files: {}",
+                "census: a {}, {} tensors ({}): {} gains, {} unexplained; files: {}",
                 self.form,
                 n.tensors,
+                types.join(", "),
                 n.gains,
                 n.unexplained,
                 files.join(", ")

@@ -29,7 +29,54 @@ pub fn trials() -> Vec<Trial> {
             "cli::all_gates_a_gguf_draft_file_and_skips_a_target_gguf",
             all_gguf,
         ),
+        Trial::test(
+            "cli::a_path_that_is_no_draft_is_refused_for_what_it_is",
+            refused_for_what_it_is,
+        ),
     ]
+}
+
+/// A draft is a directory or a `.gguf` file: a missing `.gguf` is no such file (not directory), a
+/// FIFO is named as one, and nothing that is not a directory is called a file unless it is one.
+#[cfg(unix)]
+fn refused_for_what_it_is() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let fifo = |name: &str| -> Result<std::path::PathBuf, Failed> {
+        let path = root.path().join(name);
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())?;
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+        if unsafe { libc::mkfifo(c.as_ptr(), 0o644) } != 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        Ok(path)
+    };
+    let plain = root.path().join("notes.txt");
+    std::fs::write(&plain, b"not a draft\n")?;
+    let cases = [
+        (root.path().join("absent.gguf"), "no such file", "directory"),
+        (root.path().join("absent"), "no such directory", "file"),
+        (fifo("draft.gguf")?, "is a FIFO", "directory"),
+        (fifo("draft")?, "not a directory", "a file"),
+        (plain, "not a directory", "a file"),
+    ];
+    for (path, says, never) in cases {
+        let out = gate(&[path.as_os_str()])?;
+        let stderr = text(&out.stderr).replace(&path.display().to_string(), "PATH");
+        if out.status.code() != Some(2) || !stderr.contains(says) || stderr.contains(never) {
+            return Err(format!(
+                "{}: exit {:?}, owed 2 saying {says:?} and never {never:?}: {stderr}",
+                path.display(),
+                out.status.code()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn refused_for_what_it_is() -> Result<(), Failed> {
+    Ok(())
 }
 
 fn gate(args: &[&OsStr]) -> Result<Output, Failed> {

@@ -115,6 +115,20 @@ pub(super) fn not_a_draft(report: &mut Report, why: &str) {
     );
 }
 
+/// [`not_a_draft`] for a form whose weight file was read whatever it holds (a GGUF's header names
+/// its architecture): `parses` is that reading's own check, not one blocked by the draft's.
+pub(super) fn not_a_draft_parsed(report: &mut Report, parses: Check, why: &str) {
+    report
+        .checks
+        .push(Check::blocked(checks::GEOMETRY, IS_DFLASH, why));
+    report.checks.push(parses);
+    report.checks.extend(
+        WEIGHT_CHECKS
+            .into_iter()
+            .map(|id| Check::blocked(id, IS_DFLASH, why)),
+    );
+}
+
 /// The checks after `container.parses` could not run: listed, each blocked by it.
 pub(super) fn blocked(report: &mut Report, why: &str) {
     report.checks.extend(

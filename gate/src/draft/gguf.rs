@@ -118,8 +118,10 @@ pub fn evaluation(
     let dflash = architecture.outcome() == crate::Outcome::Pass;
     report.checks.push(architecture);
     if !dflash {
-        super::folder::not_a_draft(
+        // The file did parse: that is said, and only what needs a draft is blocked.
+        super::folder::not_a_draft_parsed(
             report,
+            parses(header),
             "not run: the GGUF holds no draft upstream llama.cpp loads as one",
         );
         return Ok((evaluation, Some(gguf)));
@@ -130,16 +132,7 @@ pub fn evaluation(
         None => Ok(m),
     });
     report.checks.push(geometry_check(&meta));
-    let file_bytes = data_end(header);
-    report.checks.push(Check::pass(
-        PARSES,
-        format!(
-            "the GGUF parses: version {}, {} metadata entries, {} tensors, {file_bytes} bytes",
-            header.version,
-            header.metadata_count,
-            header.tensors.len()
-        ),
-    ));
+    report.checks.push(parses(header));
     census(report, &gguf, path);
     match &meta {
         Ok(meta) => {
@@ -160,6 +153,20 @@ pub fn evaluation(
     let finite = finite(&gguf).map_err(|p| PackageError::internal(path, p))?;
     report.checks.push(finite);
     Ok((evaluation, Some(gguf)))
+}
+
+/// `container.parses` for a GGUF whose header was read whole.
+fn parses(header: &Header) -> Check {
+    Check::pass(
+        PARSES,
+        format!(
+            "the GGUF parses: version {}, {} metadata entries, {} tensors, {} bytes",
+            header.version,
+            header.metadata_count,
+            header.tensors.len(),
+            data_end(header)
+        ),
+    )
 }
 
 /// `config.is_dflash`: `general.architecture` is `dflash`.
@@ -201,6 +208,21 @@ fn value_text(value: &Value) -> String {
         Value::Bool(b) => b.to_string(),
         Value::String(s) => format!("\"{}\"", escape(s)),
         Value::Array { element, count, .. } => format!("an array of {count} {element}"),
+    }
+}
+
+/// A kept metadata value as the census lists it: a string as itself (escaped as names are), an f32
+/// as the f32 it is (not its f64 widening's digits), an integer array kept whole as its values,
+/// another array as its length and type.
+fn metadata_text(kept: &crate::gguf::Kept) -> String {
+    match &kept.value {
+        Value::String(s) => escape(s).into_owned(),
+        Value::Float(f) if kept.ty == ValueType::F32 => (*f as f32).to_string(),
+        Value::Array {
+            integers: Some(values),
+            ..
+        } => format!("{values:?}"),
+        other => value_text(other),
     }
 }
 
@@ -278,6 +300,29 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
             _ => None,
         },
     };
+    // llama.cpp sizes attn_v by value_length, whose default is the embedding split across the
+    // heads (not key_length), and its dflash graph asserts the two head sizes equal: a file whose
+    // value head differs loads no graph. Its converter writes both from config.json's head_dim.
+    let value_key = format!("{a}.attention.value_length");
+    let value_dim = match header.get(&value_key) {
+        Some(_) => int(value_key.clone(), &mut problems).map(|v| (v, true)),
+        None => hidden.zip(heads).map(|(h, n)| (h / n, false)),
+    };
+    if let (Some(k), Some((v, stated))) = (head_dim, value_dim) {
+        if k != v {
+            let value = if stated {
+                format!("{} is {v}", escape(&value_key))
+            } else {
+                format!(
+                    "{} is absent, so llama.cpp takes {a}.embedding_length / {a}.attention.head_count = {v} for it",
+                    escape(&value_key)
+                )
+            };
+            problems.push(format!(
+                "{value} and the key head is {k}: llama.cpp's dflash graph requires equal key and value heads (it sizes attn_v by value_length; its converter writes both from head_dim)"
+            ));
+        }
+    }
     if let (Some(n), Some(kv)) = (heads, kv_heads) {
         if n % kv != 0 {
             problems.push(format!(
@@ -706,6 +751,13 @@ fn census(report: &mut Report, gguf: &Gguf, path: &Path) {
     census.weight_file = path.file_name().map(crate::escape::name);
     census.header_bytes = Some(header.data_start);
     census.file_bytes = Some(data_end(header));
+    // The entries the gate reads (a few dozen keys at most: the rest, a tokenizer's hundreds of
+    // thousands of strings among them, are checked as they are parsed and not kept).
+    census.metadata = header
+        .kept
+        .iter()
+        .map(|k| (escape(&k.key).into_owned(), metadata_text(k)))
+        .collect();
     census.tensors = Vec::with_capacity(header.tensors.len().min(MAX_CENSUS_TENSORS));
     for t in &header.tensors {
         let (bare, _) = crate::source::gguf::names::to_package(&t.name);

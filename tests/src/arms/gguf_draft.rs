@@ -383,6 +383,40 @@ const ARMS: &[GgufArm] = &[
         fail(GEOMETRY, &["dflash.rope.freq_base is absent (required)"]),
     ),
     arm(
+        "gguf_draft::control::value_head_differs_from_key_head",
+        |f| {
+            assert!(f.remove("dflash.attention.value_length"));
+            f.u32("dflash.attention.value_length", 32);
+        },
+        fail(
+            GEOMETRY,
+            &[
+                "dflash.attention.value_length is 32 and the key head is 64",
+                "requires equal key and value heads",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::value_length_absent_and_key_head_not_the_split",
+        |f| {
+            assert!(f.remove("dflash.attention.value_length"));
+            assert!(f.remove("dflash.attention.key_length"));
+            f.u32("dflash.attention.key_length", 128);
+        },
+        fail(
+            GEOMETRY,
+            &[
+                "dflash.attention.value_length is absent, so llama.cpp takes dflash.embedding_length / dflash.attention.head_count = 64",
+                "the key head is 128",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::pass::value_length_absent_where_the_split_is_the_key_head",
+        |f| assert!(f.remove("dflash.attention.value_length")),
+        Owed::Pass,
+    ),
+    arm(
         "gguf_draft::control::rms_epsilon_stored_as_f64",
         |f| {
             let key = "dflash.attention.layer_norm_rms_epsilon";
@@ -586,11 +620,44 @@ fn run(arm: &GgufArm) -> Result<(), String> {
                 report.to_text(false)
             ));
         }
+        // The census lists the metadata the gate read, the architecture among it.
+        let metadata = &report.census().metadata;
+        let architecture = metadata.iter().find(|(k, _)| k == "general.architecture");
+        if matches!(arm.owed, Owed::Pass) && architecture.is_none_or(|(_, v)| v != "dflash") {
+            return Err(format!(
+                "census.metadata lacks the architecture: {metadata:?}"
+            ));
+        }
+        // The summary line counts every tensor by its type: the quantized matrices and fc too,
+        // not only the gains.
+        let mut types = std::collections::BTreeMap::<&str, usize>::new();
+        for t in &report.census().tensors {
+            *types.entry(t.dtype.as_str()).or_default() += 1;
+        }
+        let summary = report.census().summary();
+        if let Some((t, n)) = types
+            .iter()
+            .find(|(t, n)| !summary.contains(&format!("{n} {t}")))
+        {
+            return Err(format!("the census line does not count {n} {t}: {summary}"));
+        }
         // A GGUF draft has no config.json and `--manifest` is refused for it: no line may say
         // otherwise.
         let text = report.not_checked_text().join("\n");
         if text.contains("config.json") || text.contains("--manifest") {
             return Err(format!("a NOT CHECKED line misleads:\n{text}"));
+        }
+        // The architecture is read from a header read whole: whatever it names, the file parsed,
+        // and container.parses says so rather than "not run".
+        let read_architecture = report
+            .check(IS_DFLASH)
+            .is_some_and(|c| c.blocked_by() != Some(PARSES));
+        let parses = report.check(PARSES).map(|c| c.outcome());
+        if read_architecture && parses != Some(Outcome::Pass) {
+            return Err(format!(
+                "the header was read, yet container.parses is {parses:?}:\n{}",
+                report.to_text(false)
+            ));
         }
     }
     judge(Form::Gguf, arm.owed, result)
