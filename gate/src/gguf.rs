@@ -64,6 +64,14 @@ pub const COMPARED_KEYS: [&str; 15] = [
     "target_layers",
 ];
 
+/// Whether a name is a GGUF file's by its extension (any case), as every reader that tells the form
+/// from a path does: the draft, `--all`, a target, a source, the hub lookup's wording.
+pub fn is_gguf_name(name: &std::ffi::OsStr) -> bool {
+    std::path::Path::new(name)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+}
+
 /// How many files a split GGUF is (`gguf-split` writes it into each): kept, so a draft that is one
 /// shard of several is refused naming why.
 pub const SPLIT_COUNT_KEY: &str = "split.count";

@@ -50,10 +50,16 @@ pub fn resolve(
     let Some(repo) = path.to_str().and_then(repository_id) else {
         return Ok(path.to_owned());
     };
+    // What the path was taken for first: a `.gguf` names a file, anything else a folder.
+    let nothing = if crate::gguf::is_gguf_name(path.as_os_str()) {
+        "no such file"
+    } else {
+        "no such directory"
+    };
     let Some(cache) = cache else {
         return Err(PackageError::Missing {
             path: path.to_owned(),
-            why: "no such directory, and no hub cache to look the repository id up in (neither HF_HUB_CACHE, HF_HOME nor HOME is set)".to_owned(),
+            why: format!("{nothing}, and no hub cache to look the repository id up in (neither HF_HUB_CACHE, HF_HOME nor HOME is set)"),
         });
     };
     let dir = cache.join(&repo);
@@ -61,7 +67,7 @@ pub fn resolve(
         return Err(PackageError::Missing {
             path: path.to_owned(),
             why: format!(
-                "no such directory, and the hub cache at {} holds no {}: the gate reads the cache offline and downloads nothing (fetch it with the hub client first, or name the folder)",
+                "{nothing}, and the hub cache at {} holds no {}: the gate reads the cache offline and downloads nothing (fetch it with the hub client first, or name the folder)",
                 crate::escape::name(cache.as_os_str()),
                 repo
             ),

@@ -45,6 +45,8 @@ mod report;
 mod source;
 mod strict_json;
 mod target;
+#[cfg(test)]
+mod testing;
 mod tile;
 mod tokenizer;
 

@@ -259,9 +259,7 @@ fn read_target(path: &Path) -> Result<crate::target::Target, PackageError> {
 }
 
 fn is_gguf(name: &std::ffi::OsStr) -> bool {
-    Path::new(name)
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+    crate::gguf::is_gguf_name(name)
 }
 
 /// The one `*.gguf` a directory holds as its draft, `None` when it holds none; a directory holding

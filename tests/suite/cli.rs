@@ -59,6 +59,28 @@ fn refused_for_what_it_is() -> Result<(), Failed> {
         (fifo("draft")?, "not a directory", "a file"),
         (plain, "not a directory", "a file"),
     ];
+    // Two parts read as a hub repository id first, looked up in a cache that does not hold it.
+    let cache = root.path().join("hub");
+    std::fs::create_dir(&cache)?;
+    for (id, says) in [
+        ("models/absent.gguf", "no such file, and the hub cache"),
+        ("models/absent", "no such directory, and the hub cache"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+            .arg(id)
+            .current_dir(root.path())
+            .env("HF_HUB_CACHE", &cache)
+            .env_remove("CLICOLOR_FORCE")
+            .output()?;
+        let stderr = text(&out.stderr);
+        if out.status.code() != Some(2) || !stderr.contains(says) {
+            return Err(format!(
+                "{id}: exit {:?}, owed 2 saying {says:?}: {stderr}",
+                out.status.code()
+            )
+            .into());
+        }
+    }
     for (path, says, never) in cases {
         let out = gate(&[path.as_os_str()])?;
         let stderr = text(&out.stderr).replace(&path.display().to_string(), "PATH");

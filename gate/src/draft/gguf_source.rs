@@ -550,11 +550,7 @@ pub fn refused_source(path: &std::path::Path) -> Option<String> {
             .map(|e| e.file_name())
             .collect::<Vec<_>>()
     });
-    let gguf = |n: &std::ffi::OsStr| {
-        std::path::Path::new(n)
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
-    };
+    let gguf = crate::gguf::is_gguf_name;
     if gguf(path.as_os_str()) || listed.as_ref().is_some_and(|l| l.iter().any(|n| gguf(n))) {
         return Some("names a GGUF: a GGUF draft is compared with the Hugging Face folder it was converted from (config.json and safetensors), not with another GGUF".to_owned());
     }

@@ -73,7 +73,7 @@ impl Source {
     pub fn open(path: &Path) -> Result<Source, PackageError> {
         match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() => {}
-            Ok(_) if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf")) => {
+            Ok(_) if crate::gguf::is_gguf_name(path.as_os_str()) => {
                 return open_gguf(path)
             }
             Ok(_) => {
@@ -84,7 +84,7 @@ impl Source {
             }
             // No such path, or unreadable: the GGUF reader says which of a `.gguf` path (no such
             // file), the checkpoint reader of any other (no such directory).
-            Err(_) if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf")) => {
+            Err(_) if crate::gguf::is_gguf_name(path.as_os_str()) => {
                 return open_gguf(path)
             }
             Err(_) => return Checkpoint::open(path).map(Source::Checkpoint),
@@ -98,7 +98,10 @@ impl Source {
             names.push(entry.map_err(unreadable)?.file_name());
         }
         names.sort();
-        let ggufs: Vec<&OsString> = names.iter().filter(|n| has_extension(n, "gguf")).collect();
+        let ggufs: Vec<&OsString> = names
+            .iter()
+            .filter(|n| crate::gguf::is_gguf_name(n))
+            .collect();
         let checkpoint: Vec<&OsString> = names
             .iter()
             .filter(|n| has_extension(n, "safetensors") || *n == INDEX_FILE)

@@ -20,9 +20,7 @@ pub const TOKEN_EMBD: &str = "token_embd.weight";
 
 /// Whether `path` names a GGUF file (by its extension, as the draft side tells the form).
 pub fn is_gguf(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
-        && !path.is_dir()
+    crate::gguf::is_gguf_name(path.as_os_str()) && !path.is_dir()
 }
 
 /// Reads a GGUF target's header and metadata. One that does not parse is exit 2 naming the rule it

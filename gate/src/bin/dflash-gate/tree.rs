@@ -182,9 +182,7 @@ fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
 }
 
 fn is_gguf(name: &std::ffi::OsStr) -> bool {
-    Path::new(name)
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+    dflash_gate::__private::gguf::is_gguf_name(name)
 }
 
 /// A `*.gguf` file directly under `--all`: gated as a draft, unless an option names it or it says
