@@ -21,7 +21,7 @@ pub fn evaluate(
     weights: Result<(&str, &[u8]), String>,
     files: Vec<FileCensus>,
 ) -> Result<Report, PackageError> {
-    evaluation(package, config, weights, files).map(|e| e.report)
+    evaluation(package, config, weights, files, false).map(|e| e.report)
 }
 
 /// A draft config the gate recognised (`config.is_dflash` passed), and the JSON object it was read
@@ -42,6 +42,9 @@ pub struct Evaluation<'a> {
     pub container: Option<Container<'a>>,
     /// Each tensor's form as the checks proved it, and the grids among them.
     pub forms: checks::Forms<'a>,
+    /// Where `bf16.finite` goes in the report when it was left to run after `--source` (see
+    /// [`checks::run`]); whoever asked for that inserts it there before the report is handed back.
+    pub finite_pending: Option<usize>,
 }
 
 impl Evaluation<'_> {
@@ -69,16 +72,19 @@ impl Evaluation<'_> {
             draft: Err(String::new()),
             container: None,
             forms: checks::Forms::default(),
+            finite_pending: None,
         }
     }
 }
 
-/// [`evaluate`], keeping what the checks found for the steps after them.
+/// [`evaluate`], keeping what the checks found for the steps after them; `defer_finite` leaves
+/// `bf16.finite` to the caller (see [`Evaluation::finite_pending`]).
 pub fn evaluation<'a>(
     package: &str,
     config: Result<Vec<u8>, String>,
     weights: Result<(&str, &'a [u8]), String>,
     files: Vec<FileCensus>,
+    defer_finite: bool,
 ) -> Result<Evaluation<'a>, PackageError> {
     let mut evaluation = Evaluation::start(package, Form::Q4nx, files, &NotChecked::ALL);
     let report = &mut evaluation.report;
@@ -108,7 +114,10 @@ pub fn evaluation<'a>(
     ));
     report.census.family = Some(config.family().token);
     report.checks.push(checks::check_geometry(&config));
-    let (container, forms) = container_checks(package, report, &config, weights)?;
+    let (container, forms) = container_checks(package, report, &config, weights, defer_finite)?;
+    if defer_finite && container.is_some() {
+        evaluation.finite_pending = Some(report.checks.len());
+    }
     evaluation.draft = Ok(Draft { config, json });
     evaluation.container = container;
     evaluation.forms = forms;
@@ -137,6 +146,7 @@ fn container_checks<'a>(
     report: &mut Report,
     config: &DraftConfig,
     weights: Result<(&str, &'a [u8]), String>,
+    defer_finite: bool,
 ) -> Result<(Option<Container<'a>>, checks::Forms<'a>), PackageError> {
     let (name, bytes) = match weights {
         Ok(w) => w,
@@ -185,7 +195,7 @@ fn container_checks<'a>(
             bytes.len()
         ),
     ));
-    let (container_checks, forms) = checks::run(config, &container)
+    let (container_checks, forms) = checks::run(config, &container, defer_finite)
         .map_err(|p| PackageError::internal(Path::new(package), p))?;
     report.checks.extend(container_checks);
     let naming = config

@@ -156,11 +156,13 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
             let (evaluation, opened) = crate::parallel::beside(
                 OPEN_SOURCE,
                 || crate::source::Source::open(source),
-                || evaluation(&package, config, weights, files),
+                // `bf16.finite` waits for `--source`, whose comparison reads fc (a quarter of
+                // the package) and proves it finite in the same pass: fc is read once.
+                || evaluation(&package, config, weights, files, true),
             );
             (evaluation, Some(opened))
         }
-        None => (evaluation(&package, config, weights, files), None),
+        None => (evaluation(&package, config, weights, files, false), None),
     };
     let mut evaluation = evaluation?;
     if let (Ok(read), false) = (&weight, unread.is_empty()) {
@@ -175,21 +177,30 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
         let answers = crate::target::answered(&checks);
         answered(&mut evaluation.report, "--target", checks, answers);
     }
+    let mut proven_finite = Vec::new();
     if let Some(opened) = opened {
         let source = opened
             .map_err(|p| PackageError::internal(dir, p))?
             .map_err(|e| e.under_option("--source"))?;
-        let (checks, grids) = source
+        let answer = source
             .checks(&evaluation, crate::source::scalar_source_loop())
             .map_err(|p| PackageError::internal(dir, p))?;
-        evaluation.report.census.source_grids = grids;
+        evaluation.report.census.source_grids = answer.grids;
+        proven_finite = answer.finite;
         // A refused draft was not compared (its source.* checks are blocked), so it answered nothing.
+        let checks = answer.checks;
         let answers = crate::source::answered(&checks);
         answered(&mut evaluation.report, "--source", checks, &answers);
         source.unchanged().map_err(|e| e.under_option("--source"))?;
         if let Ok((_, bytes)) = &held {
             bytes.unchanged()?;
         }
+    }
+    if let (Some(at), Some(container)) = (evaluation.finite_pending, &evaluation.container) {
+        let finite = crate::checks::finite::run_except(container, &proven_finite)
+            .map_err(|p| PackageError::internal(dir, p))?;
+        evaluation.report.checks.insert(at, finite);
+        evaluation.finite_pending = None;
     }
     if options.manifest {
         let (checks, answers) =

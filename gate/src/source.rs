@@ -56,6 +56,29 @@ pub fn scalar_source_loop() -> bool {
     SCALAR_SOURCE_LOOP.get()
 }
 
+/// What `--source` answered.
+pub struct Answer {
+    /// Its checks, in report order.
+    pub checks: Vec<Check>,
+    /// The census of every compared grid.
+    pub grids: Vec<SourceGridCensus>,
+    /// The BF16 package tensors whose every value `source.bf16` read and found finite as it compared
+    /// them (fc, a quarter of a package, when it equals its source): `bf16.finite`, run after
+    /// `--source`, reads only the others, where it would read fc a second time.
+    pub finite: Vec<String>,
+}
+
+impl Answer {
+    /// Checks that compared no BF16 tensor (blocked or refused).
+    fn only(checks: Vec<Check>) -> Answer {
+        Answer {
+            checks,
+            grids: Vec::new(),
+            finite: Vec::new(),
+        }
+    }
+}
+
 /// Every check `--source` adds, in report order.
 pub const CHECKS: [&str; 4] = [CONFIG, INVENTORY, BF16, Q4_1];
 
@@ -174,14 +197,14 @@ pub fn checks(
     evaluation: &Evaluation<'_>,
     source: &Checkpoint,
     scalar: bool,
-) -> Result<(Vec<Check>, Vec<SourceGridCensus>), WorkerPanic> {
+) -> Result<Answer, WorkerPanic> {
     let Ok(draft) = &evaluation.draft else {
-        return Ok((refused(), Vec::new()));
+        return Ok(Answer::only(refused()));
     };
     let mut checks = vec![config::compare(&draft.json, &source.headers.config)];
     let Some(container) = &evaluation.container else {
         checks.extend(blocked_by_parses());
-        return Ok((checks, Vec::new()));
+        return Ok(Answer::only(checks));
     };
     // Every lookup by name is indexed (the container's and the checkpoint's tables are searched by
     // binary search, the forms by hash): pairing is not quadratic in the tensors.
@@ -258,10 +281,15 @@ pub fn checks(
         .collect();
     extra.sort();
     checks.push(inventory(pairs.len(), &missing, &extra, &misshapen));
-    checks.push(compare_bf16(container, &pairs, &other)?);
+    let (bf16, finite) = compare_bf16(container, &pairs, &other)?;
+    checks.push(bf16);
     let (q4_1, grids) = compare_grids(&pairs, scalar)?;
     checks.push(q4_1);
-    Ok((checks, grids))
+    Ok(Answer {
+        checks,
+        grids,
+        finite,
+    })
 }
 
 /// The checks after `source.config`, when the weight file was not read or did not parse.
@@ -313,11 +341,12 @@ pub(crate) fn inventory(
     .with_evidence(evidence)
 }
 
+/// `source.bf16`, and the tensors it proved finite (see [`Answer::finite`]).
 fn compare_bf16(
     container: &Container<'_>,
     pairs: &[Pair<'_>],
     other: &[String],
-) -> Result<Check, WorkerPanic> {
+) -> Result<(Check, Vec<String>), WorkerPanic> {
     let jobs: Vec<bf16::Job<'_>> = pairs
         .iter()
         .filter_map(|p| match p.form {
@@ -331,10 +360,20 @@ fn compare_bf16(
         })
         .collect();
     let outcomes = bf16::compare(&jobs)?;
+    let finite = jobs
+        .iter()
+        .zip(&outcomes)
+        .filter(|(j, o)| o.proves_finite(j))
+        .map(|(j, _)| j.name.to_owned())
+        .collect();
+    Ok((verdict_bf16(&jobs, &outcomes, other), finite))
+}
+
+fn verdict_bf16(jobs: &[bf16::Job<'_>], outcomes: &[bf16::Outcome], other: &[String]) -> Check {
     // A PASS covers only elements that were compared (see `compare_grids`).
     let short: Vec<String> = jobs
         .iter()
-        .zip(&outcomes)
+        .zip(outcomes)
         .filter(|(j, o)| o.compared != j.source.rows * j.source.cols)
         .map(|(j, o)| {
             format!(
@@ -347,7 +386,7 @@ fn compare_bf16(
         .collect();
     let differing: Vec<(&bf16::Job<'_>, &bf16::Outcome)> = jobs
         .iter()
-        .zip(&outcomes)
+        .zip(outcomes)
         .filter(|(_, o)| o.differing > 0)
         .collect();
     let evidence = crate::evidence::SourceBf16 {
@@ -370,7 +409,7 @@ fn compare_bf16(
         } else {
             ""
         };
-        return Ok(Check::fail(
+        return Check::fail(
             BF16,
             format!(
                 "{}{fc} differs from source {} at row {row}, column {col}: package {}, source {}{nan} ({} of its elements differ; {} of {} BF16 tensors differ)",
@@ -383,10 +422,10 @@ fn compare_bf16(
                 jobs.len()
             ),
         )
-        .with_evidence(evidence));
+        .with_evidence(evidence);
     }
     if !short.is_empty() {
-        return Ok(Check::undecided(
+        return Check::undecided(
             BF16,
             format!(
                 "cannot decide: not every element of {} of the BF16 tensors was compared with its source: {}",
@@ -394,24 +433,24 @@ fn compare_bf16(
                 crate::checks::list(&short, 4)
             ),
         )
-        .with_evidence(evidence));
+        .with_evidence(evidence);
     }
     if !other.is_empty() {
-        return Ok(Check::undecided(
+        return Check::undecided(
             BF16,
             format!(
                 "cannot decide: not compared element by element: {}",
                 crate::checks::list(other, 4)
             ),
         )
-        .with_evidence(evidence));
+        .with_evidence(evidence);
     }
     if jobs.is_empty() {
-        return Ok(Check::undecided(
+        return Check::undecided(
             BF16,
             "cannot decide: no BF16 tensor was paired with a source tensor",
         )
-        .with_evidence(evidence));
+        .with_evidence(evidence);
     }
     let rounded = jobs
         .iter()
@@ -421,14 +460,14 @@ fn compare_bf16(
         0 => String::new(),
         n => format!(" ({n} of them from an F16 or F32 source, rounded to bf16 nearest-even)"),
     };
-    Ok(Check::pass(
+    Check::pass(
         BF16,
         format!(
             "every one of the {} BF16 tensors paired with a source tensor equals it bit for bit{rounded}",
             jobs.len()
         ),
     )
-    .with_evidence(evidence))
+    .with_evidence(evidence)
 }
 
 /// The largest relative RMS error a faithful grid may have. A 4-bit grid quantized from its source has

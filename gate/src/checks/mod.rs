@@ -59,10 +59,13 @@ pub struct Inputs<'r, 'a> {
     pub naming: Naming,
 }
 
-/// Runs every container-reading check, in report order.
+/// Runs every container-reading check, in report order; `bf16.finite`, last, only when not
+/// `defer_finite` (with `--source`, which reads fc as it compares it, the caller runs it after, so
+/// that fc is read once: see [`finite::run_except`]).
 pub fn run<'a>(
     config: &DraftConfig,
     container: &Container<'a>,
+    defer_finite: bool,
 ) -> Result<(Vec<Check>, Forms<'a>), crate::parallel::WorkerPanic> {
     let naming = config
         .family()
@@ -86,7 +89,9 @@ pub fn run<'a>(
     checks.extend(gains::run(&inputs, &mut forms));
     checks.extend(feature_checks);
     checks.push(inventory::run(&inputs));
-    checks.push(finite::run(container)?);
+    if !defer_finite {
+        checks.push(finite::run(container)?);
+    }
     Ok((checks, forms))
 }
 

@@ -33,6 +33,17 @@ pub struct Outcome {
     pub differing: u64,
     /// (row, col, package bits, source bits as bf16).
     pub first: Option<(u64, u64, u16, u16)>,
+    /// Elements of the package proven finite as they were compared (whole row blocks found equal
+    /// to a source holding no NaN or infinity), so `bf16.finite` need not read them again.
+    pub finite: u64,
+}
+
+impl Outcome {
+    /// Whether every element of `job`'s package bytes was proven finite: the proven blocks are
+    /// disjoint and inside the bytes, so a count equal to the bytes' elements covers each of them.
+    pub fn proves_finite(&self, job: &Job<'_>) -> bool {
+        job.package.len().is_multiple_of(2) && self.finite == (job.package.len() / 2) as u64
+    }
 }
 
 /// Every job's outcome, in order; a worker that panicked is an error, never a tensor left out.
@@ -56,6 +67,7 @@ pub fn compare(jobs: &[Job<'_>]) -> Result<Vec<Outcome>, parallel::WorkerPanic> 
         let o = &mut outcomes[j];
         o.compared += part.compared;
         o.differing += part.differing;
+        o.finite += part.finite;
         if o.first.is_none() {
             o.first = part.first;
         }
@@ -87,6 +99,7 @@ fn rows(job: &Job<'_>, from: u64, to: u64) -> Outcome {
     };
     if whole_block_equal(job, from, to) {
         outcome.compared = (to - from) * cols;
+        outcome.finite = outcome.compared;
         return outcome;
     }
     for row in from..to {
@@ -165,9 +178,10 @@ fn same_bf16_row(job: &Job<'_>, row: u64) -> bool {
 }
 
 /// True when rows `from..to` are one whole 32-row block of a row-blocked tensor over a BF16 source
-/// and every element equals its source and is no NaN: a block compared with 8 x 8 transposes in registers rather
-/// than a 64-byte stride per element. Anything else (or a difference) is left to the row path,
-/// which finds and names the first difference.
+/// and every element equals its source and is finite: a block compared with 8 x 8 transposes in
+/// registers rather than a 64-byte stride per element. Anything else (a difference, or a NaN or an
+/// infinity, which the row path takes as equal when copied) is left to the row path, which finds
+/// and names the first difference. A block proven here is proven finite too, for `bf16.finite`.
 fn whole_block_equal(job: &Job<'_>, from: u64, to: u64) -> bool {
     let src = job.source;
     if job.layout != Layout::RowBlocked
@@ -244,9 +258,10 @@ fn block_equal(block: &[u8], rows: &[&[u8]; 32], cols: usize) -> bool {
         unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) }
     };
     let mut differ = _mm_setzero_si128();
-    // Bit 15 of each lane set by a NaN source value (`nan_flag`, eight lanes at a time).
-    let mut nan = _mm_setzero_si128();
-    let (magnitude, round) = (_mm_set1_epi16(0x7fff), _mm_set1_epi16(0x7f));
+    // Bit 15 of each lane set by a package value that is a NaN or an infinity: adding the exponent's
+    // lowest bit to its exponent bits carries into bit 15 exactly when they are all set.
+    let mut non_finite = _mm_setzero_si128();
+    let (exponent, carry) = (_mm_set1_epi16(0x7f80), _mm_set1_epi16(0x80));
     for c0 in (0..cols).step_by(8) {
         if c0.is_multiple_of(READ_AHEAD_COLUMNS) {
             std::hint::black_box(read_ahead(block, rows, c0));
@@ -297,13 +312,16 @@ fn block_equal(block: &[u8], rows: &[&[u8]; 32], cols: usize) -> bool {
             for (j, t) in t.iter().enumerate() {
                 let s = load(rows[r0 + j], 2 * c0);
                 differ = _mm_or_si128(differ, _mm_xor_si128(*t, s));
-                nan = _mm_or_si128(nan, _mm_add_epi16(_mm_and_si128(s, magnitude), round));
+                non_finite = _mm_or_si128(
+                    non_finite,
+                    _mm_add_epi16(_mm_and_si128(*t, exponent), carry),
+                );
             }
         }
     }
     // The odd bytes' sign bits are the lanes' bit 15.
-    let no_nan = _mm_movemask_epi8(nan) & 0xaaaa == 0;
-    no_nan && _mm_movemask_epi8(_mm_cmpeq_epi8(differ, _mm_setzero_si128())) == 0xffff
+    let finite = _mm_movemask_epi8(non_finite) & 0xaaaa == 0;
+    finite && _mm_movemask_epi8(_mm_cmpeq_epi8(differ, _mm_setzero_si128())) == 0xffff
 }
 
 /// Elsewhere the row path compares every block.
@@ -376,10 +394,12 @@ mod tests {
         }
     }
 
-    /// Rows that compared every one of their `elements` and found no difference.
+    /// Rows that compared every one of their `elements` and found no difference (whatever they
+    /// proved finite: the tests that ask say so).
     fn clean_of(outcome: Outcome, elements: u64) -> Result<(), Outcome> {
         let clean = Outcome {
             compared: elements,
+            finite: outcome.finite,
             ..Outcome::default()
         };
         if outcome == clean {
@@ -396,6 +416,11 @@ mod tests {
         assert!(whole_block_equal(&clean, 0, 32));
         assert!(whole_block_equal(&clean, 32, 64));
         assert_eq!(clean_of(rows(&clean, 32, 64), 32 * 48), Ok(()));
+        assert_eq!(
+            rows(&clean, 32, 64).finite,
+            32 * 48,
+            "a proven block is finite"
+        );
         // Row 37, column 13, changed in the package: that block alone is no longer equal, and the
         // row path names the element.
         let at = 2 * ((48 + 13) * 32 + 5);
@@ -404,6 +429,10 @@ mod tests {
         assert!(whole_block_equal(&broken, 0, 32));
         assert!(!whole_block_equal(&broken, 32, 64));
         let outcome = rows(&broken, 32, 64);
+        assert_eq!(
+            outcome.finite, 0,
+            "a block the row path took proves nothing finite"
+        );
         assert_eq!(outcome.differing, 1);
         assert_eq!(outcome.first.map(|(r, c, _, _)| (r, c)), Some((37, 13)));
     }
@@ -441,14 +470,27 @@ mod tests {
             );
             assert_eq!(clean_of(rows(&job, 0, 32), 32 * cols as u64), Ok(()));
         }
-        // An infinity copied is equal (bf16.finite refuses it in the package).
-        let (mut source, _) = pair(32, 8);
-        source[..2].copy_from_slice(&0x7f80u16.to_le_bytes());
+        // An infinity copied is equal (bf16.finite refuses it in the package), in either layout,
+        // and the row-blocked one proves none of its block finite (the transposes leave it to the
+        // row path), so bf16.finite reads it again.
+        let (mut source, mut blocked) = pair(32, 8);
+        source[..2].copy_from_slice(&0xff80u16.to_le_bytes());
+        blocked[..2].copy_from_slice(&0xff80u16.to_le_bytes());
         let plain = Job {
             layout: Layout::Plain,
             ..job(&source, &source, 32, 8)
         };
         assert_eq!(clean_of(rows(&plain, 0, 32), 32 * 8), Ok(()));
+        let blocked_job = job(&source, &blocked, 32, 8);
+        let outcome = rows(&blocked_job, 0, 32);
+        assert_eq!(clean_of(outcome.clone(), 32 * 8), Ok(()));
+        assert_eq!(outcome.finite, 0);
+        assert!(!outcome.proves_finite(&blocked_job));
+        // Without it, the transposes prove the whole block finite (elsewhere they are not built).
+        let (source, blocked) = pair(32, 8);
+        let whole = job(&source, &blocked, 32, 8);
+        let proven = rows(&whole, 0, 32).proves_finite(&whole);
+        assert_eq!(proven, cfg!(target_arch = "x86_64"));
     }
 
     #[test]

@@ -206,9 +206,9 @@ pub fn checks(
     evaluation: &Evaluation<'_>,
     gguf: &Gguf,
     scalar: bool,
-) -> Result<(Vec<Check>, Vec<SourceGridCensus>), WorkerPanic> {
+) -> Result<super::Answer, WorkerPanic> {
     let Ok(draft) = &evaluation.draft else {
-        return Ok((super::refused(), Vec::new()));
+        return Ok(super::Answer::only(super::refused()));
     };
     let mut checks = vec![config::compare(
         &draft.config,
@@ -218,7 +218,7 @@ pub fn checks(
     )];
     let Some(container) = &evaluation.container else {
         checks.extend(super::blocked_by_parses());
-        return Ok((checks, Vec::new()));
+        return Ok(super::Answer::only(checks));
     };
     let tensors = &gguf.header.tensors;
     let index = Index::new(tensors);
@@ -394,12 +394,17 @@ pub fn checks(
         }
     }
     checks.push(inventory(paired, &missing, &extra, &misshapen, &unpaired));
-    checks.push(super::compare_bf16(container, &pairs, &other)?);
+    let (bf16, finite) = super::compare_bf16(container, &pairs, &other)?;
+    checks.push(bf16);
     let bound = (!compared.is_empty()).then(|| super::grid_verdict(&compared));
     let outcomes = exact::compare(&jobs)?;
     let (q4_1, census) = q4_1(&jobs, &outcomes, bound, &undecided);
     checks.push(q4_1);
-    Ok((checks, census))
+    Ok(super::Answer {
+        checks,
+        grids: census,
+        finite,
+    })
 }
 
 fn inventory(

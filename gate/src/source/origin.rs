@@ -11,7 +11,6 @@ use crate::evaluation::Evaluation;
 use crate::files::FileError;
 use crate::gguf::Gguf;
 use crate::parallel::WorkerPanic;
-use crate::report::{Check, SourceGridCensus};
 use std::ffi::OsString;
 use std::path::Path;
 
@@ -145,7 +144,7 @@ impl Source {
         &self,
         evaluation: &Evaluation<'_>,
         scalar: bool,
-    ) -> Result<(Vec<Check>, Vec<SourceGridCensus>), WorkerPanic> {
+    ) -> Result<super::Answer, WorkerPanic> {
         match self {
             Source::Checkpoint(c) => super::checks(evaluation, c, scalar),
             Source::Gguf(g) => super::gguf::checks(evaluation, g, scalar),

@@ -937,6 +937,13 @@ pub fn run(arm: &Arm) -> Result<(), String> {
                     bad.join("\n  ")
                 ));
             }
+            // PASS is no proof if a check it promises is missing (one left to run later, never run).
+            for id in dflash_gate::__private::checks::CONTAINER_CHECKS {
+                let runs = report.checks().iter().filter(|c| c.id() == id).count();
+                if runs != 1 {
+                    return Err(format!("{id} is in the report {runs} times, owed once"));
+                }
+            }
             facts(&report)
         }
         Expect::Refused {

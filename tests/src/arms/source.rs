@@ -407,6 +407,51 @@ pub fn arms() -> Vec<Arm> {
                 },
             )
         },
+        // An infinity the converter copied equals its source (source.bf16 passes it) and is no weight:
+        // bf16.finite, which with --source skips only the tensors the comparison proved finite,
+        // still reads fc, whose block holding it was not.
+        sourced(
+            "control::source_infinity_copied_into_package",
+            infinity_in_fc,
+            bent(infinity_in_source_fc),
+            Expect::Refused {
+                check: dflash_gate::CheckId::BF16_FINITE,
+                outcome: Outcome::Fail,
+                mentions: &[
+                    "model.fc.weight holds 1 non-finite value (NaN or infinite), the first -inf at element 24997 of 196608",
+                ],
+                also: &[(
+                    dflash_gate::CheckId::SOURCE_BF16,
+                    Outcome::Pass,
+                    "an infinity copied is its source's, bit for bit",
+                )],
+            },
+        ),
+        // fc proven finite by the comparison, a gain not: bf16.finite still reads the gain.
+        sourced(
+            "control::source_nan_in_a_gain_beside_a_proven_fc",
+            nan_in_gain,
+            FAITHFUL,
+            Expect::Refused {
+                check: dflash_gate::CheckId::BF16_FINITE,
+                outcome: Outcome::Fail,
+                mentions: &[
+                    "model.layers.0.input_layernorm.weight holds 1 non-finite value (NaN or infinite), the first NaN at element 7",
+                ],
+                also: &[
+                    (
+                        dflash_gate::CheckId::SOURCE_BF16,
+                        Outcome::Fail,
+                        "the gain differs from its source",
+                    ),
+                    (
+                        "norms.bf16",
+                        Outcome::Fail,
+                        "the gains' own check reads the NaN too",
+                    ),
+                ],
+            },
+        ),
         sourced(
             "control::source_config_field_differs",
             none,
@@ -606,16 +651,31 @@ pub(super) fn gain_missing(s: &mut Scenario) {
     s.package.tensors.retain(|t| t.name != name);
 }
 
-/// fc's element at row 37, column 13 (768 columns), as a quiet NaN: in the package's row-blocked
-/// layout `[8, 768, 32]` it is element ((37 / 32) * 768 + 13) * 32 + 37 % 32.
-fn nan_in_fc(s: &mut Scenario) {
+/// fc's element at row 37, column 13 (768 columns), as `bits`: in the package's row-blocked layout
+/// `[8, 768, 32]` it is element ((37 / 32) * 768 + 13) * 32 + 37 % 32.
+fn set_fc(s: &mut Scenario, bits: u16) {
     let fc = s.package.tensor_mut("model.fc.weight");
     assert_eq!(
         fc.shape,
         [8, 768, 32],
         "the small geometry's fc, row-blocked"
     );
-    crate::defects::set_element(fc, (768 + 13) * 32 + 5, 0x7fc0);
+    crate::defects::set_element(fc, (768 + 13) * 32 + 5, bits);
+}
+
+/// That element as a quiet NaN.
+fn nan_in_fc(s: &mut Scenario) {
+    set_fc(s, 0x7fc0);
+}
+
+/// That element as minus infinity.
+fn infinity_in_fc(s: &mut Scenario) {
+    set_fc(s, 0xff80);
+}
+
+/// A NaN in layer 0's input gain, and nowhere in the source.
+fn nan_in_gain(s: &mut Scenario) {
+    crate::defects::set_element(s.package.tensor_mut(&gain(0, LayerGain::Input)), 7, 0x7fc0);
 }
 
 /// The same NaN in a package whose fc is plain `[256, 768]`, as the source's.
@@ -625,16 +685,26 @@ fn nan_in_plain_fc(s: &mut Scenario) {
     crate::defects::set_element(fc, 37 * 768 + 13, 0x7fc0);
 }
 
-/// The same NaN in the source's plain `[256, 768]` fc.
-fn nan_in_source_fc(dir: &Path) {
+/// The source's plain `[256, 768]` fc with `bits` at row 37, column 13.
+fn set_source_fc(dir: &Path, bits: u16) {
     rewrite_source(dir, |tensors| {
         let fc = tensors
             .iter_mut()
             .find(|t| t.0 == "fc.weight")
             .expect("the source's fc");
         let at = 2 * (37 * 768 + 13);
-        fc.3[at..at + 2].copy_from_slice(&0x7fc0u16.to_le_bytes());
+        fc.3[at..at + 2].copy_from_slice(&bits.to_le_bytes());
     });
+}
+
+/// The same NaN in the source's fc.
+fn nan_in_source_fc(dir: &Path) {
+    set_source_fc(dir, 0x7fc0);
+}
+
+/// The same minus infinity in the source's fc.
+fn infinity_in_source_fc(dir: &Path) {
+    set_source_fc(dir, 0xff80);
 }
 
 /// The source's config.json as `edit` leaves it.
