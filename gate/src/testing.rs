@@ -1,5 +1,6 @@
-//! What the library's unit tests share: a heap counter per thread, so a test can hold a cost to a
-//! count of bytes, which a loaded machine cannot make fail, where a time could.
+//! What the library's unit tests share: seeded random inputs, the same on every run, and a heap
+//! counter per thread, so a test can hold a cost to a count of bytes, which a loaded machine cannot
+//! make fail, where a time could.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -47,6 +48,13 @@ unsafe impl GlobalAlloc for PerThread {
 
 #[global_allocator]
 static HEAP: PerThread = PerThread;
+
+/// The next 64 bits of a generator seeded with `seed`, one call at a time.
+pub fn seeded(seed: u64) -> impl FnMut() -> u64 {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    move || rng.next_u64()
+}
 
 /// Runs `f` and says how many heap bytes it asked for on this thread (freed or not).
 pub fn heap_asked_by<R>(f: impl FnOnce() -> R) -> (R, u64) {

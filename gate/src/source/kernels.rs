@@ -204,22 +204,15 @@ pub fn round_to_bf16(x: f32) -> f32 {
 mod tests {
     use super::*;
 
-    fn next(state: &mut u64) -> u64 {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        *state
-    }
-
     #[test]
     fn the_vectorized_loop_agrees_with_the_scalar_one() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = crate::testing::seeded(0x9e37_79b9_7f4a_7c15);
         for round in 0..20_000 {
             let mut codes = [0u8; GROUP];
             let mut source = [0f32; GROUP];
             for i in 0..GROUP {
-                codes[i] = (next(&mut state) % 16) as u8;
-                let u = (next(&mut state) % 2001) as f32 / 1000.0 - 1.0;
+                codes[i] = (next() % 16) as u8;
+                let u = (next() % 2001) as f32 / 1000.0 - 1.0;
                 source[i] = u * 0.05;
             }
             if round % 97 == 0 {
@@ -228,8 +221,8 @@ mod tests {
             if round % 89 == 0 {
                 source[(round + 3) % GROUP] = f32::INFINITY;
             }
-            let d = 0.1 / 15.0 * (1.0 + (next(&mut state) % 100) as f32 / 100.0);
-            let m = -0.05 + (next(&mut state) % 100) as f32 / 10_000.0;
+            let d = 0.1 / 15.0 * (1.0 + (next() % 100) as f32 / 100.0);
+            let m = -0.05 + (next() % 100) as f32 / 10_000.0;
             let mut lanes = Lanes::default();
             group(&mut lanes, &codes, &source, d, m);
             let mut fast = Stats::default();

@@ -158,13 +158,8 @@ mod tests {
         if !std::arch::is_x86_feature_detected!("avx2") {
             return;
         }
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u32
-        };
+        let mut random = crate::testing::seeded(0x2545_f491_4f6c_dd1d);
+        let mut next = move || random() as u32;
         let edges = [0u32, 1, 0x7fff_ffff, 0x8000_0000, 0x8000_0001, u32::MAX];
         let mut seen_some_kept = false;
         for round in 0..400 {

@@ -274,13 +274,8 @@ mod tests {
     fn the_vector_runs_are_the_scalar_runs() {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
-            let mut state = 0x2545_f491u32;
-            let mut next = move || {
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
-                state
-            };
+            let mut random = crate::testing::seeded(0x2545_f491);
+            let mut next = move || random() as u32;
             for round in 0..500 {
                 let run = [16, 32][round % 2];
                 let spans: Vec<(f32, f32, f32)> = (0..1 + round % 5)

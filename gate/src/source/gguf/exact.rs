@@ -654,22 +654,12 @@ fn first_code(tile: &[u8], r: usize, c: usize, blk: &[u8; BLOCK], col0: u64) -> 
 mod tests {
     use super::*;
 
-    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-        let mut state = seed;
-        move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        }
-    }
-
     /// Random Q4_1 blocks of an N x K tensor (normal f16 scales and minimums) and the tiles a
     /// faithful converter makes of them.
     fn faithful(n: u64, k: u64, seed: u64) -> (Vec<u8>, Vec<u8>, GridGeometry) {
         let g = GridGeometry::new(n, k).expect("a grid");
         let per_row = (k / GROUP) as usize;
-        let mut next = xorshift(seed);
+        let mut next = crate::testing::seeded(seed);
         let mut blocks = vec![0u8; n as usize * per_row * BLOCK];
         for b in blocks.chunks_mut(BLOCK) {
             let d = half::f16::from_f32(1e-3 + (next() % 4096) as f32 * 1e-5).to_bits();
@@ -798,7 +788,7 @@ mod tests {
                 "faithful tile {t}"
             );
         }
-        let mut next = xorshift(0x0123_4567_89ab_cdef);
+        let mut next = crate::testing::seeded(0x0123_4567_89ab_cdef);
         let (mut same, mut differ) = (0, 0);
         for round in 0..3000 {
             let in_tile = round % 2 == 0;
@@ -886,13 +876,8 @@ mod tests {
     /// the tile's bytes made to agree and then one nibble at a time made to differ.
     #[test]
     fn the_vector_region_comparison_is_the_scalar_one() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        };
+        let mut random = crate::testing::seeded(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || random() as u8;
         for round in 0..200 {
             let blocks: Vec<([u8; 16], [u8; 16])> = (0..8)
                 .map(|_| {
