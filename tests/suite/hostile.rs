@@ -188,7 +188,7 @@ fn source_bounds() -> Result<(), Failed> {
 /// error (exit 2) naming the step, never a verdict drawn from what the other workers returned. The
 /// same package without the panic passes, so the error is the panic's alone.
 fn worker_panics() -> Vec<Trial> {
-    let steps: [(&str, &'static str, Extra); 7] = [
+    let steps: [(&str, &'static str, Extra); 8] = [
         (
             "tile_header_scan",
             dflash_gate::__private::checks::SCAN_STEP,
@@ -198,6 +198,12 @@ fn worker_panics() -> Vec<Trial> {
             "bf16_finite",
             dflash_gate::CheckId::BF16_FINITE,
             Extra::None,
+        ),
+        // With --source, bf16.finite runs after the comparison, over what it did not prove: the gains.
+        (
+            "bf16_finite_after_the_source",
+            dflash_gate::CheckId::BF16_FINITE,
+            Extra::Source(gate_tests::arms::source::FAITHFUL),
         ),
         (
             "source_bf16",
