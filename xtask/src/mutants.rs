@@ -9,6 +9,13 @@
 //! every run, built in a target directory of its own), never in the working tree: however the task
 //! ends (a failure, Ctrl-C, a kill), the sources a developer builds are untouched. Each suite run has
 //! a wall-clock limit: a mutant that makes the gate hang is killed and counted red, by name.
+//!
+//! A row builds the gate crate unoptimised first (its dependencies and the generator stay optimised):
+//! after a one-line change that rebuild takes about a third of the optimised one, and a row's arm
+//! still runs in about a second. Before any row, each filter is run on the unmutated copy built that
+//! way: a filter that is red there, or slower than [`QUICK_BASELINE`], has its rows built as
+//! `cargo test` builds them, and a row that outlasts [`QUICK_LIMIT`] is run again optimised, so
+//! a slow arm is never counted a hang for being unoptimised.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -17,6 +24,31 @@ use std::time::{Duration, Instant};
 
 /// The longest one mutant's build and suite run may take (a warm build and one arm take seconds).
 const RUN_LIMIT: Duration = Duration::from_secs(900);
+
+/// The longest an unmutated filter may run in the quick build for its rows to use that build.
+const QUICK_BASELINE: Duration = Duration::from_secs(30);
+
+/// The longest a row's quick build and run may take before the row is run again optimised.
+const QUICK_LIMIT: Duration = Duration::from_secs(90);
+
+/// How a copy builds the gate for a suite run. Both builds share the copy's target directory: cargo
+/// keeps the two apart by their profile, so each stays incremental and the dependencies are built once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Build {
+    /// The gate crate (the library, its CLI and its suite) at opt-level 0, everything else as `dev`.
+    Quick,
+    /// The `dev` profile, as `cargo test` builds the suite.
+    Optimised,
+}
+
+impl Build {
+    fn config(self) -> &'static [&'static str] {
+        match self {
+            Build::Quick => &["--config", "profile.dev.package.dflash-gate.opt-level=0"],
+            Build::Optimised => &[],
+        }
+    }
+}
 
 struct Mutant {
     check: &'static str,
@@ -295,33 +327,89 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
                     .any(|w| m.check.contains(w.as_str()) || m.filter.contains(w.as_str()))
         })
         .collect();
-    let next = AtomicUsize::new(0);
-    let (killed, survived) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = trees
-            .iter()
-            .map(|tree| {
-                scope.spawn(|| -> Result<(), String> {
-                    while let Some(m) = chosen.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        let red = row(&cargo, tree, m)?;
-                        if red { &killed } else { &survived }.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        workers.into_iter().try_for_each(|w| {
-            w.join()
-                .unwrap_or_else(|_| Err("a mutant worker panicked".into()))
-        })
+    let mut filters: Vec<&str> = chosen.iter().map(|m| m.filter).collect();
+    filters.sort_unstable();
+    filters.dedup();
+    let quick: std::collections::HashSet<&str> = share(&trees, &filters, |tree, f| {
+        Ok(baseline(&cargo, tree, f)?.then_some(*f))
+    })?
+    .into_iter()
+    .flatten()
+    .collect();
+    let red = share(&trees, &chosen, |tree, m| {
+        row(&cargo, tree, m, quick.contains(m.filter))
     })?;
-    let (killed, survived) = (killed.into_inner(), survived.into_inner());
+    let killed = red.iter().filter(|&&r| r).count();
+    let survived = red.len() - killed;
     println!("{killed} passed, {survived} failed");
     Ok(if survived == 0 && killed == chosen.len() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `f` over every item, the copies each taking the next item as they finish one; the results in no
+/// particular order, or the first error.
+fn share<T: Sync, R: Send>(
+    trees: &[PathBuf],
+    items: &[T],
+    f: impl Fn(&Path, &T) -> Result<R, String> + Sync,
+) -> Result<Vec<R>, String> {
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = trees
+            .iter()
+            .map(|tree| {
+                let (f, next) = (&f, &next);
+                scope.spawn(move || -> Result<Vec<R>, String> {
+                    let mut out = Vec::new();
+                    while let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        out.push(f(tree, item)?);
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for w in workers {
+            all.extend(
+                w.join()
+                    .unwrap_or_else(|_| Err("a mutant worker panicked".into()))?,
+            );
+        }
+        Ok(all)
+    })
+}
+
+/// Whether `filter`'s rows may use the quick build: the unmutated copy passes it there within
+/// [`QUICK_BASELINE`]. A filter red in both builds is an error: no row of it could prove anything.
+fn baseline(cargo: &str, tree: &Path, filter: &str) -> Result<bool, String> {
+    match run_suite(cargo, tree, filter, Build::Quick, QUICK_BASELINE)? {
+        Suite::Green => Ok(true),
+        Suite::Hung => {
+            println!("OPTIMISED {filter}: slower than {QUICK_BASELINE:?} unoptimised");
+            Ok(false)
+        }
+        Suite::Red => match run_suite(cargo, tree, filter, Build::Optimised, RUN_LIMIT)? {
+            Suite::Green => {
+                println!("OPTIMISED {filter}: red unoptimised, green optimised");
+                Ok(false)
+            }
+            _ => Err(format!(
+                "the unmutated suite is not green on {filter}: no row of it proves anything"
+            )),
+        },
+    }
+}
+
+/// Kills `child` and, on Unix, every process of the group it leads.
+fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .status();
+    let _ = child.kill();
 }
 
 /// `--jobs N` (a whole number from 1 to 8) and the words left.
@@ -344,9 +432,16 @@ fn jobs(args: &[String]) -> Result<(usize, Vec<String>), String> {
     Ok((jobs, words))
 }
 
-/// Builds the unmutated suite in `tree`; a tree that does not build is an error, not a row.
+/// Builds the unmutated suite in `tree` both ways; a tree that does not build is an error, not a row.
 fn warm(cargo: &str, tree: &Path) -> Result<(), String> {
+    [Build::Optimised, Build::Quick]
+        .into_iter()
+        .try_for_each(|build| warm_one(cargo, tree, build))
+}
+
+fn warm_one(cargo: &str, tree: &Path, build: Build) -> Result<(), String> {
     let out = Command::new(cargo)
+        .args(build.config())
         .args([
             "test",
             "--quiet",
@@ -364,7 +459,7 @@ fn warm(cargo: &str, tree: &Path) -> Result<(), String> {
         .map_err(|e| format!("{cargo} test --no-run: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "the unmutated copy {} does not build:\n{}",
+            "the unmutated copy {} does not build ({build:?}):\n{}",
             tree.display(),
             String::from_utf8_lossy(&out.stderr)
         ));
@@ -373,7 +468,7 @@ fn warm(cargo: &str, tree: &Path) -> Result<(), String> {
 }
 
 /// One row in `tree`: the line broken, the suite run, the line restored. Whether the suite went red.
-fn row(cargo: &str, tree: &Path, m: &Mutant) -> Result<bool, String> {
+fn row(cargo: &str, tree: &Path, m: &Mutant, quick: bool) -> Result<bool, String> {
     let path = tree.join(m.file);
     let original = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", m.file))?;
     // Only the code under test is mutated, never a test's own reference copy of a line.
@@ -391,7 +486,14 @@ fn row(cargo: &str, tree: &Path, m: &Mutant) -> Result<bool, String> {
     let mutated = format!("{}{tests}", code.replacen(m.from, m.to, 1));
     std::fs::write(&path, mutated).map_err(|e| e.to_string())?;
     let started = Instant::now();
-    let outcome = run_suite(cargo, tree, m.filter);
+    let outcome = if quick {
+        match run_suite(cargo, tree, m.filter, Build::Quick, QUICK_LIMIT) {
+            Ok(Suite::Hung) => run_suite(cargo, tree, m.filter, Build::Optimised, RUN_LIMIT),
+            other => other,
+        }
+    } else {
+        run_suite(cargo, tree, m.filter, Build::Optimised, RUN_LIMIT)
+    };
     std::fs::write(&path, &original).map_err(|e| format!("restoring {}: {e}", m.file))?;
     let took = started.elapsed().as_secs_f64();
     Ok(match outcome? {
@@ -426,8 +528,21 @@ enum Suite {
     Green,
 }
 
-fn run_suite(cargo: &str, tree: &Path, filter: &str) -> Result<Suite, String> {
-    let mut child = Command::new(cargo)
+fn run_suite(
+    cargo: &str,
+    tree: &Path,
+    filter: &str,
+    build: Build,
+    limit: Duration,
+) -> Result<Suite, String> {
+    let mut command = Command::new(cargo);
+    // Cargo and the suite binary it starts in a process group of their own, so that a run past its
+    // limit is killed whole: killing cargo alone left the suite running, and the pipe open until it
+    // ended.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
+        .args(build.config())
         .args([
             "test",
             "--quiet",
@@ -461,8 +576,8 @@ fn run_suite(cargo: &str, tree: &Path, filter: &str) -> Result<Suite, String> {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             break Some(status);
         }
-        if start.elapsed() > RUN_LIMIT {
-            let _ = child.kill();
+        if start.elapsed() > limit {
+            kill_group(&mut child);
             let _ = child.wait();
             break None;
         }
