@@ -182,21 +182,28 @@ fn tiles_avx2(job: &Job<'_>, from: u64, to: u64, wide: Avx2) -> Outcome {
 }
 
 /// Tiles in runs of at most [`RUN_TILES`] along one 32-row band, each run read through once in
-/// order before it is compared (see [`read_ahead`]).
+/// order before it is compared (see [`read_ahead`]), the next run asked for while it is (see
+/// [`Ahead`]).
 #[inline(always)]
 fn tiles_baseline(job: &Job<'_>, from: u64, to: u64, wide: Option<Avx2>) -> Outcome {
     let mut outcome = Outcome::default();
     let across = job.grid.geometry.col_blocks.max(1);
     let mut t = from;
     while t < to {
-        let end = to.min((t / across + 1) * across).min(t + RUN_TILES);
+        let end = run_end(across, t, to);
         std::hint::black_box(read_ahead(job, t, end));
+        let mut ahead = Ahead::of(Spans::of(job, end, run_end(across, end, to)));
         for t in t..end {
-            tile(job, t, &mut outcome, wide);
+            tile(job, t, &mut outcome, wide, &mut ahead);
         }
         t = end;
     }
     outcome
+}
+
+/// Where the run from tile `t` ends: at most [`RUN_TILES`] on, inside its band and `..to`.
+fn run_end(across: u64, t: u64, to: u64) -> u64 {
+    to.min((t / across + 1) * across).min(t + RUN_TILES)
 }
 
 /// Tiles read ahead at a time: at most 240 KiB of tiles and blocks, well inside a core's
@@ -213,47 +220,136 @@ const RUN_TILES: u64 = 24;
 /// `.get` finds inside the tiles and blocks, so a short file reads less and never out of bounds.
 #[inline(always)]
 fn read_ahead(job: &Job<'_>, from: u64, to: u64) -> u64 {
-    let g = job.grid.geometry;
-    let per_row = g.k / GROUP;
     let line = |sum: u64, bytes: &[u8]| {
         bytes
             .iter()
             .step_by(64)
             .fold(sum, |s, &b| s.wrapping_add(u64::from(b)))
     };
-    fn span(bytes: &[u8], a: u64, b: u64) -> Option<&[u8]> {
-        let (a, b) = (usize::try_from(a).ok()?, usize::try_from(b).ok()?);
-        bytes.get(a..b.min(bytes.len()))
-    }
-    let Some(last) = to.checked_sub(1) else {
-        return 0;
-    };
-    let across = g.col_blocks.max(1);
-    let row0 = (from / across) * TILE_ROWS;
-    let (first_block, end_block) = (
-        (from % across) * (TILE_COLS / GROUP),
-        ((last % across + 1) * (TILE_COLS / GROUP)).min(per_row),
-    );
-    let mut sum = 0;
-    for row in row0..(row0 + TILE_ROWS).min(g.n) {
-        let at = |block: u64| {
-            row.saturating_mul(per_row)
-                .saturating_add(block)
-                .saturating_mul(BLOCK as u64)
+    let spans = Spans::of(job, from, to);
+    spans.spans[..spans.count].iter().fold(0, |s, b| line(s, b))
+}
+
+/// The bytes tiles `from..to` (one band's) are compared with: each row's run of blocks, then the
+/// tiles, each as much of it as the file holds.
+struct Spans<'a> {
+    spans: [&'a [u8]; TILE_ROWS as usize + 1],
+    count: usize,
+}
+
+impl<'a> Spans<'a> {
+    #[inline(always)]
+    fn of(job: &Job<'a>, from: u64, to: u64) -> Spans<'a> {
+        let mut out = Spans {
+            spans: [&[]; TILE_ROWS as usize + 1],
+            count: 0,
         };
-        if let Some(blocks) = span(job.blocks, at(first_block), at(end_block)) {
-            sum = line(sum, blocks);
+        let g = job.grid.geometry;
+        let per_row = g.k / GROUP;
+        fn span(bytes: &[u8], a: u64, b: u64) -> Option<&[u8]> {
+            let (a, b) = (usize::try_from(a).ok()?, usize::try_from(b).ok()?);
+            bytes.get(a..b.min(bytes.len()))
+        }
+        let Some(last) = to.checked_sub(1) else {
+            return out;
+        };
+        let across = g.col_blocks.max(1);
+        let row0 = (from / across) * TILE_ROWS;
+        let (first_block, end_block) = (
+            (from % across) * (TILE_COLS / GROUP),
+            ((last % across + 1) * (TILE_COLS / GROUP)).min(per_row),
+        );
+        for row in row0..(row0 + TILE_ROWS).min(g.n) {
+            let at = |block: u64| {
+                row.saturating_mul(per_row)
+                    .saturating_add(block)
+                    .saturating_mul(BLOCK as u64)
+            };
+            if let Some(blocks) = span(job.blocks, at(first_block), at(end_block)) {
+                out.spans[out.count] = blocks;
+                out.count += 1;
+            }
+        }
+        if let Some(tiles) = span(
+            job.grid.bytes(),
+            from.saturating_mul(TILE_BYTES),
+            to.saturating_mul(TILE_BYTES),
+        ) {
+            out.spans[out.count] = tiles;
+            out.count += 1;
+        }
+        out
+    }
+}
+
+/// The next run's lines, asked for a few at a time while this run is compared (by the whole-tile
+/// kernel, between its steps), so that reading that run ahead finds them coming and the kernel's
+/// arithmetic overlaps its misses. Asked for in one burst before each tile instead, the CLI took
+/// 1.05 times as long (see docs/performance.md); spread this way, with fc's next span asked for
+/// likewise in `source.bf16`, it took 0.90 times as long (21 rounds by turns).
+pub(super) struct Ahead<'a> {
+    spans: Spans<'a>,
+    span: usize,
+    at: usize,
+}
+
+impl<'a> Ahead<'a> {
+    /// Nothing to ask for.
+    #[cfg(test)]
+    pub(super) fn none() -> Ahead<'a> {
+        Ahead::of(Spans {
+            spans: [&[]; TILE_ROWS as usize + 1],
+            count: 0,
+        })
+    }
+
+    #[inline(always)]
+    fn of(spans: Spans<'a>) -> Ahead<'a> {
+        Ahead {
+            spans,
+            span: 0,
+            at: 0,
         }
     }
-    if let Some(tiles) = span(
-        job.grid.bytes(),
-        from.saturating_mul(TILE_BYTES),
-        to.saturating_mul(TILE_BYTES),
-    ) {
-        sum = line(sum, tiles);
+
+    /// The next line's first byte (each span's bytes 64 apart from its start), `None` once every
+    /// span is done.
+    #[inline(always)]
+    fn next_line(&mut self) -> Option<&'a u8> {
+        loop {
+            let bytes: &'a [u8] = self.spans.spans[..self.spans.count].get(self.span)?;
+            if let Some(b) = bytes.get(self.at) {
+                self.at += 64;
+                return Some(b);
+            }
+            self.span += 1;
+            self.at = 0;
+        }
     }
-    sum
+
+    /// Asks for the next [`AHEAD_LINES`] lines. The kernel calls it 80 times a tile: 160 lines, a
+    /// tile's and its blocks', so the next run (of as many tiles) is asked for by this one's end,
+    /// bar a line or so a row where a run's blocks do not fill their last line.
+    #[inline(always)]
+    pub(super) fn step(&mut self) {
+        for _ in 0..AHEAD_LINES {
+            let Some(b) = self.next_line() else {
+                return;
+            };
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prefetch hint never faults, and `b` is a byte of the job's bytes.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                    (b as *const u8).cast::<i8>(),
+                )
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = b;
+        }
+    }
 }
+
+const AHEAD_LINES: usize = 2;
 
 /// The bf16 a converter stores for an f16 `d` or `m`: widened, rounded to nearest-even.
 pub fn widened(f16_bits: u16) -> u16 {
@@ -314,7 +410,7 @@ fn widened_normal(h: u32) -> (u32, bool) {
 /// Tile `t` of a job: which groups' codes differ (a bit per group, per row), then each group's
 /// scale and minimum against its block's, every real group counted.
 #[inline(always)]
-fn tile(job: &Job<'_>, t: u64, outcome: &mut Outcome, wide: Option<Avx2>) {
+fn tile(job: &Job<'_>, t: u64, outcome: &mut Outcome, wide: Option<Avx2>, ahead: &mut Ahead<'_>) {
     let g: GridGeometry = job.grid.geometry;
     let at = (t * TILE_BYTES) as usize;
     let Some(tile) = job
@@ -342,7 +438,7 @@ fn tile(job: &Job<'_>, t: u64, outcome: &mut Outcome, wide: Option<Avx2>) {
             .ok()
             .and_then(|p| p.checked_mul(BLOCK));
         if let (Some(first), Some(stride)) = (first, stride) {
-            if wide.equal(tile, job.blocks, first, stride) {
+            if wide.equal(tile, job.blocks, first, stride, ahead) {
                 outcome.groups += (rows * groups) as u64;
                 return;
             }
@@ -697,7 +793,7 @@ mod tests {
 
     /// Reading ahead touches one byte of every line of a run's row segments of blocks and of its
     /// tiles, for whole and partial bands and rows, and a file shorter than its grid claims is read
-    /// only as far as it goes.
+    /// only as far as it goes; asking for a run ahead asks for those same lines, each once.
     #[test]
     fn reading_ahead_reads_a_runs_blocks_and_tiles_and_stays_inside_them() {
         let (n, k) = (70u64, 800u64);
@@ -733,6 +829,23 @@ mod tests {
         for t in 0..g.tiles() {
             let sum = read_ahead(&job(short_tiles, short_blocks), t, t + 1);
             assert!(sum <= lines(7000) + lines(1234), "tile {t}: {sum}");
+        }
+        // Asking for a run ahead asks for the lines reading it ahead reads, each once, whole
+        // grid or short file.
+        for (tiles, blocks) in [(&tiles[..], &blocks[..]), (short_tiles, short_blocks)] {
+            for (from, to) in [(0, 4), (1, 3), (4, 8), (9, 10), (5, 5)] {
+                let job = job(tiles, blocks);
+                let mut ahead = Ahead::of(Spans::of(&job, from, to));
+                let mut asked = Vec::new();
+                while let Some(b) = ahead.next_line() {
+                    asked.push(b as *const u8 as usize);
+                }
+                let read = read_ahead(&job, from, to);
+                assert_eq!(asked.len() as u64, read, "tiles {from}..{to}");
+                asked.sort_unstable();
+                asked.dedup();
+                assert_eq!(asked.len() as u64, read, "tiles {from}..{to}: a line twice");
+            }
         }
         let whole = tiles_baseline(&job(short_tiles, short_blocks), 0, g.tiles(), None);
         assert_eq!(whole.groups, 32 * 8, "only tile 0 is inside the short grid");
@@ -776,8 +889,11 @@ mod tests {
             let tile = tiles[at..at + TILE_BYTES as usize]
                 .try_into()
                 .expect("a tile");
+            // The next tiles asked for while it is compared, as in a run: asking never changes
+            // an answer.
+            let mut ahead = Ahead::of(Spans::of(&job, t + 1, (t + 3).min(g.tiles())));
             (
-                wide.equal(tile, blocks, first, per_row * BLOCK),
+                wide.equal(tile, blocks, first, per_row * BLOCK, &mut ahead),
                 group_path_equal(&job, t),
             )
         };
@@ -843,7 +959,7 @@ mod tests {
             tiles[66..68].copy_from_slice(&held.to_le_bytes());
             let tile = tiles[..TILE_BYTES as usize].try_into().expect("a tile");
             assert!(
-                !wide.equal(tile, &blocks, 0, 8 * BLOCK),
+                !wide.equal(tile, &blocks, 0, 8 * BLOCK, &mut Ahead::none()),
                 "f16 {f16_bits:#06x}"
             );
             let job = Job {
@@ -853,7 +969,7 @@ mod tests {
                 blocks: &blocks,
             };
             let mut outcome = Outcome::default();
-            super::tile(&job, 0, &mut outcome, Some(wide));
+            super::tile(&job, 0, &mut outcome, Some(wide), &mut Ahead::none());
             assert_eq!(outcome.differing, 1, "f16 {f16_bits:#06x}");
         }
     }
@@ -866,10 +982,16 @@ mod tests {
         };
         let (tiles, blocks, _) = faithful(32, 256, 11);
         let tile = tiles[..TILE_BYTES as usize].try_into().expect("a tile");
-        assert!(wide.equal(tile, &blocks, 0, 8 * BLOCK));
-        assert!(!wide.equal(tile, &blocks[..blocks.len() - 1], 0, 8 * BLOCK));
-        assert!(!wide.equal(tile, &blocks, 1, 8 * BLOCK));
-        assert!(!wide.equal(tile, &blocks, 0, usize::MAX / 16));
+        assert!(wide.equal(tile, &blocks, 0, 8 * BLOCK, &mut Ahead::none()));
+        assert!(!wide.equal(
+            tile,
+            &blocks[..blocks.len() - 1],
+            0,
+            8 * BLOCK,
+            &mut Ahead::none()
+        ));
+        assert!(!wide.equal(tile, &blocks, 1, 8 * BLOCK, &mut Ahead::none()));
+        assert!(!wide.equal(tile, &blocks, 0, usize::MAX / 16, &mut Ahead::none()));
     }
 
     /// The vector path against the byte-at-a-time one, on random blocks and code bytes, with

@@ -34,6 +34,7 @@ impl Avx2 {
         blocks: &[u8],
         first: usize,
         stride: usize,
+        ahead: &mut super::Ahead<'_>,
     ) -> bool {
         // Every byte read is inside the 32 rows' 160 bytes, and the gathers' offsets (up to 15
         // rows from a half's first row) are i32s.
@@ -51,7 +52,7 @@ impl Avx2 {
         {
             // SAFETY: an `Avx2` exists only where the processor has AVX2, and every byte the
             // kernel reads was just proven inside `blocks` and `tile`.
-            unsafe { equal_avx2(tile, blocks, first, stride) }
+            unsafe { equal_avx2(tile, blocks, first, stride, ahead) }
         }
         #[cfg(not(target_arch = "x86_64"))]
         false
@@ -68,6 +69,7 @@ unsafe fn equal_avx2(
     blocks: &[u8],
     first: usize,
     stride: usize,
+    ahead: &mut super::Ahead<'_>,
 ) -> bool {
     use core::arch::x86_64::*;
     // Every pointer below stays in bounds: rows 0..32, groups 0..8 and at most 16 bytes from a
@@ -88,6 +90,7 @@ unsafe fn equal_avx2(
             let mut lo = [_mm256_setzero_si256(); 8];
             let mut hi = [_mm256_setzero_si256(); 8];
             for rp in 0..8 {
+                ahead.step();
                 let r = 16 * half + 2 * rp;
                 // SAFETY: 16 code bytes at offset 4 of groups c0 and c1 (< 8), inside row `r`.
                 let qs = |r: usize| unsafe {
@@ -123,6 +126,7 @@ unsafe fn equal_avx2(
     let second_rows = _mm256_setr_epi32(4 * s, 5 * s, 6 * s, 7 * s, 12 * s, 13 * s, 14 * s, 15 * s);
     for half in 0..2 {
         for c in 0..8 {
+            ahead.step();
             // Each block's d then m, as one little-endian u32: 16-bit lanes d, m, d, m, ...
             // SAFETY: group c's block in the half's first row, inside `blocks`.
             let at = unsafe { row(16 * half).add(c * BLOCK) }.cast::<i32>();
