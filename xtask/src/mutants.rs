@@ -178,7 +178,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "source.bf16 every element compared", file: "gate/src/source/bf16.rs", from: "    for row in from..to {\n        outcome.compared += cols;", to: "    for row in from..to.min(from + 1) {\n        outcome.compared += cols;", filter: "arms::pass::source_f32" },
     Mutant { check: "source.q4_1 every element compared", file: "gate/src/source/q4_1.rs", from: "        for t in from..to {\n            let rows = if wide", to: "        for t in from..to.min(from + 1) {\n            let rows = if wide", filter: "arms::pass::source_min_max_quantizer" },
     Mutant { check: "source.q4_1 dequantized batches (GGUF)", file: "gate/src/source/gguf.rs", from: "compared.extend(super::compare_grid_pairs(&made, scalar)?);", to: "compared = super::compare_grid_pairs(&made, scalar)?;", filter: "arms::pass::gguf_q8_0" },
-    Mutant { check: "source.q4_1 every group compared (GGUF)", file: "gate/src/source/gguf/exact.rs", from: "        for t in t..end {\n            tile(job, t, &mut outcome, wide);", to: "        for t in t..end.min(t + 1) {\n            tile(job, t, &mut outcome, wide);", filter: "arms::pass::gguf_q4_1" },
+    Mutant { check: "source.q4_1 every group compared (GGUF)", file: "gate/src/source/gguf/exact.rs", from: "        for t in t..end {\n            tile(job, t, &mut outcome, wide, &mut ahead);", to: "        for t in t..end.min(t + 1) {\n            tile(job, t, &mut outcome, wide, &mut ahead);", filter: "arms::pass::gguf_q4_1" },
     Mutant { check: "bf16.finite after --source (a tensor proven finite)", file: "gate/src/source/bf16.rs", from: "job.package.len().is_multiple_of(2) && self.finite == (job.package.len() / 2) as u64", to: "true", filter: "arms::control::source_infinity_copied_into_package" },
     Mutant { check: "bf16.finite after --source (the others read)", file: "gate/src/checks/finite.rs", from: "if proven.contains(&e.name) {", to: "if true {", filter: "arms::control::source_nan_in_a_gain_beside_a_proven_fc" },
     Mutant { check: "bf16.finite after --source (in the report)", file: "gate/src/package.rs", from: "evaluation.report.checks.insert(at, finite);", to: "let _ = (at, finite);", filter: "arms::pass::source_f32" },
@@ -385,21 +385,57 @@ fn share<T: Sync, R: Send>(
 /// Whether `filter`'s rows may use the quick build: the unmutated copy passes it there within
 /// [`QUICK_BASELINE`]. A filter red in both builds is an error: no row of it could prove anything.
 fn baseline(cargo: &str, tree: &Path, filter: &str) -> Result<bool, String> {
-    match run_suite(cargo, tree, filter, Build::Quick, QUICK_BASELINE)? {
-        Suite::Green => Ok(true),
-        Suite::Hung => {
-            println!("OPTIMISED {filter}: slower than {QUICK_BASELINE:?} unoptimised");
-            Ok(false)
-        }
-        Suite::Red => match run_suite(cargo, tree, filter, Build::Optimised, RUN_LIMIT)? {
-            Suite::Green => {
-                println!("OPTIMISED {filter}: red unoptimised, green optimised");
-                Ok(false)
-            }
+    let (quick, said) = baseline_decision(filter, |build, limit| {
+        run_suite(cargo, tree, filter, build, limit)
+    })?;
+    if let Some(said) = said {
+        println!("{said}");
+    }
+    Ok(quick)
+}
+
+/// [`baseline`]'s decision over the suite runs `run` reports (a build and its time limit in, how
+/// the run ended out), with the line it prints when a filter moves to the optimised build.
+fn baseline_decision(
+    filter: &str,
+    mut run: impl FnMut(Build, Duration) -> Result<Suite, String>,
+) -> Result<(bool, Option<String>), String> {
+    match run(Build::Quick, QUICK_BASELINE)? {
+        Suite::Green => Ok((true, None)),
+        Suite::Hung => Ok((
+            false,
+            Some(format!(
+                "OPTIMISED {filter}: slower than {QUICK_BASELINE:?} unoptimised"
+            )),
+        )),
+        Suite::Red => match run(Build::Optimised, RUN_LIMIT)? {
+            Suite::Green => Ok((
+                false,
+                Some(format!(
+                    "OPTIMISED {filter}: red unoptimised, green optimised"
+                )),
+            )),
             _ => Err(format!(
                 "the unmutated suite is not green on {filter}: no row of it proves anything"
             )),
         },
+    }
+}
+
+/// How a mutated row's suite run ends: in the quick build when its filter may use it, run again
+/// optimised when that outlasts [`QUICK_LIMIT`] (a slow quick build is no verdict on the mutant);
+/// else optimised.
+fn row_outcome(
+    quick: bool,
+    mut run: impl FnMut(Build, Duration) -> Result<Suite, String>,
+) -> Result<Suite, String> {
+    if quick {
+        match run(Build::Quick, QUICK_LIMIT)? {
+            Suite::Hung => run(Build::Optimised, RUN_LIMIT),
+            other => Ok(other),
+        }
+    } else {
+        run(Build::Optimised, RUN_LIMIT)
     }
 }
 
@@ -486,14 +522,9 @@ fn row(cargo: &str, tree: &Path, m: &Mutant, quick: bool) -> Result<bool, String
     let mutated = format!("{}{tests}", code.replacen(m.from, m.to, 1));
     std::fs::write(&path, mutated).map_err(|e| e.to_string())?;
     let started = Instant::now();
-    let outcome = if quick {
-        match run_suite(cargo, tree, m.filter, Build::Quick, QUICK_LIMIT) {
-            Ok(Suite::Hung) => run_suite(cargo, tree, m.filter, Build::Optimised, RUN_LIMIT),
-            other => other,
-        }
-    } else {
-        run_suite(cargo, tree, m.filter, Build::Optimised, RUN_LIMIT)
-    };
+    let outcome = row_outcome(quick, |build, limit| {
+        run_suite(cargo, tree, m.filter, build, limit)
+    });
     std::fs::write(&path, &original).map_err(|e| format!("restoring {}: {e}", m.file))?;
     let took = started.elapsed().as_secs_f64();
     Ok(match outcome? {
@@ -519,6 +550,7 @@ fn row(cargo: &str, tree: &Path, m: &Mutant, quick: bool) -> Result<bool, String
 }
 
 /// How one mutant's suite run ended.
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Suite {
     /// The suite ran and failed, or died by a signal (a crash is red too).
     Red,
@@ -663,4 +695,112 @@ fn remove_unlisted(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a scripted runner was asked to run, in order.
+    type Asked = std::rc::Rc<std::cell::RefCell<Vec<(Build, Duration)>>>;
+
+    /// A runner that answers each run from `script` in turn and records what it was asked to run.
+    fn scripted(
+        script: Vec<Suite>,
+    ) -> (impl FnMut(Build, Duration) -> Result<Suite, String>, Asked) {
+        let asked = Asked::default();
+        let log = asked.clone();
+        let mut answers = script.into_iter();
+        let run = move |build, limit| {
+            log.borrow_mut().push((build, limit));
+            answers
+                .next()
+                .ok_or_else(|| "asked for one run too many".to_owned())
+        };
+        (run, asked)
+    }
+
+    /// Every row's line is in its file's code exactly once, as a row requires: a line changed by
+    /// an edit is found here, by `cargo test`, not twenty minutes into the task as a STALE row.
+    #[test]
+    fn every_rows_line_is_in_its_file_exactly_once() {
+        let root = crate::root();
+        let stale: Vec<String> = MUTANTS
+            .iter()
+            .filter(|m| {
+                let text = std::fs::read_to_string(root.join(m.file)).unwrap_or_default();
+                let code = &text[..text.find("\n#[cfg(test)]\nmod tests").unwrap_or(text.len())];
+                code.matches(m.from).count() != 1
+            })
+            .map(|m| format!("{} ({})", m.check, m.file))
+            .collect();
+        assert!(stale.is_empty(), "stale rows: {stale:?}");
+    }
+
+    #[test]
+    fn a_filter_green_unoptimised_in_time_keeps_the_quick_build() {
+        let (run, asked) = scripted(vec![Suite::Green]);
+        assert_eq!(baseline_decision("f", run), Ok((true, None)));
+        assert_eq!(*asked.borrow(), [(Build::Quick, QUICK_BASELINE)]);
+    }
+
+    #[test]
+    fn a_filter_slow_unoptimised_moves_to_the_optimised_build() {
+        let (run, asked) = scripted(vec![Suite::Hung]);
+        let (quick, said) = baseline_decision("slow::arm", run).expect("a decision");
+        assert!(!quick);
+        assert!(said.is_some_and(|s| s.starts_with("OPTIMISED slow::arm: slower than")));
+        assert_eq!(asked.borrow().len(), 1);
+    }
+
+    #[test]
+    fn a_filter_red_unoptimised_and_green_optimised_moves_to_the_optimised_build() {
+        let (run, asked) = scripted(vec![Suite::Red, Suite::Green]);
+        let (quick, said) = baseline_decision("f", run).expect("a decision");
+        assert!(!quick);
+        assert_eq!(
+            said.as_deref(),
+            Some("OPTIMISED f: red unoptimised, green optimised")
+        );
+        assert_eq!(
+            *asked.borrow(),
+            [
+                (Build::Quick, QUICK_BASELINE),
+                (Build::Optimised, RUN_LIMIT)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_filter_not_green_in_either_build_is_an_error_naming_it() {
+        for second in [Suite::Red, Suite::Hung] {
+            let (run, _) = scripted(vec![Suite::Red, second]);
+            let error = baseline_decision("broken::arm", run).expect_err("no row proves anything");
+            assert!(error.contains("not green on broken::arm"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_quick_row_past_its_limit_is_run_again_optimised_and_that_run_decides() {
+        for decided in [Suite::Red, Suite::Green, Suite::Hung] {
+            let (run, asked) = scripted(vec![Suite::Hung, decided]);
+            assert_eq!(row_outcome(true, run), Ok(decided));
+            assert_eq!(
+                *asked.borrow(),
+                [(Build::Quick, QUICK_LIMIT), (Build::Optimised, RUN_LIMIT)]
+            );
+        }
+    }
+
+    #[test]
+    fn a_quick_row_that_ends_in_time_is_decided_by_that_run_alone() {
+        for decided in [Suite::Red, Suite::Green] {
+            let (run, asked) = scripted(vec![decided]);
+            assert_eq!(row_outcome(true, run), Ok(decided));
+            assert_eq!(*asked.borrow(), [(Build::Quick, QUICK_LIMIT)]);
+        }
+        let (run, asked) = scripted(vec![Suite::Red]);
+        assert_eq!(row_outcome(false, run), Ok(Suite::Red));
+        assert_eq!(*asked.borrow(), [(Build::Optimised, RUN_LIMIT)]);
+    }
 }
