@@ -129,6 +129,10 @@ pub struct DraftConfig {
     pub sliding_window: Field<Option<Option<u64>>>,
     pub embedding_scale: Field<Option<f64>>,
     pub vocab_size: Field<Option<u64>>,
+    /// Each divides or scales every step of the draft: when stated, finite and positive.
+    pub rms_norm_eps: Field<Option<f64>>,
+    /// `rope_parameters.rope_theta` (Transformers 5), else `rope_theta`.
+    pub rope_theta: Field<Option<f64>>,
     /// `(conv_kernel_size, conv_group_size)` when the second family's convolutions are switched on.
     pub conv: Field<Option<(u64, u64)>>,
     /// `(selector_rank, selector_top_k)` when its candidate selector is switched on.
@@ -193,7 +197,13 @@ impl DraftConfig {
         let (declared_as, architecture) = recognise(top)?;
         let nested = match top.get("dflash_config") {
             Some(Value::Object(m)) => Some(m),
-            _ => None,
+            None | Some(Value::Null) => None,
+            Some(other) => {
+                return Err(format!(
+                    "dflash_config is {}, not an object of the draft's fields",
+                    kind(other)
+                ))
+            }
         };
         let at = Placement { top, nested };
         let hidden_size = dimension(at.top("hidden_size"));
@@ -236,6 +246,8 @@ impl DraftConfig {
             // A DFlash field like the rest: in dflash_config or at the top level (spec 13.2).
             embedding_scale: optional(at.either("embedding_scale", Order::TopFirst), positive_f32),
             vocab_size: optional(at.top("vocab_size"), |l| bounded(l, 1, MAX_VOCAB)),
+            rms_norm_eps: optional(at.top("rms_norm_eps"), positive_f32),
+            rope_theta: optional(rope_theta(top), positive_f32),
             attention_bias: optional(at.top("attention_bias"), boolean),
             quantization: quantization(top),
             hidden_size,
@@ -327,18 +339,47 @@ fn product(name: &str, a: u64, b: u64) -> Field<u64> {
 /// Returns how the config declares itself a draft and as which architecture, or the refusal.
 fn recognise(top: &Map<String, Value>) -> Result<(String, Architecture), String> {
     let model_type = top.get("model_type").and_then(Value::as_str);
+    // Loaders build the class `architectures` names, so a value they cannot read as class names is
+    // named as what it is, never read as no architectures.
     let architectures: Vec<&str> = match top.get("architectures") {
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_str()
+                    .ok_or_else(|| format!("architectures[{i}] is {}, not a class name", kind(v)))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(format!(
+                "architectures is {}, not an array of class names",
+                kind(other)
+            ))
+        }
     };
-    let declared: Vec<&str> = [
+    let draft_classes = [
         DRAFT_ARCHITECTURE,
         SECOND_FAMILY_ARCHITECTURE,
         ASSISTANT_HEAD_ARCHITECTURE,
-    ]
-    .into_iter()
-    .filter(|a| architectures.contains(a))
-    .collect();
+    ];
+    let declared: Vec<&str> = draft_classes
+        .into_iter()
+        .filter(|a| architectures.contains(a))
+        .collect();
+    // A draft that also names another class, or says model_type "dflash" over another class, is
+    // loaded as that class by whichever loader takes it first: not as a draft.
+    let others: Vec<&str> = architectures
+        .iter()
+        .copied()
+        .filter(|a| !draft_classes.contains(a))
+        .collect();
+    if !others.is_empty() && (!declared.is_empty() || model_type == Some("dflash")) {
+        return Err(format!(
+            "architectures names {:?}, not a draft class: loaders build the class architectures names, so this config loads as that model, not as a draft",
+            others
+        ));
+    }
     if declared.len() > 1 {
         return Err(format!(
             "architectures names {}: more than one draft family, and the gate does not guess which",
@@ -433,6 +474,14 @@ impl<'a> Placement<'a> {
     }
 }
 
+/// The RoPE base where Transformers reads it: `rope_parameters.rope_theta`, else `rope_theta`.
+fn rope_theta(top: &Map<String, Value>) -> Lookup<'_> {
+    match top.get("rope_parameters").and_then(|p| p.get("rope_theta")) {
+        Some(v) => Lookup::Found("rope_parameters.rope_theta".to_owned(), v),
+        None => Placement { top, nested: None }.top("rope_theta"),
+    }
+}
+
 /// 2^63: serde_json reads integers of this magnitude or more (beyond `i64` and `u64`) as floats.
 const TOO_LONG_FOR_64_BITS: f64 = 9_223_372_036_854_775_808.0;
 
@@ -446,6 +495,10 @@ pub fn integer(field: &str, v: &Value, shown: impl Fn(&Value) -> String) -> Fiel
                 Ok(i128::from(u))
             } else if let Some(i) = n.as_i64() {
                 Ok(i128::from(i))
+            } else if n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()) {
+                // `-0`, which serde_json keeps as the float -0.0 (`0.0` is a float of the other
+                // sign): the integer zero, for the bounds to name.
+                Ok(0)
             } else if let Some(f) = n
                 .as_f64()
                 .filter(|f| f.fract() == 0.0 && f.abs() >= TOO_LONG_FOR_64_BITS)
@@ -831,5 +884,60 @@ mod tests {
         assert!(DraftConfig::from_json(b"{")
             .unwrap_err()
             .contains("not valid JSON"));
+    }
+
+    /// Loaders build the class `architectures` names: a draft class beside another, or model_type
+    /// "dflash" over another class, is that other model; a value that is no list of class names is
+    /// named as what it is.
+    #[test]
+    fn architectures_that_load_as_another_model_are_refused_naming_it() {
+        for text in [
+            r#"{"model_type":"dflash","architectures":["LlamaForCausalLM"]}"#,
+            r#"{"model_type":"qwen3","architectures":["LlamaForCausalLM","DFlashDraftModel"]}"#,
+        ] {
+            let e = DraftConfig::from_json(text.as_bytes()).unwrap_err();
+            assert!(
+                e.contains("[\"LlamaForCausalLM\"], not a draft class"),
+                "{text}: {e}"
+            );
+        }
+        let e = DraftConfig::from_json(
+            br#"{"model_type":"dflash","architectures":"DFlashDraftModel"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e, "architectures is a string, not an array of class names");
+        let e = DraftConfig::from_json(br#"{"architectures":[["DFlashDraftModel"]]}"#).unwrap_err();
+        assert_eq!(e, "architectures[0] is an array, not a class name");
+        let e =
+            DraftConfig::from_json(br#"{"model_type":"dflash","dflash_config":[1]}"#).unwrap_err();
+        assert_eq!(
+            e,
+            "dflash_config is an array, not an object of the draft's fields"
+        );
+        // What real drafts say still reads.
+        for text in [
+            r#"{"model_type":"qwen3","architectures":["DFlashDraftModel"]}"#,
+            r#"{"model_type":"dflash","architectures":null,"dflash_config":null}"#,
+        ] {
+            assert!(DraftConfig::from_json(text.as_bytes()).is_ok(), "{text}");
+        }
+    }
+
+    /// `-0` is the integer zero (serde_json keeps it as the float -0.0), so the bound names it;
+    /// `0.0` is still a float.
+    #[test]
+    fn negative_zero_is_zero_and_not_positive() {
+        let c = DraftConfig::from_json(
+            br#"{"model_type":"dflash","hidden_size":-0,"num_hidden_layers":0.0}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.hidden_size.unwrap_err().to_string(),
+            "hidden_size is -0.0, not positive"
+        );
+        assert!(matches!(
+            c.num_hidden_layers.unwrap_err().kind,
+            ProblemKind::WrongType(_)
+        ));
     }
 }

@@ -623,6 +623,19 @@ impl Gguf {
         Some((count, Some(ty)))
     }
 
+    /// How many tokens [`TOKENS_KEY`] holds: `None` when the file has no such array of strings.
+    pub fn token_count(&self) -> Option<u64> {
+        let at = usize::try_from(self.header.token_texts?).ok()?;
+        let bytes = self.bytes.as_slice();
+        let element = u32::from_le_bytes(bytes.get(at..at.checked_add(4)?)?.try_into().ok()?);
+        if ValueType::from_id(element) != Some(ValueType::String) {
+            return None;
+        }
+        Some(u64::from_le_bytes(
+            bytes.get(at + 4..at.checked_add(12)?)?.try_into().ok()?,
+        ))
+    }
+
     /// Every token's text in [`TOKENS_KEY`], in id order: `None` when the file has no such array of
     /// strings. The header's parse already walked the array within the file, so the count is bounded
     /// by the bytes (each string takes at least its 8-byte length), and a string that is not UTF-8 is

@@ -55,6 +55,8 @@ fn geometry(c: &DraftConfig, config_only: bool) -> Check {
     note(c.sliding_window.clone().map(drop));
     note(c.embedding_scale.clone().map(drop));
     note(c.vocab_size.clone().map(drop));
+    note(c.rms_norm_eps.clone().map(drop));
+    note(c.rope_theta.clone().map(drop));
     note(c.conv.clone().map(drop));
     note(c.selector.clone().map(drop));
     note(c.output_multiplier.clone().map(drop));

@@ -17,7 +17,7 @@ use crate::escape::escape;
 use crate::evaluation::Evaluation;
 use crate::evidence::{Finding, InventoryComplete, InventoryExplained};
 use crate::gguf::{self as blocks, Gguf, Header, TensorInfo, Value, ValueType};
-use crate::limits::MAX_CENSUS_TENSORS;
+use crate::limits::{MAX_CENSUS_TENSORS, MAX_VOCAB};
 use crate::report::{Check, FileCensus, NotChecked, Report, TensorCensus};
 use std::collections::HashSet;
 use std::path::Path;
@@ -127,9 +127,11 @@ pub fn evaluation(
         return Ok((evaluation, Some(gguf)));
     }
     report.census.family = Some("dflash");
-    let meta = read_meta(header, ARCHITECTURE).and_then(|m| match mask_token(&gguf, &m) {
-        Some(problem) => Err(vec![problem]),
-        None => Ok(m),
+    let meta = read_meta(header, ARCHITECTURE).and_then(|m| {
+        match token_count(&gguf, &m).or_else(|| mask_token(&gguf, &m)) {
+            Some(problem) => Err(vec![problem]),
+            None => Ok(m),
+        }
     });
     report.checks.push(geometry_check(&meta));
     report.checks.push(parses(header));
@@ -272,10 +274,16 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
         format!("{a}.rope.freq_base"),
         format!("{a}.attention.layer_norm_rms_epsilon"),
     ] {
-        match header.get(&key).map(|k| k.ty) {
+        match header.get(&key).map(|k| (k.ty, &k.value)) {
             None => problems.push(format!("{} is absent (required)", escape(&key))),
-            Some(ValueType::F32) => {}
-            Some(ty) => problems.push(format!(
+            // Both divide or scale every step: zero, a negative, an infinity or a NaN loads and
+            // then gives norms or rotations of no use (llama.cpp checks neither).
+            Some((ValueType::F32, Value::Float(f))) if f.is_finite() && *f > 0.0 => {}
+            Some((ValueType::F32, Value::Float(f))) => problems.push(format!(
+                "{} is {f}, not a finite positive number",
+                escape(&key)
+            )),
+            Some((ty, _)) => problems.push(format!(
                 "{} is stored as {ty}: llama.cpp reads it only as an f32 and refuses any other type",
                 escape(&key)
             )),
@@ -413,6 +421,13 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
     let vocab_key = format!("{a}.vocab_size");
     let vocab = match header.get(&vocab_key).map(|k| (k.ty, &k.value)) {
         None => None,
+        Some((ValueType::U32, Value::Integer(i))) if *i > i128::from(MAX_VOCAB) => {
+            problems.push(format!(
+                "{} is {i}, beyond the gate's limit of {MAX_VOCAB}",
+                escape(&vocab_key)
+            ));
+            None
+        }
         Some((ValueType::U32, Value::Integer(i))) if *i >= 1 => Some(*i as u64),
         Some(_) => {
             problems.push(format!(
@@ -449,6 +464,18 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
         })
     };
     meta().ok_or_else(|| vec!["a required key is unusable".to_owned()])
+}
+
+/// The token list against `vocab_size`: a token past the embedding's rows is an id the draft
+/// cannot read nor its head emit. Fewer tokens than rows is a padded table, as a target's may be.
+fn token_count(gguf: &Gguf, meta: &Meta) -> Option<String> {
+    let (vocab, count) = (meta.vocab?, gguf.token_count()?);
+    (count > vocab).then(|| {
+        format!(
+            "{} holds {count} tokens, more than {ARCHITECTURE}.vocab_size {vocab}: a token id past the embedding's rows",
+            crate::gguf::TOKENS_KEY
+        )
+    })
 }
 
 /// The vocabulary rule: the mask id is none of the tokenizer's special tokens, and (when the file

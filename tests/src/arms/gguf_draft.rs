@@ -447,6 +447,78 @@ const ARMS: &[GgufArm] = &[
         fail(GEOMETRY, &["dflash.vocab_size is not a u32 count"]),
     ),
     arm(
+        // llama.cpp would size the embedding by it: a count past the gate's limit is refused
+        // before anything is built from it.
+        "gguf_draft::control::vocab_size_beyond_the_limit",
+        |f| assert!(f.replace("dflash.vocab_size", 4, &u32::MAX.to_le_bytes())),
+        fail(
+            GEOMETRY,
+            &["dflash.vocab_size is 4294967295", "beyond the gate's limit"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::more_tokens_than_vocab_size",
+        |f| {
+            assert!(f.remove("tokenizer.ggml.tokens"));
+            let tokens: Vec<String> = (0..1001).map(|i| format!("tok{i}")).collect();
+            f.string_array("tokenizer.ggml.tokens", &tokens);
+        },
+        fail(
+            GEOMETRY,
+            &[
+                "tokenizer.ggml.tokens holds 1001 tokens, more than dflash.vocab_size 1000",
+                "past the embedding's rows",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::rms_epsilon_nan",
+        |f| {
+            let key = "dflash.attention.layer_norm_rms_epsilon";
+            assert!(f.replace(key, 6, &f32::NAN.to_le_bytes()));
+        },
+        fail(
+            GEOMETRY,
+            &[
+                "dflash.attention.layer_norm_rms_epsilon is NaN",
+                "not a finite positive number",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::rms_epsilon_zero",
+        |f| {
+            let key = "dflash.attention.layer_norm_rms_epsilon";
+            assert!(f.replace(key, 6, &0f32.to_le_bytes()));
+        },
+        fail(
+            GEOMETRY,
+            &[
+                "dflash.attention.layer_norm_rms_epsilon is 0,",
+                "not a finite positive number",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::rope_freq_base_negative",
+        |f| assert!(f.replace("dflash.rope.freq_base", 6, &(-1e6f32).to_le_bytes())),
+        fail(
+            GEOMETRY,
+            &[
+                "dflash.rope.freq_base is -1000000",
+                "not a finite positive number",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::rope_freq_base_infinite",
+        |f| assert!(f.replace("dflash.rope.freq_base", 6, &f32::INFINITY.to_le_bytes())),
+        fail(
+            GEOMETRY,
+            &["dflash.rope.freq_base is inf", "not a finite positive number"],
+        ),
+    ),
+    arm(
         "gguf_draft::control::head_count_absent",
         |f| assert!(f.remove("dflash.attention.head_count")),
         fail(GEOMETRY, &["dflash.attention.head_count is absent"]),

@@ -226,6 +226,12 @@ pub fn all() -> Vec<Arm> {
         arm("control::block_size_mismatch", Base::Small, block_size_mismatch, fail("scalars.block_size", &["[8] vs [4]"])),
         arm("control::second_family_tensor", Base::Small, second_family_tensor, fail("inventory.explained", &["model.selector.weight", "second-family"])),
         arm("control::not_a_dflash_config", Base::Small, not_dflash, fail("config.is_dflash", &["LlamaForCausalLM"])),
+        arm("control::model_type_dflash_over_another_class", Base::Small, dflash_over_another_class, fail("config.is_dflash", &["[\"LlamaForCausalLM\"], not a draft class", "loads as that model"])),
+        arm("control::draft_class_beside_another", Base::Small, draft_class_beside_another, fail("config.is_dflash", &["[\"Qwen3ForCausalLM\"], not a draft class"])),
+        arm("control::architectures_a_string", Base::Small, architectures_a_string, fail("config.is_dflash", &["architectures is a string, not an array of class names"])),
+        arm("control::rms_norm_eps_zero", Base::Small, rms_norm_eps_zero, fail("config.geometry", &["rms_norm_eps is 0", "not a finite positive f32"])),
+        arm("control::rope_theta_negative_in_rope_parameters", Base::Small, rope_theta_negative, fail("config.geometry", &["rope_parameters.rope_theta is -10000", "not a finite positive f32"])),
+        arm("control::dflash_config_an_array", Base::Small, dflash_config_an_array, fail("config.is_dflash", &["dflash_config is an array, not an object"])),
         // The spec's further controls.
         arm("control::zeroed_tile_header", Base::Small, zeroed_tile_header, fail("tiles.headers_sane", &["model.layers.0.mlp.up_proj.weight", "tile 5", "zero scale over non-zero codes"])),
         arm("control::sliding_window_mismatch", Base::Small, sliding_window_mismatch, fail("scalars.sliding_window", &["[128] vs [64]"])),
@@ -689,6 +695,42 @@ fn not_dflash(s: &mut Scenario) {
     let c = s.config_mut();
     c.insert("model_type".into(), json!("llama"));
     c.insert("architectures".into(), json!(["LlamaForCausalLM"]));
+}
+
+fn dflash_over_another_class(s: &mut Scenario) {
+    let c = s.config_mut();
+    c.insert("model_type".into(), json!("dflash"));
+    c.insert("architectures".into(), json!(["LlamaForCausalLM"]));
+}
+
+fn draft_class_beside_another(s: &mut Scenario) {
+    let c = s.config_mut();
+    c.insert(
+        "architectures".into(),
+        json!(["Qwen3ForCausalLM", "DFlashDraftModel"]),
+    );
+}
+
+fn architectures_a_string(s: &mut Scenario) {
+    let c = s.config_mut();
+    c.insert("model_type".into(), json!("dflash"));
+    c.insert("architectures".into(), json!("DFlashDraftModel"));
+}
+
+fn rms_norm_eps_zero(s: &mut Scenario) {
+    s.config_mut().insert("rms_norm_eps".into(), json!(0));
+}
+
+/// Transformers 5 reads the base here first, so a good `rope_theta` beside it is no excuse.
+fn rope_theta_negative(s: &mut Scenario) {
+    s.config_mut().insert(
+        "rope_parameters".into(),
+        json!({"rope_type": "default", "rope_theta": -10000}),
+    );
+}
+
+fn dflash_config_an_array(s: &mut Scenario) {
+    s.config_mut().insert("dflash_config".into(), json!([1]));
 }
 
 fn zeroed_tile_header(s: &mut Scenario) {
