@@ -368,6 +368,26 @@ fn all_skips_another_model() -> Result<(), Failed> {
         )
         .into());
     }
+    // No draft field at all, but model_type "dflash" over another class: a draft mislabelled
+    // (loaders would build the class named), gated and refused, never passed over as another model.
+    let over = models.join("over-another-class");
+    std::fs::create_dir(&over)?;
+    std::fs::write(
+        over.join("config.json"),
+        r#"{"architectures":["LlamaForCausalLM"],"model_type":"dflash","hidden_size":256}"#,
+    )?;
+    let o = gate(&["--all".as_ref(), models.as_os_str()])?;
+    let refused = text(&o.stdout)
+        .lines()
+        .any(|l| l.starts_with("FAIL") && l.contains("/over-another-class  config.is_dflash"));
+    if o.status.code() != Some(1) || !refused {
+        return Err(format!(
+            "model_type dflash over another class: exit {:?}, expected 1 with it refused:\n{}",
+            o.status.code(),
+            listing(&o)
+        )
+        .into());
+    }
     Ok(())
 }
 

@@ -257,7 +257,7 @@ const DRAFT_FIELDS: [&str; 5] = [
 /// is not a draft's), or `None` when it may be a draft: anything the gate cannot read or recognise
 /// is gated, and the gate says what is wrong with it.
 fn another_model(dir: &Path) -> Option<String> {
-    use dflash_gate::__private::config::DraftConfig;
+    use dflash_gate::__private::config::{self, DraftConfig};
     use dflash_gate::__private::limits::MAX_CONFIG_BYTES;
     use serde_json::Value;
     let bytes =
@@ -277,6 +277,16 @@ fn another_model(dir: &Path) -> Option<String> {
         _ => Vec::new(),
     };
     let model_type = top.get("model_type").and_then(Value::as_str);
+    // A config that says it is a draft and names another class beside (which the reader refuses)
+    // is a draft mislabelled: gated and refused, not passed over.
+    let draft_classes = [
+        config::DRAFT_ARCHITECTURE,
+        config::SECOND_FAMILY_ARCHITECTURE,
+        config::ASSISTANT_HEAD_ARCHITECTURE,
+    ];
+    if model_type == Some("dflash") || architectures.iter().any(|a| draft_classes.contains(a)) {
+        return None;
+    }
     let declared = match (architectures.as_slice(), model_type) {
         ([], None) => return None,
         ([], Some(t)) => format!("model_type {t:?}"),
