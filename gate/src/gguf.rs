@@ -46,7 +46,7 @@ pub const MAGIC: &[u8; 4] = b"GGUF";
 pub const DEFAULT_ALIGNMENT: u64 = 32;
 
 /// The metadata keys section 12.2 compares, after the architecture's prefix (`{a}.`).
-pub const COMPARED_KEYS: [&str; 15] = [
+pub const COMPARED_KEYS: [&str; 18] = [
     "block_count",
     "embedding_length",
     "feed_forward_length",
@@ -56,6 +56,9 @@ pub const COMPARED_KEYS: [&str; 15] = [
     "attention.value_length",
     "attention.layer_norm_rms_epsilon",
     "rope.freq_base",
+    "rope.scaling.type",
+    "rope.scaling.factor",
+    "rope.scaling.original_context_length",
     "context_length",
     "vocab_size",
     "block_size",

@@ -85,17 +85,17 @@ fn gate(
 fn gate_error(py: Python<'_>, package: &Path, error: &PackageError) -> PyErr {
     let err = GateError::new_err(error.to_string());
     let value = err.value(py);
-    let attributes = [
-        ("reason", error.reason().to_owned()),
-        ("path", error.path().to_string_lossy().into_owned()),
-        ("package", package.to_string_lossy().into_owned()),
-    ];
-    for (name, text) in attributes {
-        if let Err(e) = value.setattr(name, text) {
-            return e;
-        }
+    // The paths as the caller's `os.fsdecode` would give them (a byte that is not UTF-8 as a
+    // surrogate), so `os.fsencode` recovers the very bytes; never a lossy copy.
+    let set = || -> PyResult<()> {
+        value.setattr("reason", error.reason())?;
+        value.setattr("path", error.path().as_os_str())?;
+        value.setattr("package", package.as_os_str())
+    };
+    match set() {
+        Ok(()) => err,
+        Err(e) => e,
     }
-    err
 }
 
 /// `python -m dflash_gate ARGS`: the command-line gate run on `args` (the arguments after the

@@ -349,3 +349,16 @@ def test_a_report_s_lists_are_its_own(in_packages: Packages) -> None:
     assert report.verdict == "FAIL"
     with pytest.raises(AttributeError):
         report.verdict = "PASS"  # type: ignore[misc]
+
+
+def test_an_error_s_paths_are_the_paths_given_even_when_not_utf8(tmp_path: Path) -> None:
+    # os.fsdecode's str of bytes that are not UTF-8 (surrogates for them): the error carries that
+    # very str, so os.fsencode gives the caller's bytes back, never a lossy copy.
+    raw = os.fsencode(tmp_path) + b"/absent-\xff\xfe"
+    named = os.fsdecode(raw)
+    with pytest.raises(dflash_gate.GateError) as caught:
+        dflash_gate.gate(named)
+    error = caught.value
+    assert error.reason == "no_such_directory"
+    assert (error.path, error.package) == (named, named)
+    assert os.fsencode(error.path) == raw

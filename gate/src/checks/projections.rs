@@ -8,7 +8,7 @@ use crate::evidence::{
     BadHeader, BadPadding, Finding, ProjectionsPresent, ProjectionsTileGrid, TilesHeadersSane,
     TilesPaddingZero, TilesQ41Signature,
 };
-use crate::family::Kind;
+use crate::family::{Kind, Projection};
 use crate::parallel::WorkerPanic;
 use crate::report::{Check, GridCensus};
 use crate::tile::{GridGeometry, GridScan, TileGrid};
@@ -28,6 +28,8 @@ pub const SIGNATURE_HI: f32 = -6.5;
 /// One expected projection and what became of it.
 struct Slot<'r, 'a> {
     name: String,
+    /// q, k, v or o: a projection `attention_bias` gives a bias.
+    attention: bool,
     geometry: Field<Option<GridGeometry>>,
     info: Option<&'r TensorInfo>,
     grid: Option<Result<TileGrid<'a>, String>>,
@@ -59,14 +61,19 @@ pub fn run<'a>(
             [n, k] => GridGeometry::new(*n, *k),
             _ => None,
         });
+        let attention = matches!(
+            spec.kind,
+            Kind::Projection(Projection::Q | Projection::K | Projection::V | Projection::O)
+        );
         slots.push(Slot {
             name,
+            attention,
             geometry,
             info,
             grid: None,
         });
     }
-    let mut checks = vec![present(&slots, layers)];
+    let mut checks = vec![with_biases(present(&slots, layers), inputs, &slots)];
     for slot in &mut slots {
         if let (Some(info), Ok(Some(g))) = (slot.info, &slot.geometry) {
             slot.grid = Some(TileGrid::new(info, inputs.container.data(info), *g));
@@ -166,6 +173,31 @@ fn present(slots: &[Slot<'_, '_>], layers: u64) -> Check {
         )
         .with_evidence(evidence)
     }
+}
+
+/// `projections.present` when the config says `attention_bias: true`: the q, k, v and o biases
+/// that model builds must be in the container too, or a loader runs the draft without them.
+fn with_biases(check: Check, inputs: &Inputs<'_, '_>, slots: &[Slot<'_, '_>]) -> Check {
+    if inputs.config.attention_bias != Ok(Some(true)) {
+        return check;
+    }
+    let missing: Vec<String> = slots
+        .iter()
+        .filter(|s| s.attention)
+        .map(|s| format!("{}.bias", s.name.trim_end_matches(".weight")))
+        .filter(|b| inputs.container.get(b).is_none())
+        .collect();
+    if missing.is_empty() || check.outcome() != crate::Outcome::Pass {
+        return check;
+    }
+    Check::fail(
+        PRESENT,
+        format!(
+            "config.json says attention_bias: true, and {} of the attention projections' biases are not in the container: {} (a loader would run the draft without them)",
+            missing.len(),
+            list(&missing, 4)
+        ),
+    )
 }
 
 fn tile_grid(slots: &[Slot<'_, '_>]) -> Check {

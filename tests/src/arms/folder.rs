@@ -29,6 +29,11 @@ pub(crate) enum Owed {
     },
     /// No report: an error (exit 2) whose message names each of these.
     Error(&'static [&'static str]),
+    /// Every check passes, and `check`'s message names each of `mentions`.
+    PassSaying {
+        check: &'static str,
+        mentions: &'static [&'static str],
+    },
 }
 
 #[derive(Clone, Copy)]
@@ -408,6 +413,19 @@ pub(crate) fn judge_counted(
                 ));
             }
             Ok(())
+        }
+        Owed::PassSaying { check, mentions } => {
+            judge_counted(form, Owed::Pass, Ok(report.clone()), count)?;
+            let said = report
+                .checks()
+                .iter()
+                .find(|c| c.id() == check)
+                .map(|c| c.message().to_owned())
+                .ok_or_else(|| format!("no {check}:\n{text}"))?;
+            match mentions.iter().find(|m| !said.contains(**m)) {
+                None => Ok(()),
+                Some(m) => Err(format!("{check} does not say {m:?}: {said}")),
+            }
         }
         Owed::Refused {
             check,

@@ -357,6 +357,12 @@ pub fn arms() -> Vec<Arm> {
             fail(config, &["dflash.rope.freq_base: GGUF 10000, package rope_theta 1000000 (as f32)"]),
         ),
         gguf_arm(
+            "control::gguf_scales_rope_the_package_does_not",
+            none,
+            bent(rope_yarn),
+            fail(config, &["dflash.rope.scaling.type: GGUF \"yarn\"", "rope.rope_type \"default\""]),
+        ),
+        gguf_arm(
             "control::gguf_package_config_states_two_rope_bases",
             package_with_two_rope_bases,
             GGUF,
@@ -544,6 +550,12 @@ fn gain_reshaped(f: &mut GgufFile) {
 
 fn rope_base_other(f: &mut GgufFile) {
     assert!(f.replace("dflash.rope.freq_base", 6, &10_000f32.to_le_bytes()));
+}
+
+/// The file scales its positions (yarn, 4x) where the package's config states no scaling.
+fn rope_yarn(f: &mut GgufFile) {
+    f.string("dflash.rope.scaling.type", "yarn");
+    f.f32("dflash.rope.scaling.factor", 4.0);
 }
 
 /// The package's config states a second RoPE base, in Transformers 5's home, beside its own.

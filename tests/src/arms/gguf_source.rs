@@ -236,6 +236,49 @@ const ARMS: &[SourceArm] = &[
         )
     },
     SourceArm {
+        // The folder's config scales its positions (yarn) and the GGUF states no scaling: llama.cpp
+        // would rotate every query as if unscaled.
+        source: |root| {
+            let dir = root.join("source");
+            crate::fixture::edit_config(&dir, |c| {
+                c.insert(
+                    "rope_scaling".into(),
+                    serde_json::json!({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}),
+                );
+            });
+            dir
+        },
+        ..arm(
+            "gguf_source::control::folder_scales_rope_the_gguf_does_not",
+            GgmlType::Q8_0,
+            fail(
+                CONFIG,
+                &[
+                    "dflash.rope.scaling.type: GGUF \"default\" (absent: no scaling)",
+                    "rope.rope_type \"yarn\"",
+                ],
+            ),
+        )
+    },
+    SourceArm {
+        // Fields no key of the GGUF holds are named as not compared, never read as agreement.
+        source: |root| {
+            let dir = root.join("source");
+            crate::fixture::edit_config(&dir, |c| {
+                c.insert("hidden_act".into(), serde_json::json!("gelu"));
+            });
+            dir
+        },
+        ..arm(
+            "gguf_source::pass::fields_no_key_holds_are_named_not_compared",
+            GgmlType::Q8_0,
+            Owed::PassSaying {
+                check: CONFIG,
+                mentions: &["not compared, as no key of the file states them: hidden_act"],
+            },
+        )
+    },
+    SourceArm {
         bend: |f| f.tensors.retain(|t| t.0 != "blk.0.ffn_down.weight"),
         ..arm(
             "gguf_source::control::tensor_dropped",

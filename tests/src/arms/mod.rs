@@ -231,6 +231,7 @@ pub fn all() -> Vec<Arm> {
         arm("control::architectures_a_string", Base::Small, architectures_a_string, fail("config.is_dflash", &["architectures is a string, not an array of class names"])),
         arm("control::rms_norm_eps_zero", Base::Small, rms_norm_eps_zero, fail("config.geometry", &["rms_norm_eps is 0", "not a finite positive f32"])),
         arm("control::rope_theta_negative_in_rope_parameters", Base::Small, rope_theta_negative, fail("config.geometry", &["rope_parameters.rope_theta is -10000", "not a finite positive f32"])),
+        arm("control::attention_bias_without_biases", Base::Small, attention_bias_without_biases, fail("projections.present", &["attention_bias: true", "model.layers.0.self_attn.q_proj.bias"])),
         arm("control::dflash_config_an_array", Base::Small, dflash_config_an_array, fail("config.is_dflash", &["dflash_config is an array, not an object"])),
         // The spec's further controls.
         arm("control::zeroed_tile_header", Base::Small, zeroed_tile_header, fail("tiles.headers_sane", &["model.layers.0.mlp.up_proj.weight", "tile 5", "zero scale over non-zero codes"])),
@@ -727,6 +728,11 @@ fn rope_theta_negative(s: &mut Scenario) {
         "rope_parameters".into(),
         json!({"rope_type": "default", "rope_theta": -10000}),
     );
+}
+
+/// The config gives q, k, v and o biases (Qwen2's shape) that the package does not hold.
+fn attention_bias_without_biases(s: &mut Scenario) {
+    s.config_mut().insert("attention_bias".into(), json!(true));
 }
 
 fn dflash_config_an_array(s: &mut Scenario) {

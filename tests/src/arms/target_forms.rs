@@ -114,6 +114,17 @@ pub fn trials() -> Vec<(&'static str, Trial)> {
                 ],
             )
         }),
+        ("target_forms::gguf_target_scales_rope", || {
+            // A target whose positions scale (yarn) and a draft whose do not: llama.cpp keeps the
+            // scaling in rope.scaling.*, which must be read, not taken as no scaling.
+            expect(
+                against(gguf(|f| {
+                    f.string("qwen3.rope.scaling.type", "yarn");
+                    f.f32("qwen3.rope.scaling.factor", 4.0);
+                })),
+                &[("target.rope", Outcome::Fail, "rope.rope_type")],
+            )
+        }),
         ("target_forms::gguf_target_fewer_layers", || {
             expect(
                 against(gguf(|f| {

@@ -185,7 +185,137 @@ pub fn compare(
         }
     }
     target_layers(config, header, prefix, &mut found, name);
-    verdict(found, name)
+    rope_scaling(&canonical, header, prefix, &mut found, name);
+    // Fields a config states that no key of the file holds: named, so that silence is never read
+    // as agreement.
+    let skipped: Vec<String> = UNSTATED
+        .iter()
+        .filter(|f| canonical.fields.contains_key(**f))
+        .map(|f| (*f).to_owned())
+        .collect();
+    verdict(found, skipped, name)
+}
+
+/// Config fields the source comparison compares between configs that llama.cpp's DFlash GGUF has
+/// no key for.
+const UNSTATED: [&str; 13] = [
+    "hidden_act",
+    "attention_bias",
+    "sliding_window",
+    "layer_types",
+    "is_causal",
+    "num_target_layers",
+    "embedding_scale",
+    "conv_kernel_size",
+    "conv_group_size",
+    "selector_rank",
+    "selector_top_k",
+    "output_multiplier",
+    "final_logit_softcapping",
+];
+
+/// The RoPE scaling: `{a}.rope.scaling.type` (absent or "none" is no scaling, the config's
+/// `default`) against `rope.rope_type`, and, where either states one, the factor and the original
+/// context against `rope.factor` and `rope.original_max_position_embeddings`. A draft whose
+/// positions scale one way in the file and another in its config rotates every query differently.
+fn rope_scaling(
+    canonical: &Canonical,
+    header: &Header,
+    prefix: &str,
+    found: &mut Found,
+    name: &str,
+) {
+    let type_key = format!("{prefix}.rope.scaling.type");
+    let gguf_type = match header.get(&type_key).map(|k| &k.value) {
+        None => "default".to_owned(),
+        Some(Value::String(s)) if s == "none" => "default".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            found.fields.push(escape(&type_key).into_owned());
+            found.differing.push(format!(
+                "{} is {}, not a scaling type",
+                escape(&type_key),
+                describe(other)
+            ));
+            return;
+        }
+    };
+    let package_type = canonical
+        .fields
+        .get("rope.rope_type")
+        .and_then(|r| r.value.as_str())
+        .unwrap_or("default");
+    found.fields.push(escape(&type_key).into_owned());
+    // llama.cpp writes these four as a type; another (llama3's, say, which it keeps as a
+    // `rope_freqs` tensor) has no key to hold it to.
+    if !["default", "linear", "yarn", "longrope"].contains(&package_type) {
+        found.one_sided.push(format!(
+            "the {name}'s rope.rope_type {package_type:?} (llama.cpp states no such scaling type in {})",
+            escape(&type_key)
+        ));
+        return;
+    }
+    if gguf_type != package_type {
+        found.differing.push(format!(
+            "{}: GGUF {:?}{}, the {name}'s rope.rope_type {package_type:?}",
+            escape(&type_key),
+            escape(&gguf_type),
+            if header.get(&type_key).is_none() {
+                " (absent: no scaling)"
+            } else {
+                ""
+            }
+        ));
+        return;
+    }
+    found.compared.push(escape(&type_key).into_owned());
+    for (key, field) in [
+        ("rope.scaling.factor", "rope.factor"),
+        (
+            "rope.scaling.original_context_length",
+            "rope.original_max_position_embeddings",
+        ),
+    ] {
+        let key = format!("{prefix}.{key}");
+        let gguf = header.get(&key).map(|k| match k.value {
+            Value::Integer(i) => Some(i as f64),
+            Value::Float(f) => Some(f),
+            _ => None,
+        });
+        let package = canonical.fields.get(field).map(|r| r.value.as_f64());
+        let shown = escape(&key).into_owned();
+        match (gguf, package) {
+            (None, None) => continue,
+            (Some(Some(g)), Some(Some(p))) if (g as f32) == (p as f32) => {
+                found.fields.push(shown.clone());
+                found.compared.push(shown);
+            }
+            (Some(Some(g)), Some(Some(p))) => {
+                found.fields.push(shown.clone());
+                found
+                    .differing
+                    .push(format!("{shown}: GGUF {g}, the {name}'s {field} {p}"));
+            }
+            (Some(_), None) => {
+                found.fields.push(shown.clone());
+                found.one_sided.push(format!(
+                    "{shown} (stated by the GGUF only: the {name} does not state {field})"
+                ));
+            }
+            (None, Some(_)) => {
+                found.fields.push(shown.clone());
+                found.one_sided.push(format!(
+                    "{field} (stated by the {name} only: the GGUF has no {shown})"
+                ));
+            }
+            _ => {
+                found.fields.push(shown.clone());
+                found
+                    .differing
+                    .push(format!("{shown} or the {name}'s {field} is not a number"));
+            }
+        }
+    }
 }
 
 /// The key that holds the mask id: `tokenizer.ggml.mask_token_id` (llama.cpp's converter), else the
@@ -272,13 +402,21 @@ fn target_layers(
     }
 }
 
-fn verdict(found: Found, name: &str) -> Check {
+fn verdict(found: Found, skipped: Vec<String>, name: &str) -> Check {
+    let not_compared = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; not compared, as no key of the file states them: {}",
+            skipped.join(", ")
+        )
+    };
     let evidence = crate::evidence::SourceConfig {
         fields: found.fields.clone(),
         compared: found.compared.clone(),
         differing: found.differing.clone(),
         one_sided: found.one_sided.clone(),
-        skipped: Vec::new(),
+        skipped,
         // Nothing is left undecided by its value since `target_layers` plus one is agreement; the
         // list stays in the document's shape.
         undecided: Some(Vec::new()),
@@ -295,13 +433,19 @@ fn verdict(found: Found, name: &str) -> Check {
         .with_evidence(evidence);
     }
     if !found.one_sided.is_empty() {
-        return Check::undecided(id, format!("cannot decide: {}", found.one_sided.join("; ")))
-            .with_evidence(evidence);
+        return Check::undecided(
+            id,
+            format!(
+                "cannot decide: {}{not_compared}",
+                found.one_sided.join("; ")
+            ),
+        )
+        .with_evidence(evidence);
     }
     Check::pass(
         id,
         format!(
-            "the GGUF's metadata equals the {name}: {} keys compared ({})",
+            "the GGUF's metadata equals the {name}: {} keys compared ({}){not_compared}",
             found.compared.len(),
             found.compared.join(", ")
         ),
