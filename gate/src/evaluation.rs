@@ -6,8 +6,8 @@
 use crate::checks::{self, IS_DFLASH, PARSES};
 use crate::config::DraftConfig;
 use crate::container::Container;
-use crate::draft::Form;
 use crate::error::PackageError;
+use crate::form::Form;
 use crate::limits::MAX_CENSUS_TENSORS;
 use crate::report::{Census, Check, FileCensus, NotChecked, Report, TensorCensus};
 use std::path::Path;

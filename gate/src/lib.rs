@@ -1,8 +1,12 @@
 //! The gate in front of a DFlash draft loader.
 //!
-//! A DFlash draft package is a `config.json` plus one Q4NX weight container (a safetensors file of
-//! q4_1 tile grids). [`gate`] answers, from the bytes alone and before any load: is every tensor in a
-//! form the reader decodes, does the geometry agree with the config, what is in there, and is anything
+//! A DFlash draft ships in several forms ([`Form`]): the publisher's Hugging Face folder
+//! (`config.json` plus float safetensors, one file or shards, also inside the Hugging Face cache),
+//! as vLLM, SGLang, Transformers and MLX load it; a GGUF file (`general.architecture = dflash`, its
+//! config in the metadata), as llama.cpp loads it; and FastFlowLM's Q4NX package (`config.json` plus
+//! a safetensors container of q4_1 tile grids). [`gate`] answers, from the bytes alone and before any
+//! load: is every tensor in a form the loader decodes, does the geometry agree with the config (and,
+//! given one, with the target and the source checkpoint), what is in there, and is anything
 //! unexplained. It fails closed: the verdict is PASS only when every check passed, and "could not
 //! decide" is its own outcome.
 //!
@@ -35,6 +39,7 @@ mod evaluation;
 pub mod evidence;
 mod family;
 mod files;
+mod form;
 mod gguf;
 mod hub;
 mod limits;
@@ -42,6 +47,7 @@ mod manifest;
 mod package;
 mod parallel;
 mod report;
+mod role_class;
 mod source;
 mod strict_json;
 mod target;
@@ -51,15 +57,16 @@ mod tile;
 mod tokenizer;
 
 pub use check_id::CheckId;
-pub use draft::Form;
 pub use error::PackageError;
 pub use evaluation::evaluate;
 pub use files::FileError;
+pub use form::Form;
 pub use package::{gate, Options};
 pub use report::{
     error_json, Census, Check, Comparison, Evidence, FileCensus, FileUse, GridCensus, NotChecked,
-    Outcome, Report, RoleClass, SourceGridCensus, TensorCensus, Tool, SCHEMA_VERSION, TOOL,
+    Outcome, Report, SourceGridCensus, TensorCensus, Tool, SCHEMA_VERSION, TOOL,
 };
+pub use role_class::RoleClass;
 
 /// Not part of the API: the gate's insides, for its own binary, test suite, benches and fuzz
 /// targets. Nothing here is covered by semver; a loader uses the names at the crate root.

@@ -5,6 +5,8 @@
 pub use crate::evidence::Evidence;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
+
+use crate::role_class::RoleClass;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
@@ -193,35 +195,6 @@ impl TensorCensus {
     }
 }
 
-/// The class of a tensor's role, as the census's `role` token names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum RoleClass {
-    Projection,
-    Gain,
-    Conv,
-    Fc,
-    Selector,
-    Scalar,
-    Embedding,
-}
-
-impl RoleClass {
-    /// The token the document spells it as (`projection`, `gain`, ...).
-    pub fn token(self) -> &'static str {
-        match self {
-            RoleClass::Projection => "projection",
-            RoleClass::Gain => "gain",
-            RoleClass::Conv => "conv",
-            RoleClass::Fc => "fc",
-            RoleClass::Selector => "selector",
-            RoleClass::Scalar => "scalar",
-            RoleClass::Embedding => "embedding",
-        }
-    }
-}
-
 /// Facts of one q4_1 grid's headers.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename = "q4_1_grid")]
@@ -277,7 +250,7 @@ pub struct FileCensus {
 #[non_exhaustive]
 pub struct Census {
     /// The form the draft ships in, as the reader that read it names it.
-    pub form: crate::draft::Form,
+    pub form: crate::form::Form,
     pub files: Vec<FileCensus>,
     pub weight_file: Option<String>,
     pub header_bytes: Option<u64>,
@@ -422,7 +395,7 @@ impl Census {
             .iter()
             .map(|f| format!("{} ({})", f.name, f.use_))
             .collect();
-        if self.form != crate::draft::Form::Q4nx {
+        if self.form != crate::form::Form::Q4nx {
             let mut types: Vec<(&String, &u64)> = n.types.iter().collect();
             types.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
             let types: Vec<String> = types.iter().map(|(t, c)| format!("{c} {t}")).collect();

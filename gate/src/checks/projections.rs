@@ -187,7 +187,7 @@ fn with_biases(check: Check, inputs: &Inputs<'_, '_>, slots: &[Slot<'_, '_>]) ->
         .map(|s| format!("{}.bias", s.name.trim_end_matches(".weight")))
         .filter(|b| inputs.container.get(b).is_none())
         .collect();
-    if missing.is_empty() || check.outcome() != crate::Outcome::Pass {
+    if missing.is_empty() || check.outcome() != crate::report::Outcome::Pass {
         return check;
     }
     Check::fail(

@@ -8,7 +8,6 @@
 //! shards) is this draft's `container.parses` FAIL, naming it; a file that cannot be read at all is an
 //! error, as for a package.
 
-use super::Form;
 use crate::checkpoint::{Checkpoint, INDEX_FILE, SINGLE_FILE};
 use crate::checks::{self, IS_DFLASH, PARSES};
 use crate::config::DraftConfig;
@@ -16,6 +15,7 @@ use crate::container::TensorInfo;
 use crate::error::PackageError;
 use crate::evaluation::{Draft, Evaluation};
 use crate::files::Inside;
+use crate::form::Form;
 use crate::limits::MAX_CENSUS_TENSORS;
 use crate::report::{Check, FileCensus, NotChecked, Report, TensorCensus};
 use std::path::Path;

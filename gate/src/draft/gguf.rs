@@ -10,12 +10,12 @@
 //! tensor missing, misshapen or left over), `bf16.finite` (every float value and every block scale
 //! finite).
 
-use super::Form;
 use crate::checks::{self, list, list_of, GEOMETRY, IS_DFLASH, PARSES};
 use crate::error::PackageError;
 use crate::escape::escape;
 use crate::evaluation::Evaluation;
 use crate::evidence::{Finding, InventoryComplete, InventoryExplained};
+use crate::form::Form;
 use crate::gguf::{self as blocks, Gguf, Header, TensorInfo, Value, ValueType};
 use crate::limits::{MAX_CENSUS_TENSORS, MAX_VOCAB};
 use crate::report::{Check, FileCensus, NotChecked, Report, TensorCensus};
@@ -115,7 +115,7 @@ pub fn evaluation(
         }
     }
     let architecture = is_dflash(header);
-    let dflash = architecture.outcome() == crate::Outcome::Pass;
+    let dflash = architecture.outcome() == crate::report::Outcome::Pass;
     report.checks.push(architecture);
     if !dflash {
         // The file did parse: that is said, and only what needs a draft is blocked.

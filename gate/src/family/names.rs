@@ -4,7 +4,7 @@
 //! anything else is reported by name as unexplained, never guessed at. Parsing knows every family's
 //! names, so a second-family tensor in a first-family package can be named as such.
 
-use crate::report::RoleClass;
+use crate::role_class::RoleClass;
 use std::fmt;
 
 /// The seven projections of a layer, in the order the census lists them.

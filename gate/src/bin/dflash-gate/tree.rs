@@ -17,8 +17,8 @@
 //! is not counted.
 
 use dflash_gate::__private::checkpoint::{INDEX_FILE, SINGLE_FILE};
+use dflash_gate::__private::files::WEIGHT_EXTENSION;
 use dflash_gate::__private::files::{FileError, CONFIG_FILE};
-use dflash_gate::__private::package::WEIGHT_EXTENSION;
 use dflash_gate::PackageError;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
