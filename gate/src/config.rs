@@ -148,6 +148,9 @@ pub struct DraftConfig {
     /// The scheme `quantization_config` names (`quant_method`, else `format`), when it is there:
     /// packed integers are not weights to read as floats.
     pub quantization: Option<String>,
+    /// Where every field above was read, and the fields it does not type: the one reading that the
+    /// comparisons with a source or a target use too.
+    pub canonical: canonical::Canonical,
 }
 
 /// The speculators library's DFlash format (`speculators_model_type: "dflash"`), recognised and named:
@@ -178,34 +181,31 @@ fn quantization(top: &Map<String, Value>) -> Option<String> {
 impl DraftConfig {
     /// Recognises a draft config and reads its fields, or says why it is not one this gate reads.
     pub fn from_json(bytes: &[u8]) -> Result<DraftConfig, String> {
-        DraftConfig::parse(bytes).map(|(config, _)| config)
-    }
-
-    /// [`DraftConfig::from_json`], with the JSON object it was read from: `--source` compares that
-    /// object's fields with the checkpoint's, so the file is parsed once.
-    pub fn parse(bytes: &[u8]) -> Result<(DraftConfig, serde_json::Map<String, Value>), String> {
         let value = crate::strict_json::parse(bytes)
             .map_err(|e| format!("config.json is not valid JSON: {e}"))?;
         let Value::Object(top) = value else {
             return Err("config.json is not a JSON object".to_owned());
         };
-        let config = DraftConfig::from_object(&top)?;
-        Ok((config, top))
+        DraftConfig::from_object(&top)
     }
 
     fn from_object(top: &serde_json::Map<String, Value>) -> Result<DraftConfig, String> {
         let (declared_as, architecture) = recognise(top)?;
-        let nested = match top.get("dflash_config") {
-            Some(Value::Object(m)) => Some(m),
-            None | Some(Value::Null) => None,
-            Some(other) => {
-                return Err(format!(
-                    "dflash_config is {}, not an object of the draft's fields",
-                    kind(other)
-                ))
-            }
+        if let Some(other) = top
+            .get("dflash_config")
+            .filter(|v| !v.is_object() && !v.is_null())
+        {
+            return Err(format!(
+                "dflash_config is {}, not an object of the draft's fields",
+                kind(other)
+            ));
+        }
+        // The one reading of where each field is (`canonical`): this reader only types the values
+        // it found, so a field has one home and one provenance for every check and comparison.
+        let canonical = canonical::Canonical::read(top);
+        let at = Placement {
+            canonical: &canonical,
         };
-        let at = Placement { top, nested };
         let hidden_size = dimension(at.top("hidden_size"));
         let num_attention_heads = dimension(at.top("num_attention_heads"));
         let head_dim = match at.top("head_dim") {
@@ -225,7 +225,7 @@ impl DraftConfig {
             (Ok(None), Ok(None))
         };
         let nested = |key| at.either(key, Order::NestedFirst);
-        Ok(DraftConfig {
+        let config = DraftConfig {
             declared_as,
             architecture,
             conv,
@@ -243,18 +243,22 @@ impl DraftConfig {
                 bounded(l, 0, MAX_VOCAB - 1)
             }),
             sliding_window: sliding_window(at.top("sliding_window")),
-            // A DFlash field like the rest: in dflash_config or at the top level (spec 13.2).
+            // A DFlash field like the rest: in dflash_config or at the top level (spec 13.2), under
+            // either of its names (`input_embedding_scale` is DFlash2's).
             embedding_scale: optional(at.either("embedding_scale", Order::TopFirst), positive_f32),
             vocab_size: optional(at.top("vocab_size"), |l| bounded(l, 1, MAX_VOCAB)),
             rms_norm_eps: optional(at.top("rms_norm_eps"), positive_f32),
-            rope_theta: optional(rope_theta(top), positive_f32),
+            // Under its canonical name, wherever it was read (`rope_parameters` or the top level).
+            rope_theta: optional(at.top("rope_theta"), positive_f32),
             attention_bias: optional(at.top("attention_bias"), boolean),
             quantization: quantization(top),
             hidden_size,
             num_attention_heads,
             head_dim,
             num_target_layers,
-        })
+            canonical: canonical.clone(),
+        };
+        Ok(config)
     }
 }
 
@@ -435,50 +439,42 @@ enum Order {
     NestedFirst,
 }
 
+/// Where the draft's reader finds a field: where the canonical reading found it.
 struct Placement<'a> {
-    top: &'a Map<String, Value>,
-    nested: Option<&'a Map<String, Value>>,
+    canonical: &'a canonical::Canonical,
 }
 
 impl<'a> Placement<'a> {
+    /// A field with one home (the top level), or the RoPE base under its canonical name.
     fn top(&self, key: &str) -> Lookup<'a> {
-        match self.top.get(key) {
-            Some(v) => Lookup::Found(key.to_owned(), v),
-            None => Lookup::Absent(key.to_owned()),
-        }
+        self.find(key, key.to_owned())
     }
 
-    /// Looks in both homes; if both hold the field and they differ, that is a problem in itself.
+    /// A DFlash field, in `dflash_config` or at the top level; `order` names the home a missing one
+    /// is asked for in. Two homes that disagree are a problem in themselves.
     fn either(&self, key: &str, order: Order) -> Lookup<'a> {
-        let nested_name = format!("dflash_config.{key}");
-        let top = self.top.get(key);
-        let nested = self.nested.and_then(|m| m.get(key));
-        match (top, nested) {
-            (Some(t), Some(n)) if t != n => Lookup::Problem(FieldProblem::new(
-                key,
-                ProblemKind::Invalid(format!(
-                    "is {t} at top level but {n} in dflash_config: they disagree"
-                )),
-            )),
-            (Some(t), Some(_)) => match order {
-                Order::TopFirst => Lookup::Found(key.to_owned(), t),
-                Order::NestedFirst => Lookup::Found(nested_name, t),
-            },
-            (Some(t), None) => Lookup::Found(key.to_owned(), t),
-            (None, Some(n)) => Lookup::Found(nested_name, n),
-            (None, None) => Lookup::Absent(match order {
+        self.find(
+            key,
+            match order {
                 Order::TopFirst => key.to_owned(),
-                Order::NestedFirst => nested_name,
-            }),
-        }
+                Order::NestedFirst => format!("dflash_config.{key}"),
+            },
+        )
     }
-}
 
-/// The RoPE base where Transformers reads it: `rope_parameters.rope_theta`, else `rope_theta`.
-fn rope_theta(top: &Map<String, Value>) -> Lookup<'_> {
-    match top.get("rope_parameters").and_then(|p| p.get("rope_theta")) {
-        Some(v) => Lookup::Found("rope_parameters.rope_theta".to_owned(), v),
-        None => Placement { top, nested: None }.top("rope_theta"),
+    fn find(&self, key: &str, absent_as: String) -> Lookup<'a> {
+        if let Some(what) = self.canonical.conflicted.get(key) {
+            return Lookup::Problem(FieldProblem::new(
+                key,
+                ProblemKind::Invalid(format!("is {what}: they disagree")),
+            ));
+        }
+        match self.canonical.fields.get(key) {
+            // A default is the comparison's reading; this reader applies its own where it needs
+            // one (a derived head_dim says so) and holds every stated field to its type.
+            Some(r) if !r.defaulted => Lookup::Found(r.at.clone(), &r.value),
+            _ => Lookup::Absent(absent_as),
+        }
     }
 }
 
@@ -787,6 +783,49 @@ mod tests {
         assert_eq!(c.target_layer_ids, Ok(vec![1, 3]));
         assert_eq!(c.mask_token_id, Ok(Some(7)));
         assert_eq!(c.head_dim, Ok((64, HeadDimSource::Derived)));
+    }
+
+    /// The draft's reader takes each field where the one canonical reading found it: under its
+    /// other name, in its other home, and with the provenance the comparisons report.
+    #[test]
+    fn every_field_is_read_where_the_canonical_reading_found_it() {
+        let text = br#"{"architectures":["DFlash2DraftModel"],
+            "dflash_config":{"input_embedding_scale":16.0,"block_size":8},
+            "rope_parameters":{"rope_theta":1000000.0}}"#;
+        let c = DraftConfig::from_json(text).unwrap();
+        assert_eq!(c.embedding_scale, Ok(Some(16.0)));
+        assert_eq!(c.rope_theta, Ok(Some(1_000_000.0)));
+        assert_eq!(c.block_size, Ok(8));
+        let at = |name: &str| c.canonical.fields[name].at.clone();
+        assert_eq!(at("embedding_scale"), "dflash_config.input_embedding_scale");
+        assert_eq!(at("rope_theta"), "rope_parameters.rope_theta");
+        assert_eq!(at("block_size"), "dflash_config.block_size");
+    }
+
+    /// A field stated twice with different values is neither value: refused naming both homes,
+    /// whichever pair of homes or names it is (spec 13.2).
+    #[test]
+    fn a_field_stated_twice_differently_is_refused_naming_both() {
+        let text = br#"{"model_type":"dflash","rope_theta":10000.0,
+            "rope_parameters":{"rope_theta":1000000.0},
+            "embedding_scale":16.0,"dflash_config":{"input_embedding_scale":8.0}}"#;
+        let c = DraftConfig::from_json(text).unwrap();
+        let rope = c.rope_theta.unwrap_err();
+        assert!(rope.is_invalid(), "{rope}");
+        assert!(
+            rope.to_string().contains("rope_parameters.rope_theta")
+                && rope.to_string().contains("10000"),
+            "{rope}"
+        );
+        let scale = c.embedding_scale.unwrap_err();
+        assert!(scale.is_invalid(), "{scale}");
+        assert!(
+            scale
+                .to_string()
+                .contains("dflash_config.input_embedding_scale")
+                && scale.to_string().contains("embedding_scale"),
+            "{scale}"
+        );
     }
 
     #[test]

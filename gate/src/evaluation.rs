@@ -24,11 +24,10 @@ pub fn evaluate(
     evaluation(package, config, weights, files, false).map(|e| e.report)
 }
 
-/// A draft config the gate recognised (`config.is_dflash` passed), and the JSON object it was read
-/// from.
+/// A draft config the gate recognised (`config.is_dflash` passed). Every later step reads its fields,
+/// and where each was read, from it: none parses config.json again.
 pub struct Draft {
     pub config: DraftConfig,
-    pub json: serde_json::Map<String, serde_json::Value>,
 }
 
 /// What the package checks found, handed to the steps that ask more (`--target`, `--source`,
@@ -88,7 +87,7 @@ pub fn evaluation<'a>(
 ) -> Result<Evaluation<'a>, PackageError> {
     let mut evaluation = Evaluation::start(package, Form::Q4nx, files, &NotChecked::ALL);
     let report = &mut evaluation.report;
-    let (config, json) = match config.and_then(|bytes| DraftConfig::parse(&bytes)) {
+    let config = match config.and_then(|bytes| DraftConfig::from_json(&bytes)) {
         Ok(c) => c,
         Err(why) => {
             report.checks.push(Check::fail(IS_DFLASH, why.clone()));
@@ -118,7 +117,7 @@ pub fn evaluation<'a>(
     if defer_finite && container.is_some() {
         evaluation.finite_pending = Some(report.checks.len());
     }
-    evaluation.draft = Ok(Draft { config, json });
+    evaluation.draft = Ok(Draft { config });
     evaluation.container = container;
     evaluation.forms = forms;
     Ok(evaluation)

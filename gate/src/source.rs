@@ -201,7 +201,10 @@ pub fn checks(
     let Ok(draft) = &evaluation.draft else {
         return Ok(Answer::only(refused()));
     };
-    let mut checks = vec![config::compare(&draft.json, &source.headers.config)];
+    let mut checks = vec![config::compare(
+        &draft.config.canonical,
+        &source.headers.config,
+    )];
     let Some(container) = &evaluation.container else {
         checks.extend(blocked_by_parses());
         return Ok(Answer::only(checks));

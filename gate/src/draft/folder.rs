@@ -51,9 +51,9 @@ pub fn evaluation(
                 return Err(Err(why));
             }
         }
-        DraftConfig::parse(&bytes).map_err(Ok)
+        DraftConfig::from_json(&bytes).map_err(Ok)
     });
-    let (config, json) = match parsed {
+    let config = match parsed {
         Ok(c) => c,
         Err(Ok(why)) => {
             report.checks.push(Check::fail(IS_DFLASH, why.clone()));
@@ -92,7 +92,7 @@ pub fn evaluation(
     if let Some(checkpoint) = &checkpoint {
         weight_checks(dir, report, &config, checkpoint)?;
     }
-    evaluation.draft = Ok(Draft { config, json });
+    evaluation.draft = Ok(Draft { config });
     Ok((evaluation, checkpoint))
 }
 

@@ -45,8 +45,8 @@ pub fn blocked(by: &'static str, why: &str) -> Vec<Check> {
 /// `source`. Tensors are compared on every core, one at a time each; a worker that panicked is an
 /// error, never a check over the tensors the others compared.
 pub fn checks(gguf: &Gguf, source: &Checkpoint) -> Result<Vec<Check>, WorkerPanic> {
-    let config = match DraftConfig::parse(&source.headers.config) {
-        Ok((config, json)) => compare(&config, &json, &gguf.header, "source folder's config"),
+    let config = match DraftConfig::from_json(&source.headers.config) {
+        Ok(config) => compare(&config, &gguf.header, "source folder's config"),
         Err(why) => Check::fail(
             CONFIG,
             format!("the source's config.json declares no draft the gate reads: {why}"),

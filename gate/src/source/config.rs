@@ -32,7 +32,7 @@ fn parse(bytes: &[u8], whose: &str) -> Result<Map<String, Value>, String> {
 #[cfg(test)]
 fn check(package: &[u8], source: &[u8]) -> Check {
     match parse(package, "package's") {
-        Ok(package) => compare(&package, source),
+        Ok(package) => compare(&Canonical::read(&package), source),
         Err(why) => Check::fail(ID, why),
     }
 }
@@ -46,15 +46,15 @@ pub(super) struct Found {
     pub one_sided: Vec<String>,
 }
 
-/// The package's config (the object the evaluation parsed) against the source's config.json.
-pub fn compare(package: &Map<String, Value>, source: &[u8]) -> Check {
+/// The package's config (as the draft's reader read it) against the source's config.json.
+pub fn compare(p: &Canonical, source: &[u8]) -> Check {
     let source = match parse(source, "source's") {
         Ok(s) => s,
         Err(why) => return Check::fail(ID, why),
     };
-    let (p, s) = (Canonical::read(package), Canonical::read(&source));
+    let s = Canonical::read(&source);
     let mut found = Found::default();
-    family(&p, &s, &mut found);
+    family(p, &s, &mut found);
     found.differing.extend(
         p.conflicts
             .iter()
@@ -79,7 +79,7 @@ pub fn compare(package: &Map<String, Value>, source: &[u8]) -> Check {
         match (p.fields.get(name), s.fields.get(name)) {
             (Some(a), Some(b)) => field(name, a, b, &mut found),
             (one, other) if name == "is_causal" => {
-                causal(&p, &s, one.is_some(), other.or(one), &mut found);
+                causal(p, &s, one.is_some(), other.or(one), &mut found);
             }
             (Some(r), None) => found.one_sided.push(one_side(name, "package", r)),
             (None, Some(r)) => found.one_sided.push(one_side(name, "source", r)),

@@ -212,7 +212,6 @@ pub fn checks(
     };
     let mut checks = vec![config::compare(
         &draft.config,
-        &draft.json,
         &gguf.header,
         "package config",
     )];

@@ -92,7 +92,7 @@ pub fn answered(checks: &[Check]) -> &'static [NotChecked] {
 /// target).
 pub fn checks(evaluation: &Evaluation<'_>, target: &Target) -> Vec<Check> {
     match &evaluation.draft {
-        Ok(draft) => of(&Draft::of_config(&draft.config, &draft.json), target),
+        Ok(draft) => of(&Draft::of_config(&draft.config), target),
         Err(_) => crate::evaluation::refused_step(&CHECKS, "--target"),
     }
 }
@@ -139,7 +139,7 @@ pub struct Draft {
 }
 
 impl Draft {
-    pub fn of_config(c: &DraftConfig, json: &serde_json::Map<String, serde_json::Value>) -> Draft {
+    pub fn of_config(c: &DraftConfig) -> Draft {
         Draft {
             hidden_size: c.hidden_size.clone(),
             target_layer_ids: c.target_layer_ids.clone(),
@@ -147,7 +147,7 @@ impl Draft {
             vocab_size: c.vocab_size.clone(),
             mask_token_id: c.mask_token_id.clone(),
             gguf: None,
-            rope: rope::of_config(json, ""),
+            rope: rope::of_canonical(&c.canonical, ""),
         }
     }
 
@@ -193,7 +193,7 @@ impl Draft {
 
 #[cfg(test)]
 fn of_draft(draft: &DraftConfig, target: &Target) -> Vec<Check> {
-    of(&Draft::of_config(draft, &serde_json::Map::new()), target)
+    of(&Draft::of_config(draft), target)
 }
 
 /// The `target.*` checks of `draft` against `target`, in report order.

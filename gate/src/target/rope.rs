@@ -23,15 +23,21 @@ pub type Rope = BTreeMap<String, Reading>;
 /// The RoPE fields of a config object (a draft's config, or a target's text model), each `at` prefixed
 /// by `prefix` (`text_config.` for a multimodal target's).
 pub fn of_config(config: &Map<String, Value>, prefix: &str) -> Rope {
-    Canonical::read(config)
+    of_canonical(&Canonical::read(config), prefix)
+}
+
+/// The RoPE fields of a config already read (a draft's, whose reading the draft config holds).
+pub fn of_canonical(canonical: &Canonical, prefix: &str) -> Rope {
+    canonical
         .fields
-        .into_iter()
-        .filter(|(name, _)| name == "rope_theta" || name.starts_with("rope."))
-        .map(|(name, mut r)| {
+        .iter()
+        .filter(|(name, _)| *name == "rope_theta" || name.starts_with("rope."))
+        .map(|(name, r)| {
+            let mut r = r.clone();
             if !r.defaulted {
                 r.at = format!("{prefix}{}", r.at);
             }
-            (name, r)
+            (name.clone(), r)
         })
         .collect()
 }

@@ -366,7 +366,12 @@ pub fn arms() -> Vec<Arm> {
             "control::gguf_package_config_states_two_rope_bases",
             package_with_two_rope_bases,
             GGUF,
-            fail(config, &["the package config: rope_theta: stated as 10000.0 in rope_parameters.rope_theta and as 1000000.0 in rope_theta"]),
+            Expect::Refused {
+                check: config,
+                outcome: Outcome::Fail,
+                mentions: &["the package config: rope_theta: stated as 10000.0 in rope_parameters.rope_theta and as 1000000.0 in rope_theta"],
+                also: &[("config.geometry", Outcome::Fail, "the package's own config is refused for the same two bases: one reading for every check")],
+            },
         ),
         gguf_arm(
             "control::gguf_target_layers_raw_ids",

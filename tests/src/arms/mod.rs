@@ -231,6 +231,8 @@ pub fn all() -> Vec<Arm> {
         arm("control::architectures_a_string", Base::Small, architectures_a_string, fail("config.is_dflash", &["architectures is a string, not an array of class names"])),
         arm("control::rms_norm_eps_zero", Base::Small, rms_norm_eps_zero, fail("config.geometry", &["rms_norm_eps is 0", "not a finite positive f32"])),
         arm("control::rope_theta_negative_in_rope_parameters", Base::Small, rope_theta_negative, fail("config.geometry", &["rope_parameters.rope_theta is -10000", "not a finite positive f32"])),
+        arm("control::rope_theta_in_two_homes_disagrees", Base::Small, rope_theta_in_two_homes, fail("config.geometry", &["rope_theta is stated as 500000 in rope_parameters.rope_theta and as 1000000.0 in rope_theta"])),
+        arm("control::embedding_scale_under_two_names_disagrees", Base::Small, embedding_scale_under_two_names, fail("config.geometry", &["embedding_scale is stated as 8.0 in dflash_config.input_embedding_scale and as"])),
         arm("control::attention_bias_without_biases", Base::Small, attention_bias_without_biases, fail("projections.present", &["attention_bias: true", "model.layers.0.self_attn.q_proj.bias"])),
         arm("control::dflash_config_an_array", Base::Small, dflash_config_an_array, fail("config.is_dflash", &["dflash_config is an array, not an object"])),
         // The spec's further controls.
@@ -723,11 +725,28 @@ fn rms_norm_eps_zero(s: &mut Scenario) {
 }
 
 /// Transformers 5 reads the base here first, so a good `rope_theta` beside it is no excuse.
+/// The base moved into `rope_parameters` (as Transformers 5 writes it), negative there.
 fn rope_theta_negative(s: &mut Scenario) {
+    s.config_mut().remove("rope_theta");
     s.config_mut().insert(
         "rope_parameters".into(),
         json!({"rope_type": "default", "rope_theta": -10000}),
     );
+}
+
+/// Two RoPE bases, one in each home loaders read: Transformers 5 takes one, older loaders the other.
+fn rope_theta_in_two_homes(s: &mut Scenario) {
+    s.config_mut().insert(
+        "rope_parameters".into(),
+        json!({"rope_type": "default", "rope_theta": 500000}),
+    );
+}
+
+/// DFlash2's name for the embedding scale, nested, beside the first family's at the top level.
+fn embedding_scale_under_two_names(s: &mut Scenario) {
+    let config = s.config_mut();
+    let nested = config.entry("dflash_config").or_insert_with(|| json!({}));
+    nested["input_embedding_scale"] = json!(8.0);
 }
 
 /// The config gives q, k, v and o biases (Qwen2's shape) that the package does not hold.

@@ -233,7 +233,7 @@ fn is_draft_config(dir: &Path) -> bool {
     else {
         return false;
     };
-    if DraftConfig::parse(&bytes).is_ok() {
+    if DraftConfig::from_json(&bytes).is_ok() {
         return true;
     }
     matches!(
@@ -263,7 +263,7 @@ fn another_model(dir: &Path) -> Option<String> {
     let bytes =
         dflash_gate::__private::files::read_capped(&dir.join(CONFIG_FILE), MAX_CONFIG_BYTES)
             .ok()?;
-    if DraftConfig::parse(&bytes).is_ok() {
+    if DraftConfig::from_json(&bytes).is_ok() {
         return None;
     }
     let Ok(Value::Object(top)) = dflash_gate::__private::strict_json::parse(&bytes) else {

@@ -17,7 +17,6 @@ use crate::escape::escape;
 use crate::gguf::{Header, Value};
 use crate::report::Check;
 use crate::source::config::Found;
-use serde_json::Map;
 
 /// What a key's counterpart in the package config is.
 enum Package {
@@ -91,14 +90,9 @@ fn package_value(config: &DraftConfig, canonical: &Canonical, field: &str, name:
     }
 }
 
-pub fn compare(
-    config: &DraftConfig,
-    json: &Map<String, serde_json::Value>,
-    header: &Header,
-    name: &str,
-) -> Check {
+pub fn compare(config: &DraftConfig, header: &Header, name: &str) -> Check {
     let mut found = Found::default();
-    let canonical = Canonical::read(json);
+    let canonical = &config.canonical;
     // A field the package's config states twice, differently, is read as neither: named, as it is
     // against a checkpoint, never mistaken for a field the config does not state.
     found.differing.extend(
@@ -139,7 +133,7 @@ pub fn compare(
         };
         let key = escape(&key).into_owned();
         found.fields.push(key.clone());
-        let package = package_value(config, &canonical, field, name);
+        let package = package_value(config, canonical, field, name);
         let gguf = match &kept.value {
             Value::Integer(i) => Some(*i as f64),
             Value::Float(f) => Some(*f),
@@ -185,7 +179,7 @@ pub fn compare(
         }
     }
     target_layers(config, header, prefix, &mut found, name);
-    rope_scaling(&canonical, header, prefix, &mut found, name);
+    rope_scaling(canonical, header, prefix, &mut found, name);
     // Fields a config states that no key of the file holds: named, so that silence is never read
     // as agreement.
     let skipped: Vec<String> = UNSTATED
