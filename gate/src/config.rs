@@ -189,7 +189,7 @@ impl DraftConfig {
         DraftConfig::from_object(&top)
     }
 
-    fn from_object(top: &serde_json::Map<String, Value>) -> Result<DraftConfig, String> {
+    pub(crate) fn from_object(top: &Map<String, Value>) -> Result<DraftConfig, String> {
         let (declared_as, architecture) = recognise(top)?;
         if let Some(other) = top
             .get("dflash_config")

@@ -1,51 +1,447 @@
-//! `inventory.explained`: every tensor has a role, or is named as unexplained.
+//! `inventory.complete` and `inventory.explained`, once for every form.
+//!
+//! Each form reader hands over its tensors as the inventory sees them ([`Held`]: the name as stored,
+//! the logical `[out, in]` shape, whether its storage is one the loader reads as weights) and a
+//! [`Spelling`] of role names; the expected tensors come from the family table and the config
+//! alone. So a Hugging Face folder, a GGUF and a Q4NX package are held to one list of roles, one
+//! rule for what is missing, misshapen or extra, and one vocabulary of reasons; only the loader's
+//! words ([`Loader`]) and the form's own storage rules differ.
+//!
+//! The model classes build every weight from the config, and Transformers initialises one the file
+//! lacks at random and loads without an error: a missing tensor is a draft that drafts noise, so
+//! absence FAILs by name. A Q4NX package proves presence grid by grid in its own checks and runs only
+//! `inventory.explained` here.
 
 use super::list_of;
-use super::Inputs;
-use crate::dtype::Dtype;
-use crate::evidence::{Finding, InventoryExplained};
-use crate::family::{looks_second_family, Role, Switch};
+use crate::config::{DraftConfig, Field, Geometry};
+use crate::container::shape_text;
+use crate::escape::escape;
+use crate::evidence::{Finding, InventoryComplete, InventoryExplained};
+use crate::family::{
+    gguf_names, looks_second_family, Feature, Kind, Naming, Projection, Role, Switch,
+};
 use crate::limits::MAX_CENSUS_TENSORS;
 use crate::report::Check;
-use crate::tile::GridGeometry;
 use std::collections::HashMap;
 
+pub const COMPLETE: &str = crate::check_id::CheckId::INVENTORY_COMPLETE;
 pub const EXPLAINED: &str = crate::check_id::CheckId::INVENTORY_EXPLAINED;
 
-pub fn run(inputs: &Inputs<'_, '_>) -> Check {
-    let layers = match inputs.geometry.layers() {
+/// How a form names its tensors: a Hugging Face or Q4NX spelling of the family's names, or llama.cpp's.
+#[derive(Clone, Copy, Debug)]
+pub enum Spelling {
+    /// `model.` or bare names, with the family's aliases.
+    Checkpoint(Naming),
+    /// llama.cpp's `blk.{i}.attn_q.weight`, read through the package's bare names.
+    Llama,
+}
+
+impl Spelling {
+    /// The name `role` is stored under in this form.
+    pub fn name(self, role: Role) -> String {
+        match self {
+            Spelling::Checkpoint(naming) => naming.name(role),
+            Spelling::Llama if role == Role::EmbedTokens => LLAMA_EMBEDDING.to_owned(),
+            Spelling::Llama => {
+                let bare = Naming::BARE.name(role);
+                gguf_names::to_llama(&bare).unwrap_or(bare)
+            }
+        }
+    }
+
+    /// The role a stored name plays, for any layer index (the caller bounds it).
+    pub fn role(self, name: &str) -> Option<Role> {
+        match self {
+            Spelling::Checkpoint(naming) => naming.role(name),
+            Spelling::Llama if name == LLAMA_EMBEDDING => Some(Role::EmbedTokens),
+            Spelling::Llama => Naming::BARE.role(&gguf_names::to_package(name).0),
+        }
+    }
+
+    /// The output head a self-contained draft may carry beside its embedding table. It is not in the
+    /// family tables (a Q4NX package never holds one), and Transformers keeps it outside `model.`
+    /// whatever the folder's spelling.
+    fn output_head(self) -> &'static str {
+        match self {
+            Spelling::Checkpoint(_) => "lm_head.weight",
+            Spelling::Llama => "output.weight",
+        }
+    }
+}
+
+/// llama.cpp's name for the embedding table.
+const LLAMA_EMBEDDING: &str = "token_embd.weight";
+
+/// The words a form's loader gives each outcome, and how it states a shape.
+pub struct Loader {
+    /// What builds the tensors, and how: `the model class defines`, `llama.cpp's dflash graph needs`.
+    pub defines: &'static str,
+    /// What a failing `inventory.complete` found them: `missing or wrong`.
+    pub wrong: &'static str,
+    /// What a passing one found them: `of the config's shape and a float type`.
+    pub held_to: &'static str,
+    /// Where the shapes come from: `the config`, `the metadata`.
+    pub source: &'static str,
+    /// What follows a missing tensor, in parentheses.
+    pub missing: &'static str,
+    /// What follows a misshapen one (empty: nothing to add).
+    pub misshapen: &'static str,
+    /// What follows an unexplained one, after the list (empty: nothing to add).
+    pub extra: &'static str,
+    /// What a failing `inventory.explained` says the extra tensors are: `are unexplained`.
+    pub unexplained: &'static str,
+    /// What its PASS says the tensors are: `have a role`, `are the model class's`.
+    pub owned: &'static str,
+    /// The form states shapes reversed (llama.cpp's `ne`, innermost first).
+    pub reversed: bool,
+    /// The form's DFlash fields are scalar tensors (a Q4NX package's `dflash.*`), not config fields.
+    pub scalar_tensors: bool,
+    /// An embedding table or output head whose vocabulary the draft does not state is the target's:
+    /// only its hidden side is known, and held (llama.cpp sizes it from the file).
+    pub vocabulary_of_the_target: bool,
+}
+
+impl Loader {
+    /// A logical shape as the form writes it.
+    fn show(&self, shape: &[u64]) -> String {
+        if self.reversed {
+            let ne: Vec<u64> = shape.iter().rev().copied().collect();
+            shape_text(&ne)
+        } else {
+            shape_text(shape)
+        }
+    }
+}
+
+/// One tensor of the draft as the inventory sees it.
+pub struct Held<'a> {
+    /// As stored, for messages and evidence.
+    pub name: &'a str,
+    /// The logical `[out, in]` shape (a gain `[len]`).
+    pub shape: Vec<u64>,
+    /// The tensor as the form states it (`BF16 [8, 512]`, `Q8_0 ne [512, 8]`).
+    pub shown: String,
+    /// `Err(why)` when its storage is not one the loader reads as weights.
+    pub readable: Result<(), String>,
+}
+
+/// A form-specific rule for an embedding table `inventory.explained` meets: `Ok` when the form
+/// reads it, `Err(None)` when the config cannot size it.
+pub type EmbeddingRule<'r> = &'r dyn Fn(&Held<'_>) -> Result<(), Option<String>>;
+
+/// One tensor the model class defines for this config, under the name this form spells it.
+struct Expected {
+    name: String,
+    /// The shape, or the config field that would size it.
+    shape: Field<Vec<u64>>,
+    /// Only checked when present (an embedding table, an output head).
+    optional: bool,
+    /// A codebook: the MLX loader reads it only without `.weight`.
+    codebook: bool,
+    /// Sized by the vocabulary (an embedding table, an output head).
+    vocabulary: bool,
+}
+
+/// Both checks, in report order.
+pub fn run(
+    config: &DraftConfig,
+    spelling: Spelling,
+    loader: &Loader,
+    held: &[Held<'_>],
+) -> [Check; 2] {
+    let geometry = Geometry::new(config);
+    let layers = match geometry.layers() {
         Ok(l) => l,
-        Err(p) => return super::geometry::blocked_by_field(EXPLAINED, &p),
+        Err(p) => {
+            return [
+                super::geometry::blocked_by_field(COMPLETE, &p),
+                super::geometry::blocked_by_field(EXPLAINED, &p),
+            ]
+        }
     };
-    let entries = &inputs.container.table.entries;
+    let (expected, features_unread) = expected(config, &geometry, spelling, layers);
+    let by_name: HashMap<&str, &Held<'_>> = held.iter().map(|t| (t.name, t)).collect();
+    let no_rule = |_: &Held<'_>| Ok(());
+    [
+        complete(loader, &geometry, &expected, &features_unread, &by_name),
+        explained(
+            config,
+            spelling,
+            loader,
+            layers,
+            Some(&expected),
+            held,
+            &no_rule,
+        ),
+    ]
+}
+
+/// `inventory.explained` alone, for a form whose own checks prove presence (a Q4NX package): every
+/// tensor has a role of the config's family, switched on and in a layer the config has, and an
+/// embedding table passes `embedding`.
+pub fn explained_only(
+    config: &DraftConfig,
+    spelling: Spelling,
+    loader: &Loader,
+    held: &[Held<'_>],
+    embedding: EmbeddingRule<'_>,
+) -> Check {
+    match Geometry::new(config).layers() {
+        Ok(layers) => explained(config, spelling, loader, layers, None, held, embedding),
+        Err(p) => super::geometry::blocked_by_field(EXPLAINED, &p),
+    }
+}
+
+/// Every tensor the model class defines, in the family table's order, and the features whose config
+/// pair could not be read (their tensors cannot be listed).
+fn expected(
+    config: &DraftConfig,
+    geometry: &Geometry<'_>,
+    spelling: Spelling,
+    layers: u64,
+) -> (Vec<Expected>, Vec<String>) {
+    let family = config.family();
+    let mut unread = Vec::new();
+    let on = |f: Feature| f.is_on(config);
+    for f in family.features() {
+        if let Err(p) = on(f) {
+            unread.push(p.needs());
+        }
+    }
+    let mut out: Vec<Expected> = family
+        .roles(layers, |s| match s.switch {
+            Switch::Always | Switch::Optional => true,
+            Switch::Feature(f) => on(f) == Ok(true),
+        })
+        .into_iter()
+        .map(|(role, spec)| Expected {
+            name: spelling.name(role),
+            shape: (spec.shape)(geometry),
+            optional: spec.switch == Switch::Optional,
+            codebook: matches!(role.kind(), Some(Kind::Selector(p)) if p.is_codebook()),
+            vocabulary: role == Role::EmbedTokens,
+        })
+        .collect();
+    out.push(Expected {
+        name: spelling.output_head().to_owned(),
+        shape: vocab_by_hidden(geometry),
+        optional: true,
+        codebook: false,
+        vocabulary: true,
+    });
+    if let Ok(Some(true)) = config.attention_bias {
+        for layer in 0..layers {
+            for p in [Projection::Q, Projection::K, Projection::V, Projection::O] {
+                let weight = spelling.name(Role::Projection {
+                    layer,
+                    projection: p,
+                });
+                let shape = match p {
+                    Projection::Q => geometry.q_dim(),
+                    Projection::K | Projection::V => geometry.kv_dim(),
+                    _ => geometry.hidden(),
+                };
+                out.push(Expected {
+                    name: format!("{}.bias", weight.trim_end_matches(".weight")),
+                    shape: shape.map(|n| vec![n]),
+                    optional: false,
+                    codebook: false,
+                    vocabulary: false,
+                });
+            }
+        }
+    }
+    (out, unread)
+}
+
+fn vocab_by_hidden(geometry: &Geometry<'_>) -> Field<Vec<u64>> {
+    Ok(vec![geometry.vocab()?, geometry.hidden()?])
+}
+
+/// `, N optional` for the optional tensors among `present`, or nothing.
+fn optional_present(present: usize, required: usize) -> String {
+    match present.saturating_sub(required) {
+        0 => String::new(),
+        n => format!(", {n} optional"),
+    }
+}
+
+/// `inventory.complete`.
+fn complete(
+    loader: &Loader,
+    geometry: &Geometry<'_>,
+    expected: &[Expected],
+    features_unread: &[String],
+    by_name: &HashMap<&str, &Held<'_>>,
+) -> Check {
+    let (mut problems, mut findings, mut undecided) = (Vec::new(), Vec::new(), Vec::new());
+    let mut total = 0usize;
+    let mut note = |problems: &mut Vec<String>, name: &str, kind: &'static str, why: String| {
+        total += 1;
+        if findings.len() < MAX_CENSUS_TENSORS {
+            problems.push(why);
+            findings.push(Finding::new(name, kind));
+        }
+    };
+    let mut present = 0usize;
+    for e in expected {
+        let Some(t) = by_name.get(e.name.as_str()).copied() else {
+            let suffixed = format!("{}.weight", e.name);
+            if let (true, Some(t)) = (e.codebook, by_name.get(suffixed.as_str())) {
+                note(&mut problems, t.name, "codebook_suffix", format!("{} is stored as {}: z-lab's MLX loader (load_draft) reads the released name {} and raises a KeyError on this one (Transformers reads either)", e.name, escape(t.name), e.name));
+            } else if !e.optional {
+                note(
+                    &mut problems,
+                    &e.name,
+                    "missing",
+                    format!("{} is missing ({})", e.name, loader.missing),
+                );
+            }
+            continue;
+        };
+        present += 1;
+        if let Err(why) = &t.readable {
+            note(&mut problems, t.name, "element_type", why.clone());
+            continue;
+        }
+        let want = match (&e.shape, e.vocabulary && loader.vocabulary_of_the_target) {
+            (Ok(shape), _) if *shape == t.shape => continue,
+            (Ok(shape), _) => loader.show(shape),
+            // The target's vocabulary: whatever it is, the hidden side must be the draft's.
+            (Err(p), true) => match geometry.hidden() {
+                Ok(h) if t.shape.len() == 2 && t.shape[1] == h => continue,
+                Ok(h) if loader.reversed => format!("[{h}, vocab]"),
+                Ok(h) => format!("[vocab, {h}]"),
+                Err(_) => {
+                    undecided.push(format!("{}: {}", escape(t.name), p.needs()));
+                    continue;
+                }
+            },
+            (Err(p), false) => {
+                undecided.push(format!("{}: {}", escape(t.name), p.needs()));
+                continue;
+            }
+        };
+        note(
+            &mut problems,
+            t.name,
+            "misshapen",
+            format!(
+                "{} is {}, {} makes it {want}{}",
+                escape(t.name),
+                t.shown,
+                loader.source,
+                loader.misshapen
+            ),
+        );
+    }
+    let required = expected.iter().filter(|e| !e.optional).count();
+    let evidence = InventoryComplete {
+        required,
+        present,
+        problems: findings,
+        not_listed: total.saturating_sub(problems.len()) as u64,
+    };
+    if total > 0 {
+        return Check::fail(
+            COMPLETE,
+            format!(
+                "{total} of the tensors {} are {}: {}",
+                loader.defines,
+                loader.wrong,
+                list_of(&problems, total, 3)
+            ),
+        )
+        .with_evidence(evidence);
+    }
+    let undecided: Vec<String> = features_unread.iter().cloned().chain(undecided).collect();
+    if !undecided.is_empty() {
+        return Check::blocked(
+            COMPLETE,
+            super::GEOMETRY,
+            format!("cannot decide: {}", list_of(&undecided, undecided.len(), 2)),
+        )
+        .with_evidence(evidence);
+    }
+    Check::pass(
+        COMPLETE,
+        format!(
+            "every tensor {} is there, {}: {required} required{}",
+            loader.defines,
+            loader.held_to,
+            optional_present(present, required)
+        ),
+    )
+    .with_evidence(evidence)
+}
+
+/// What the inventory makes of one tensor: a verdict other than explained carries why, as a token
+/// for the evidence and (when there is more to say than the name) as a sentence for the message.
+enum Verdict {
+    Explained,
+    Unexplained(&'static str, Option<String>),
+    Undecided(&'static str, String),
+}
+
+/// `inventory.explained`: every tensor is one the model class defines; anything else is named.
+/// `expected`, when the form lists its tensors by name, explains those names (an output head, bias
+/// vectors, a codebook under either name); without it a role of the family explains a tensor.
+fn explained(
+    config: &DraftConfig,
+    spelling: Spelling,
+    loader: &Loader,
+    layers: u64,
+    expected: Option<&[Expected]>,
+    held: &[Held<'_>],
+    embedding: EmbeddingRule<'_>,
+) -> Check {
+    let known: HashMap<&str, bool> = expected
+        .into_iter()
+        .flatten()
+        .map(|e| (e.name.as_str(), e.codebook))
+        .collect();
     // Every tensor is judged; the findings are kept up to the census's limit and the rest counted,
     // so a header of a million stray tensors costs no more to report than a few thousand.
     let (mut unexplained, mut undecided) = (Vec::new(), Vec::new());
     let (mut unexplained_items, mut undecided_items) = (Vec::new(), Vec::new());
     let (mut unexplained_total, mut undecided_total, mut not_listed) = (0usize, 0usize, 0u64);
     let mut seen: HashMap<Role, &str> = HashMap::new();
-    for e in entries {
-        let role = inputs.naming.role(&e.name);
-        let finding = if let Some(first) = role.and_then(|r| seen.get(&r)) {
+    for t in held {
+        let role = spelling.role(t.name);
+        let codebook_suffixed = t
+            .name
+            .strip_suffix(".weight")
+            .is_some_and(|bare| known.get(bare) == Some(&true));
+        let verdict = if let Some(first) = role.and_then(|r| seen.get(&r)) {
             // A codebook with and without `.weight`, or a name and its alias: one role, two tensors.
             let role = role.map(|r| r.to_string()).unwrap_or_default();
             Verdict::Unexplained(
                 "second_name",
-                Some(format!("a second name for {role}: {first}")),
+                Some(format!("a second name for {role}: {}", escape(first))),
             )
+        } else if known.contains_key(t.name) || codebook_suffixed {
+            Verdict::Explained
         } else {
-            if let Some(role) = role {
-                seen.insert(role, &e.name);
-            }
-            judge(inputs, e, role, layers)
+            judge(
+                config,
+                loader,
+                expected.is_some(),
+                t,
+                role,
+                layers,
+                embedding,
+            )
         };
-        match finding {
+        if let Some(role) = role {
+            seen.entry(role).or_insert(t.name);
+        }
+        match verdict {
             Verdict::Explained => {}
             Verdict::Undecided(kind, why) => {
                 undecided_total += 1;
                 if undecided_items.len() < MAX_CENSUS_TENSORS {
-                    undecided.push(format!("{}: {why}", e.name));
-                    undecided_items.push(Finding::new(&e.name, kind));
+                    undecided.push(format!("{}: {why}", escape(t.name)));
+                    undecided_items.push(Finding::new(t.name, kind));
                 } else {
                     not_listed += 1;
                 }
@@ -54,10 +450,10 @@ pub fn run(inputs: &Inputs<'_, '_>) -> Check {
                 unexplained_total += 1;
                 if unexplained_items.len() < MAX_CENSUS_TENSORS {
                     unexplained.push(match why {
-                        Some(why) => format!("{} ({why})", e.name),
-                        None => e.name.clone(),
+                        Some(why) => format!("{} ({why})", escape(t.name)),
+                        None => escape(t.name).into_owned(),
                     });
-                    unexplained_items.push(Finding::new(&e.name, kind));
+                    unexplained_items.push(Finding::new(t.name, kind));
                 } else {
                     not_listed += 1;
                 }
@@ -65,7 +461,7 @@ pub fn run(inputs: &Inputs<'_, '_>) -> Check {
         }
     }
     let evidence = InventoryExplained {
-        tensors: entries.len(),
+        tensors: held.len(),
         unexplained: unexplained_items,
         undecided: undecided_items,
         not_listed,
@@ -74,9 +470,11 @@ pub fn run(inputs: &Inputs<'_, '_>) -> Check {
         return Check::fail(
             EXPLAINED,
             format!(
-                "{unexplained_total} of {} tensors are unexplained: {}",
-                entries.len(),
-                list_of(&unexplained, unexplained_total, 3)
+                "{unexplained_total} of {} tensors {}: {}{}",
+                held.len(),
+                loader.unexplained,
+                list_of(&unexplained, unexplained_total, 3),
+                loader.extra
             ),
         )
         .with_evidence(evidence);
@@ -92,33 +490,31 @@ pub fn run(inputs: &Inputs<'_, '_>) -> Check {
     Check::pass(
         EXPLAINED,
         format!(
-            "no tensor is left unexplained: {} of {} have a role (unexplained: none)",
-            entries.len(),
-            entries.len()
+            "no tensor is left unexplained: {} of {} {} (unexplained: none)",
+            held.len(),
+            held.len(),
+            loader.owned
         ),
     )
     .with_evidence(evidence)
 }
 
-/// What the inventory makes of one tensor: a verdict other than explained carries why, as a token
-/// for the evidence and (when there is more to say than the name) as a sentence for the message.
-enum Verdict {
-    Explained,
-    Unexplained(&'static str, Option<String>),
-    Undecided(&'static str, String),
-}
-
-/// A tensor is explained when its name parses to a role of the config's family, in a layer the config
-/// has, switched on by the config (an embedding table also needs the shape the config gives it).
+/// Why a tensor not explained by name is there, or that its role explains it: a role of the
+/// config's family, in a layer the config has, switched on by the config (an embedding table also
+/// passes the form's rule). `listed` says the form's expected names were already tried, so a role
+/// that would be explained is one spelled unlike the form's other names.
 fn judge(
-    inputs: &Inputs<'_, '_>,
-    e: &crate::container::TensorInfo,
+    config: &DraftConfig,
+    loader: &Loader,
+    listed: bool,
+    t: &Held<'_>,
     role: Option<Role>,
     layers: u64,
+    embedding: EmbeddingRule<'_>,
 ) -> Verdict {
-    let family = inputs.config.family();
+    let family = config.family();
     let Some(role) = role else {
-        return if looks_second_family(&e.name) {
+        return if looks_second_family(t.name) {
             Verdict::Unexplained(
                 "second_family",
                 Some("a second-family (DFlash2) selector or convolution tensor".to_owned()),
@@ -140,19 +536,29 @@ fn judge(
         return Verdict::Unexplained(
             "beyond_layers",
             Some(format!(
-                "layer {layer}, but the config has {layers} {}",
+                "layer {layer}, but {} has {layers} {}",
+                loader.source,
                 if layers == 1 { "layer" } else { "layers" }
             )),
         );
     }
     let Some(kind) = role.kind() else {
-        return match role {
-            Role::Scalar(s) if !family.scalars().any(|f| f == s) => second("scalar".to_owned()),
+        let Role::Scalar(s) = role else {
+            return Verdict::Explained;
+        };
+        if !loader.scalar_tensors {
+            return Verdict::Unexplained(
+                "no_role",
+                Some(format!(
+                    "a Q4NX package's scalar: this form states its DFlash fields in {}",
+                    loader.source
+                )),
+            );
+        }
+        return match s.feature().map(|f| (f, f.is_on(config))) {
+            _ if !family.scalars().any(|f| f == s) => second("scalar".to_owned()),
             // A feature's copy of its pair, in a package whose config switches the feature off.
-            Role::Scalar(s) => match s.feature().map(|f| (f, f.is_on(inputs.config))) {
-                Some((f, Ok(false))) => off(f, "scalar"),
-                _ => Verdict::Explained,
-            },
+            Some((f, Ok(false))) => off(f, "scalar"),
             _ => Verdict::Explained,
         };
     };
@@ -160,12 +566,14 @@ fn judge(
         return second(format!("{role} tensor"));
     };
     match (spec.switch, role) {
-        (Switch::Feature(f), _) => match f.is_on(inputs.config) {
-            Ok(true) => Verdict::Explained,
+        (Switch::Feature(f), _) => match f.is_on(config) {
             Ok(false) => off(f, "tensor"),
             Err(p) => Verdict::Undecided("needs_field", p.needs()),
+            Ok(true) if listed => misspelled(),
+            Ok(true) => Verdict::Explained,
         },
-        (_, Role::EmbedTokens) => match embed_problem(inputs, e) {
+        _ if listed => misspelled(),
+        (_, Role::EmbedTokens) => match embedding(t) {
             Ok(()) => Verdict::Explained,
             Err(Some(why)) => Verdict::Unexplained("embedding_form", Some(why)),
             Err(None) => Verdict::Undecided(
@@ -177,8 +585,16 @@ fn judge(
     }
 }
 
+/// A role the config switches on whose name this form does not spell (another prefix).
+fn misspelled() -> Verdict {
+    Verdict::Unexplained(
+        "no_role",
+        Some("spelled unlike the file's other names".to_owned()),
+    )
+}
+
 /// A feature's tensor (or scalar) in a package whose config does not switch the feature on.
-fn off(f: crate::family::Feature, what: &str) -> Verdict {
+fn off(f: Feature, what: &str) -> Verdict {
     let [a, b] = f.fields();
     Verdict::Unexplained(
         "feature_off",
@@ -187,26 +603,4 @@ fn off(f: crate::family::Feature, what: &str) -> Verdict {
             f.noun()
         )),
     )
-}
-
-/// `Ok` when an embedding table is BF16 `[vocab, hidden]` or a q4_1 grid of that size; `Err(None)`
-/// when the config cannot size it.
-fn embed_problem(
-    inputs: &Inputs<'_, '_>,
-    e: &crate::container::TensorInfo,
-) -> Result<(), Option<String>> {
-    let (Ok(Some(vocab)), Ok(hidden)) =
-        (inputs.config.vocab_size.clone(), inputs.geometry.hidden())
-    else {
-        return Err(None);
-    };
-    if e.dtype == Dtype::Bf16 && e.shape == [vocab, hidden] {
-        return Ok(());
-    }
-    if let Some(g) = GridGeometry::new(vocab, hidden) {
-        if crate::tile::TileGrid::new(e, inputs.container.data(e), g).is_ok() {
-            return Ok(());
-        }
-    }
-    Err(Some(format!("an embedding table, but {} {} is neither BF16 [{vocab}, {hidden}] nor a q4_1 grid of {vocab} x {hidden}", e.dtype, e.shape_text())))
 }

@@ -4,12 +4,11 @@
 //! earlier check let it down is UNDECIDED with `blocked_by` naming that check, so a reader (and a
 //! negative control) can tell "failed here" from "could not be asked".
 
-pub mod complete;
 mod dflash2;
 pub mod finite;
 mod gains;
 mod geometry;
-mod inventory;
+pub mod inventory;
 mod projections;
 mod scalars;
 
@@ -88,11 +87,77 @@ pub fn run<'a>(
     checks.extend(scalars::run(&inputs, &mut forms));
     checks.extend(gains::run(&inputs, &mut forms));
     checks.extend(feature_checks);
-    checks.push(inventory::run(&inputs));
+    checks.push(q4nx_inventory(&inputs));
     if !defer_finite {
         checks.push(finite::run(container)?);
     }
     Ok((checks, forms))
+}
+
+/// How a Q4NX package's loader meets its tensors: its own checks prove presence grid by grid, so the
+/// one inventory is asked only what is unexplained; its DFlash fields are `dflash.*` scalars.
+const Q4NX: inventory::Loader = inventory::Loader {
+    defines: "the package's loader reads",
+    wrong: "missing or wrong",
+    held_to: "of the config's shape",
+    source: "the config",
+    missing: "the package's loader cannot build the draft without it",
+    misshapen: "",
+    extra: "",
+    unexplained: "are unexplained",
+    owned: "have a role",
+    reversed: false,
+    scalar_tensors: true,
+    vocabulary_of_the_target: false,
+};
+
+/// `inventory.explained` of a Q4NX package, through the one inventory.
+fn q4nx_inventory(inputs: &Inputs<'_, '_>) -> crate::report::Check {
+    let entries = &inputs.container.table.entries;
+    let held: Vec<inventory::Held<'_>> = entries
+        .iter()
+        .map(|e| inventory::Held {
+            name: &e.name,
+            shape: e.shape.clone(),
+            shown: format!("{} {}", e.dtype, e.shape_text()),
+            readable: Ok(()),
+        })
+        .collect();
+    let by_name: HashMap<&str, &crate::container::TensorInfo> =
+        entries.iter().map(|e| (e.name.as_str(), e)).collect();
+    let embedding = |t: &inventory::Held<'_>| match by_name.get(t.name) {
+        Some(e) => q4nx_embedding(inputs, e),
+        None => Err(None),
+    };
+    inventory::explained_only(
+        inputs.config,
+        inventory::Spelling::Checkpoint(inputs.naming),
+        &Q4NX,
+        &held,
+        &embedding,
+    )
+}
+
+/// `Ok` when a Q4NX package's embedding table is BF16 `[vocab, hidden]` or a q4_1 grid of that size;
+/// `Err(None)` when the config cannot size it.
+fn q4nx_embedding(
+    inputs: &Inputs<'_, '_>,
+    e: &crate::container::TensorInfo,
+) -> Result<(), Option<String>> {
+    let (Ok(Some(vocab)), Ok(hidden)) =
+        (inputs.config.vocab_size.clone(), inputs.geometry.hidden())
+    else {
+        return Err(None);
+    };
+    if e.dtype == crate::dtype::Dtype::Bf16 && e.shape == [vocab, hidden] {
+        return Ok(());
+    }
+    if let Some(g) = GridGeometry::new(vocab, hidden) {
+        if TileGrid::new(e, inputs.container.data(e), g).is_ok() {
+            return Ok(());
+        }
+    }
+    Err(Some(format!("an embedding table, but {} {} is neither BF16 [{vocab}, {hidden}] nor a q4_1 grid of {vocab} x {hidden}", e.dtype, e.shape_text())))
 }
 
 /// A draft's own embedding table when it is a whole q4_1 grid of its row's shape: a grid like any other,

@@ -23,10 +23,56 @@ use std::path::Path;
 /// The checks this form runs after `container.parses`, in report order: the ones a weight file that
 /// could not be read leaves UNDECIDED.
 pub const WEIGHT_CHECKS: [&str; 3] = [
-    checks::complete::COMPLETE,
-    checks::complete::EXPLAINED,
+    checks::inventory::COMPLETE,
+    checks::inventory::EXPLAINED,
     checks::finite::ID,
 ];
+
+/// How Transformers (and the engines that build z-lab's model class) meet a folder's tensors.
+const LOADER: checks::inventory::Loader = checks::inventory::Loader {
+    defines: "the model class defines",
+    wrong: "missing or wrong",
+    held_to: "of the config's shape and a float type",
+    source: "the config",
+    missing: "Transformers would initialise it at random and load without an error",
+    misshapen: "",
+    extra: "",
+    unexplained: "are unexplained",
+    owned: "are the model class's",
+    reversed: false,
+    scalar_tensors: false,
+    vocabulary_of_the_target: false,
+};
+
+/// `inventory.complete` and `inventory.explained` through the one inventory: the folder's tensors
+/// are plain arrays whose declared shape is the logical one, read as weights when of a float type.
+fn inventory(config: &DraftConfig, tensors: &[&TensorInfo]) -> [Check; 2] {
+    let held: Vec<checks::inventory::Held<'_>> = tensors
+        .iter()
+        .map(|t| checks::inventory::Held {
+            name: &t.name,
+            shape: t.shape.clone(),
+            shown: format!("{} {}", t.dtype, t.shape_text()),
+            readable: if checks::finite::is_float(t.dtype) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} is {}, not a float type a loader reads as weights (BF16, F16 or F32)",
+                    t.name, t.dtype
+                ))
+            },
+        })
+        .collect();
+    let naming = config
+        .family()
+        .naming(tensors.iter().map(|t| t.name.as_str()));
+    checks::inventory::run(
+        config,
+        checks::inventory::Spelling::Checkpoint(naming),
+        &LOADER,
+        &held,
+    )
+}
 
 /// Whether `names` (a directory's entries) hold a Hugging Face folder's weights.
 pub fn holds_weights(names: &[std::ffi::OsString]) -> bool {
@@ -198,7 +244,7 @@ fn weight_checks(
         );
         return Ok(());
     }
-    let [complete, explained] = checks::complete::run(config, &tensors);
+    let [complete, explained] = inventory(config, &tensors);
     report.checks.push(complete);
     report.checks.push(explained);
     let data: Vec<(&TensorInfo, &[u8])> = tensors

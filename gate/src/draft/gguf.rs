@@ -11,15 +11,15 @@
 //! finite).
 
 use crate::checks::{self, list, list_of, GEOMETRY, IS_DFLASH, PARSES};
+use crate::config::{DraftConfig, DRAFT_ARCHITECTURE};
+use crate::container::shape_text;
 use crate::error::PackageError;
 use crate::escape::escape;
 use crate::evaluation::Evaluation;
-use crate::evidence::{Finding, InventoryComplete, InventoryExplained};
 use crate::form::Form;
 use crate::gguf::{self as blocks, Gguf, Header, TensorInfo, Value, ValueType};
 use crate::limits::{MAX_CENSUS_TENSORS, MAX_VOCAB};
 use crate::report::{Check, FileCensus, NotChecked, Report, TensorCensus};
-use std::collections::HashSet;
 use std::path::Path;
 
 /// The architecture upstream llama.cpp builds a DFlash draft's graph for.
@@ -143,7 +143,7 @@ pub fn evaluation(
             report.checks.push(explained);
         }
         Err(_) => {
-            for id in [checks::complete::COMPLETE, checks::complete::EXPLAINED] {
+            for id in [checks::inventory::COMPLETE, checks::inventory::EXPLAINED] {
                 report.checks.push(Check::blocked(
                     id,
                     GEOMETRY,
@@ -553,167 +553,81 @@ fn geometry_check(meta: &Result<Meta, Vec<String>>) -> Check {
     }
 }
 
-/// One tensor llama.cpp's DFlash graph creates: its name, its `ne` shape (ne0 first), whether the
-/// loader takes the file without it.
-pub struct Expected {
-    pub name: String,
-    pub ne: Vec<u64>,
-    pub optional: bool,
+/// How llama.cpp meets a GGUF draft's tensors: `llm_build_dflash` creates each one with the shape its
+/// hyperparameters give (`check_tensor_dims` refuses any other) and counts them all.
+const LOADER: checks::inventory::Loader = checks::inventory::Loader {
+    defines: "llama.cpp's dflash graph needs",
+    wrong: "missing or misshapen",
+    held_to: "of the metadata's ne shape",
+    source: "the metadata",
+    missing: "llama.cpp refuses the file: missing tensor",
+    misshapen: " (llama.cpp refuses the file: wrong shape)",
+    extra: " (llama.cpp refuses the file: wrong number of tensors)",
+    unexplained: "are not the dflash graph's",
+    owned: "are the graph's",
+    reversed: true,
+    scalar_tensors: false,
+    // Its vocabulary is the target's when the file does not state one: only ne0 is known then.
+    vocabulary_of_the_target: true,
+};
+
+/// The metadata as the config the family table sizes tensors from: the same fields under their
+/// config.json names, the taps as the Hugging Face ids (each stored value minus one), so the one
+/// inventory holds a GGUF to the roles and shapes it holds a folder to.
+fn config_of(meta: &Meta) -> Result<DraftConfig, String> {
+    let mut top = serde_json::Map::new();
+    top.insert(
+        "architectures".into(),
+        serde_json::json!([DRAFT_ARCHITECTURE]),
+    );
+    for (key, value) in [
+        ("hidden_size", meta.hidden),
+        ("num_hidden_layers", meta.layers),
+        ("num_attention_heads", meta.heads),
+        ("num_key_value_heads", meta.kv_heads),
+        ("head_dim", meta.head_dim),
+        ("intermediate_size", meta.intermediate),
+        ("block_size", meta.block_size),
+        ("mask_token_id", meta.mask_token_id),
+    ] {
+        top.insert(key.into(), value.into());
+    }
+    if let Some(vocab) = meta.vocab {
+        top.insert("vocab_size".into(), vocab.into());
+    }
+    let ids: Vec<u64> = meta
+        .target_layers
+        .iter()
+        .map(|v| v.saturating_sub(1))
+        .collect();
+    top.insert("target_layer_ids".into(), ids.into());
+    DraftConfig::from_object(&top)
 }
 
-/// Every tensor the graph creates for `meta`, in llama.cpp's order: layer by layer, then fc, the
-/// hidden-state norm and the output norm; the embedding table and the output head (a draft that
-/// borrows the target's is complete without them) last.
-pub fn expected(meta: &Meta) -> Vec<Expected> {
-    let (h, f, d) = (meta.hidden, meta.intermediate, meta.head_dim);
-    let (q, kv) = (meta.heads * d, meta.kv_heads * d);
-    let mut out = Vec::new();
-    let mut add =
-        |name: String, ne: Vec<u64>, optional: bool| out.push(Expected { name, ne, optional });
-    for i in 0..meta.layers {
-        let layer: [(&str, Vec<u64>); LAYER_TENSORS as usize] = [
-            ("attn_norm", vec![h]),
-            ("attn_q", vec![h, q]),
-            ("attn_k", vec![h, kv]),
-            ("attn_v", vec![h, kv]),
-            ("attn_output", vec![q, h]),
-            ("attn_q_norm", vec![d]),
-            ("attn_k_norm", vec![d]),
-            ("ffn_norm", vec![h]),
-            ("ffn_gate", vec![h, f]),
-            ("ffn_up", vec![h, f]),
-            ("ffn_down", vec![f, h]),
-        ];
-        for (part, ne) in layer {
-            add(format!("blk.{i}.{part}.weight"), ne, false);
-        }
-    }
-    let taps = meta.target_layers.len() as u64;
-    add("fc.weight".to_owned(), vec![taps * h, h], false);
-    add("enc.output_norm.weight".to_owned(), vec![h], false);
-    add("output_norm.weight".to_owned(), vec![h], false);
-    for name in ["token_embd.weight", "output.weight"] {
-        // Its vocabulary is the target's when the file does not state one: only ne0 is known then.
-        let ne = match meta.vocab {
-            Some(v) => vec![h, v],
-            None => vec![h],
-        };
-        add(name.to_owned(), ne, true);
-    }
-    out
-}
-
-/// `inventory.complete` and `inventory.explained` over the file's tensor infos.
+/// `inventory.complete` and `inventory.explained` over the file's tensor infos, through the one
+/// inventory: llama.cpp's names, each `ne` read reversed as the logical `[out, in]` shape.
 fn inventory(meta: &Meta, tensors: &[TensorInfo]) -> [Check; 2] {
-    let expected = expected(meta);
-    let (mut problems, mut findings, mut total, mut present) =
-        (Vec::new(), Vec::new(), 0usize, 0usize);
-    for e in &expected {
-        let Some(t) = tensors.iter().find(|t| t.name == e.name) else {
-            if !e.optional {
-                total += 1;
-                if findings.len() < MAX_CENSUS_TENSORS {
-                    problems.push(format!(
-                        "{} is missing (llama.cpp refuses the file: missing tensor)",
-                        e.name
-                    ));
-                    findings.push(Finding::new(&e.name, "missing"));
-                }
-            }
-            continue;
-        };
-        present += 1;
-        let fits = if e.optional && meta.vocab.is_none() {
-            t.dims.len() == 2 && t.dims[0] == e.ne[0]
-        } else {
-            t.dims == e.ne
-        };
-        if !fits {
-            total += 1;
-            if findings.len() < MAX_CENSUS_TENSORS {
-                problems.push(format!(
-                    "{} is {} ne {}, the metadata makes it {} (llama.cpp refuses the file: wrong shape)",
-                    escape(&t.name),
-                    t.ty,
-                    checks::complete::shape_text(&t.dims),
-                    if e.ne.len() == 1 && e.optional {
-                        format!("[{}, vocab]", e.ne[0])
-                    } else {
-                        checks::complete::shape_text(&e.ne)
-                    }
-                ));
-                findings.push(Finding::new(&t.name, "misshapen"));
-            }
+    let config = match config_of(meta) {
+        Ok(c) => c,
+        Err(why) => {
+            // The metadata passed config.geometry, so its config reads; anything else is the gate's.
+            let why = format!("cannot decide: the metadata does not read as a draft config: {why}");
+            return [
+                Check::undecided(checks::inventory::COMPLETE, why.clone()),
+                Check::undecided(checks::inventory::EXPLAINED, why),
+            ];
         }
-    }
-    let required = expected.iter().filter(|e| !e.optional).count();
-    let evidence = InventoryComplete {
-        required,
-        present,
-        problems: findings,
-        not_listed: total.saturating_sub(problems.len()) as u64,
     };
-    let complete = if total > 0 {
-        Check::fail(
-            checks::complete::COMPLETE,
-            format!(
-                "{total} of the tensors llama.cpp's dflash graph needs are missing or misshapen: {}",
-                list_of(&problems, total, 3)
-            ),
-        )
-        .with_evidence(evidence)
-    } else {
-        Check::pass(
-            checks::complete::COMPLETE,
-            format!(
-                "every tensor llama.cpp's dflash graph needs is there, of the metadata's ne shape: {required} required{}",
-                checks::complete::optional_present(present, required)
-            ),
-        )
-        .with_evidence(evidence)
-    };
-    let known: HashSet<&str> = expected.iter().map(|e| e.name.as_str()).collect();
-    let extras: Vec<&TensorInfo> = tensors
+    let held: Vec<checks::inventory::Held<'_>> = tensors
         .iter()
-        .filter(|t| !known.contains(t.name.as_str()))
+        .map(|t| checks::inventory::Held {
+            name: &t.name,
+            shape: t.dims.iter().rev().copied().collect(),
+            shown: format!("{} ne {}", t.ty, shape_text(&t.dims)),
+            readable: Ok(()),
+        })
         .collect();
-    let listed: Vec<String> = extras
-        .iter()
-        .take(MAX_CENSUS_TENSORS)
-        .map(|t| escape(&t.name).into_owned())
-        .collect();
-    let evidence = InventoryExplained {
-        tensors: tensors.len(),
-        unexplained: extras
-            .iter()
-            .take(MAX_CENSUS_TENSORS)
-            .map(|t| Finding::new(&t.name, "no_role"))
-            .collect(),
-        undecided: Vec::new(),
-        not_listed: extras.len().saturating_sub(listed.len()) as u64,
-    };
-    let explained = if extras.is_empty() {
-        Check::pass(
-            checks::complete::EXPLAINED,
-            format!(
-                "no tensor is left unexplained: {} of {} are the graph's (unexplained: none)",
-                tensors.len(),
-                tensors.len()
-            ),
-        )
-    } else {
-        Check::fail(
-            checks::complete::EXPLAINED,
-            format!(
-                "{} of {} tensors are not the dflash graph's: {} (llama.cpp refuses the file: wrong number of tensors)",
-                extras.len(),
-                tensors.len(),
-                list_of(&listed, extras.len(), 3)
-            ),
-        )
-    }
-    .with_evidence(evidence);
-    [complete, explained]
+    checks::inventory::run(&config, checks::inventory::Spelling::Llama, &LOADER, &held)
 }
 
 /// `bf16.finite` over every tensor: every value of a float tensor, every scale of a block tensor.
@@ -787,8 +701,7 @@ fn census(report: &mut Report, gguf: &Gguf, path: &Path) {
         .collect();
     census.tensors = Vec::with_capacity(header.tensors.len().min(MAX_CENSUS_TENSORS));
     for t in &header.tensors {
-        let (bare, _) = crate::source::gguf::names::to_package(&t.name);
-        let role = crate::family::Naming::BARE.role(&bare);
+        let role = checks::inventory::Spelling::Llama.role(&t.name);
         let range = header.range(t);
         census.list(TensorCensus {
             name: t.name.clone(),
@@ -799,7 +712,7 @@ fn census(report: &mut Report, gguf: &Gguf, path: &Path) {
             shape: t.dims.clone(),
             data_offsets: [range.start, range.end],
             bytes: t.bytes,
-            form_text: format!("{} ne {}", t.ty, checks::complete::shape_text(&t.dims)),
+            form_text: format!("{} ne {}", t.ty, shape_text(&t.dims)),
             grid: None,
         });
     }

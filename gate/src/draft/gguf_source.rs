@@ -56,7 +56,7 @@ pub fn checks(gguf: &Gguf, source: &Checkpoint) -> Result<Vec<Check>, WorkerPani
     let mut claimed = HashSet::new();
     let (mut missing, mut misshapen) = (Vec::new(), Vec::new());
     for t in &gguf.header.tensors {
-        let (bare, _) = crate::source::gguf::names::to_package(&t.name);
+        let (bare, _) = crate::family::gguf_names::to_package(&t.name);
         let found = source_names(&bare)
             .into_iter()
             .find_map(|n| source.tensor(&n).map(|(info, bytes)| (n, info, bytes)));
@@ -75,7 +75,7 @@ pub fn checks(gguf: &Gguf, source: &Checkpoint) -> Result<Vec<Check>, WorkerPani
                 "GGUF tensor {} is {} ne {}, source {name} is {} {}",
                 escape(&t.name),
                 t.ty,
-                crate::checks::complete::shape_text(&t.dims),
+                crate::container::shape_text(&t.dims),
                 info.dtype,
                 info.shape_text()
             ));

@@ -7,6 +7,7 @@
 
 mod dflash;
 mod dflash2;
+pub mod gguf_names;
 pub mod names;
 
 pub use names::{

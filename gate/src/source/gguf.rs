@@ -10,7 +10,7 @@
 
 pub(crate) mod config;
 pub mod exact;
-pub mod names;
+pub use crate::family::gguf_names as names;
 
 use super::values::Matrix;
 use super::{form_of, rows_cols, source_names, Form, Pair};

@@ -226,6 +226,40 @@ const ARMS: &[GgufArm] = &[
             &["blk.1.ffn_gate.weight", "ne [512, 256]", "[256, 512]"],
         ),
     ),
+    // A draft with its own embedding table and output head (token_embd and output), as llama.cpp
+    // loads them: ne [hidden, vocab], the vocabulary the metadata's or, unstated, the target's.
+    arm(
+        "gguf_draft::pass::own_embedding_and_output_head",
+        |f| own_embedding_and_output_head(f, 256, 1000),
+        Owed::Pass,
+    ),
+    arm(
+        "gguf_draft::pass::own_embedding_of_the_targets_vocabulary",
+        |f| {
+            assert!(f.remove("dflash.vocab_size"));
+            own_embedding_and_output_head(f, 256, 1200);
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "gguf_draft::control::own_embedding_of_another_vocabulary",
+        |f| own_embedding_and_output_head(f, 256, 1200),
+        fail(
+            COMPLETE,
+            &["token_embd.weight is f16 ne [256, 1200], the metadata makes it [256, 1000]", "wrong shape"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::own_embedding_of_another_hidden_size",
+        |f| {
+            assert!(f.remove("dflash.vocab_size"));
+            own_embedding_and_output_head(f, 128, 1000);
+        },
+        fail(
+            COMPLETE,
+            &["token_embd.weight is f16 ne [128, 1000], the metadata makes it [256, vocab]"],
+        ),
+    ),
     arm(
         "gguf_draft::control::tensor_extra",
         |f| f.tensor("blk.0.extra.weight", vec![4], GgmlType::F32, vec![0; 16]),
@@ -650,6 +684,14 @@ pub fn trials() -> Vec<(String, Trial)> {
             )
         })
         .collect()
+}
+
+/// An embedding table and output head of zeros, ne `[hidden, vocab]` each, in F16.
+fn own_embedding_and_output_head(f: &mut GgufFile, hidden: u64, vocab: u64) {
+    for name in ["token_embd.weight", "output.weight"] {
+        let bytes = (hidden * vocab * 2) as usize;
+        f.tensor(name, vec![hidden, vocab], GgmlType::F16, vec![0; bytes]);
+    }
 }
 
 pub(crate) fn tensor<'f>(
