@@ -6,6 +6,7 @@
 mod bench;
 mod capi;
 mod cmake;
+mod cmake_files;
 mod dist;
 mod docs;
 mod fuzz;
