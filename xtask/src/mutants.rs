@@ -15,7 +15,9 @@
 //! still runs in about a second. Before any row, each filter is run on the unmutated copy built that
 //! way: a filter that is red there, or slower than [`QUICK_BASELINE`], has its rows built as
 //! `cargo test` builds them, and a row that outlasts [`QUICK_LIMIT`] is run again optimised, so
-//! a slow arm is never counted a hang for being unoptimised.
+//! a slow arm is never counted a hang for being unoptimised. A copy is built optimised only when a
+//! run first needs it (few filters do, and that build is a large part of a copy's first build):
+//! unmutated, outside any time limit, as the quick build is before any row.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -377,14 +379,14 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let trees = (0..options.jobs)
-        .map(|j| copy_tree(&root, j))
+        .map(|j| copy_tree(&root, j).map(TreeCopy::new))
         .collect::<Result<Vec<_>, _>>()?;
     // Each copy is built unmutated first, outside any row's time limit: a cold build that outlasted
     // the limit would otherwise be counted a hang, and so red, whatever the mutant did.
     std::thread::scope(|scope| {
         let builds: Vec<_> = trees
             .iter()
-            .map(|tree| scope.spawn(|| warm(&cargo, tree)))
+            .map(|tree| scope.spawn(|| warm_one(&cargo, &tree.path, Build::Quick)))
             .collect();
         builds.into_iter().try_for_each(|b| {
             b.join()
@@ -637,9 +639,9 @@ const TESTS_START: &str = "\n#[cfg(test)]\nmod tests";
 /// `f` over every item, the copies each taking the next item as they finish one; the results in no
 /// particular order, or the first error.
 fn share<T: Sync, R: Send>(
-    trees: &[PathBuf],
+    trees: &[TreeCopy],
     items: &[T],
-    f: impl Fn(&Path, &T) -> Result<R, String> + Sync,
+    f: impl Fn(&TreeCopy, &T) -> Result<R, String> + Sync,
 ) -> Result<Vec<R>, String> {
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
@@ -669,9 +671,12 @@ fn share<T: Sync, R: Send>(
 
 /// Whether `filter`'s rows may use the quick build: the unmutated copy passes it there within
 /// [`QUICK_BASELINE`]. A filter red in both builds is an error: no row of it could prove anything.
-fn baseline(cargo: &str, tree: &Path, filter: &str) -> Result<bool, String> {
+fn baseline(cargo: &str, tree: &TreeCopy, filter: &str) -> Result<bool, String> {
     let (quick, said) = baseline_decision(filter, |build, limit| {
-        run_suite(cargo, tree, filter, build, limit)
+        if build == Build::Optimised {
+            tree.warm_optimised(cargo)?;
+        }
+        run_suite(cargo, &tree.path, filter, build, limit)
     })?;
     if let Some(said) = said {
         println!("{said}");
@@ -733,13 +738,34 @@ fn kill_group(child: &mut std::process::Child) {
     let _ = child.kill();
 }
 
-/// Builds the unmutated suite in `tree` both ways; a tree that does not build is an error, not a row.
-fn warm(cargo: &str, tree: &Path) -> Result<(), String> {
-    [Build::Optimised, Build::Quick]
-        .into_iter()
-        .try_for_each(|build| warm_one(cargo, tree, build))
+/// One copy of the tree, and its optimised build's outcome once a run has needed it.
+struct TreeCopy {
+    path: PathBuf,
+    optimised: std::sync::OnceLock<Result<(), String>>,
 }
 
+impl TreeCopy {
+    fn new(path: PathBuf) -> TreeCopy {
+        TreeCopy {
+            path,
+            optimised: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Builds the copy optimised the first time it is asked (the copy must be unmutated then); the
+    /// same outcome every later time.
+    fn warm_optimised(&self, cargo: &str) -> Result<(), String> {
+        self.optimised_once(|| warm_one(cargo, &self.path, Build::Optimised))
+    }
+
+    /// [`TreeCopy::warm_optimised`] with the build given: `build` runs at the first call only.
+    fn optimised_once(&self, build: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+        self.optimised.get_or_init(build).clone()
+    }
+}
+
+/// Builds the unmutated suite in `tree` as `build` builds it; a tree that does not build is an
+/// error, not a row.
 fn warm_one(cargo: &str, tree: &Path, build: Build) -> Result<(), String> {
     let out = Command::new(cargo)
         .args(build.config())
@@ -769,8 +795,8 @@ fn warm_one(cargo: &str, tree: &Path, build: Build) -> Result<(), String> {
 }
 
 /// One row in `tree`: the line broken, the suite run, the line restored. Whether the suite went red.
-fn row(cargo: &str, tree: &Path, m: &Mutant, quick: bool) -> Result<bool, String> {
-    let path = tree.join(m.file);
+fn row(cargo: &str, tree: &TreeCopy, m: &Mutant, quick: bool) -> Result<bool, String> {
+    let path = tree.path.join(m.file);
     let original = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", m.file))?;
     // Only the code under test is mutated, never a test's own reference copy of a line.
     let (code, tests) = original.split_at(code_of(&original).len());
@@ -782,10 +808,20 @@ fn row(cargo: &str, tree: &Path, m: &Mutant, quick: bool) -> Result<bool, String
         return Ok(false);
     }
     let mutated = format!("{}{tests}", code.replacen(m.from, m.to, 1));
-    std::fs::write(&path, mutated).map_err(|e| e.to_string())?;
+    if !quick {
+        tree.warm_optimised(cargo)?;
+    }
+    std::fs::write(&path, &mutated).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let outcome = row_outcome(quick, |build, limit| {
-        run_suite(cargo, tree, m.filter, build, limit)
+        if build == Build::Optimised && tree.optimised.get().is_none() {
+            // A quick row past its limit, in a copy not yet built optimised: built so unmutated
+            // first, outside the limit, as every build a row is timed on.
+            std::fs::write(&path, &original).map_err(|e| format!("restoring {}: {e}", m.file))?;
+            tree.warm_optimised(cargo)?;
+            std::fs::write(&path, &mutated).map_err(|e| e.to_string())?;
+        }
+        run_suite(cargo, &tree.path, m.filter, build, limit)
     });
     std::fs::write(&path, &original).map_err(|e| format!("restoring {}: {e}", m.file))?;
     let took = started.elapsed().as_secs_f64();
@@ -1166,6 +1202,28 @@ mod tests {
         assert!(error.contains("--sample x"), "{error}");
         let error = Options::parse(&args(&["--changed-since"])).unwrap_err();
         assert!(error.contains("--changed-since needs a value"), "{error}");
+    }
+
+    /// A copy is built optimised once, at the first run that needs it, and a build that failed
+    /// stays an error (no row is run on a copy that does not build).
+    #[test]
+    fn a_copy_is_built_optimised_once_and_a_failed_build_stays_an_error() {
+        let builds = std::cell::Cell::new(0);
+        let tree = TreeCopy::new(PathBuf::from("copy"));
+        assert!(tree.optimised.get().is_none());
+        for _ in 0..3 {
+            let result = tree.optimised_once(|| {
+                builds.set(builds.get() + 1);
+                Ok(())
+            });
+            assert_eq!(result, Ok(()));
+        }
+        assert_eq!(builds.get(), 1);
+        let broken = TreeCopy::new(PathBuf::from("broken"));
+        for _ in 0..2 {
+            let result = broken.optimised_once(|| Err("the copy does not build".to_owned()));
+            assert_eq!(result, Err("the copy does not build".to_owned()));
+        }
     }
 
     #[test]
