@@ -185,7 +185,7 @@ enum Source {
 
 /// Writes `<out>/<name>.tar.gz` and `<out>/<name>.tar.gz.sha256`; returns both paths.
 fn package(built: &Built, triple: &str, out: &Path) -> Result<(PathBuf, PathBuf), String> {
-    let name = format!("dflash-gate-{}-{triple}", crate::cmake::version());
+    let name = format!("dflash-gate-{}-{triple}", crate::cmake_files::version());
     let staging = out.join(&name);
     if staging.exists() {
         std::fs::remove_dir_all(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
@@ -203,7 +203,7 @@ fn package(built: &Built, triple: &str, out: &Path) -> Result<(PathBuf, PathBuf)
                 .map_err(|e| format!("linking {} to {}: {e}", to.display(), target.display()))?,
         }
     }
-    crate::cmake::write_relocatable_config(&staging.join(CONFIG_DIR))?;
+    crate::cmake_files::write_relocatable_config(&staging.join(CONFIG_DIR))?;
     let archive = out.join(format!("{name}.tar.gz"));
     let status = Command::new("tar")
         .arg("-czf")
@@ -258,7 +258,7 @@ mod tests {
         };
         let out = work.path().join("out");
         let (archive, sum) = package(&built, "x86_64-test", &out).unwrap();
-        let top = format!("dflash-gate-{}-x86_64-test", crate::cmake::version());
+        let top = format!("dflash-gate-{}-x86_64-test", crate::cmake_files::version());
         assert_eq!(archive, out.join(format!("{top}.tar.gz")));
         assert!(std::fs::read_to_string(&sum)
             .unwrap()
@@ -328,7 +328,7 @@ mod tests {
             unpacked
                 .join(&top)
                 .join(CONFIG_DIR)
-                .join(crate::cmake::CONFIG_FILE),
+                .join(crate::cmake_files::CONFIG_FILE),
         )
         .unwrap();
         assert!(config.contains("set(_dflash_gate_recorded_root \"\")"));

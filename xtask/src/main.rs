@@ -6,6 +6,7 @@
 mod bench;
 mod capi;
 mod cmake;
+mod cmake_files;
 mod dist;
 mod docs;
 mod fuzz;
@@ -135,10 +136,19 @@ const TASKS: &[Task] = &[
     Task {
         name: "mutants",
         run: mutants::run,
-        usage: "mutants [--jobs N] [WORD...]",
+        usage: "mutants [--jobs N] [--changed-since REV [--sample N] [--seed S]] [WORD...]",
         about: "break each check on purpose; every mutant must turn an arm red",
         options: &[
             ("--jobs N", "N copies of the tree, each taking the next row (default 1)"),
+            (
+                "--changed-since REV",
+                "only the rows whose file, or own line of the table, changed since REV (CI)",
+            ),
+            (
+                "--sample N",
+                "with --changed-since, also N of the other rows, drawn by the seed",
+            ),
+            ("--seed S", "the sample's seed (default 0); the rows drawn are printed"),
             ("WORD...", "only the rows whose check or filter contains a word"),
         ],
     },
