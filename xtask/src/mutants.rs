@@ -312,6 +312,9 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "source.q4_1 GGUF draft NaN source value", file: "gate/src/draft/gguf_source/bound.rs", from: "let clamped = if x.is_nan() { x } else { x.max(lo).min(hi) };", to: "let clamped = x.max(lo).min(hi);", filter: "gguf_source::scalar::control::nan_in_the_source" },
     Mutant { check: "source.q4_1 GGUF draft NaN source value (AVX2)", file: "gate/src/draft/gguf_source/bound.rs", from: "let clamped = _mm_blendv_ps(x, lo4, _mm_cmplt_ps(x, lo4));\n                let clamped = _mm_blendv_ps(clamped, hi4, _mm_cmpgt_ps(clamped, hi4));", to: "let clamped = _mm_min_ps(_mm_max_ps(x, lo4), hi4);", filter: "gguf_source::control::nan_in_the_source" },
     Mutant { check: "source.bf16 GGUF draft equal bytes with a NaN", file: "gate/src/draft/gguf_source.rs", from: "if stored == source && no_nan(stored, nan) {", to: "if stored == source {", filter: "gguf_source::control::nan_in_a_bf16_tensor_and_its_source" },
+    Mutant { check: "--target a draft GGUF named as a draft", file: "gate/src/target/gguf.rs", from: "    if arch == crate::draft::gguf::ARCHITECTURE", to: "    if false && arch == crate::draft::gguf::ARCHITECTURE", filter: "target_read::a_draft_gguf_given_as_the_target" },
+    Mutant { check: "--target a draft folder named as a draft", file: "gate/src/target/folder.rs", from: "if let Ok(draft) = crate::config::DraftConfig::from_json(&bytes) {", to: "if let Some(draft) = None::<crate::config::DraftConfig> {", filter: "target_read::a_draft_folder_given_as_the_target" },
+    Mutant { check: "--target a directory holding one GGUF", file: "gate/src/target/mod.rs", from: "if let Some(file) = one_gguf_without_config(path)? {", to: "if let Some(file) = None::<std::path::PathBuf> {", filter: "target_read::a_directory_holding_one_gguf_is_read_as_it" },
 ];
 
 /// `cargo xtask mutants [--jobs N] [--changed-since REV [--sample N] [--seed S]] [WORD...]`: every

@@ -23,8 +23,14 @@ use std::path::Path;
 pub fn read(dir: &Path) -> Result<Target, PackageError> {
     crate::error::require_dir(dir)?;
     let inside = files::Inside::package(dir)?;
-    let (_, config, config_file) =
+    let (bytes, config, config_file) =
         crate::checkpoint::read_config_inside(dir, "target's", Some(&inside))?;
+    if let Ok(draft) = crate::config::DraftConfig::from_json(&bytes) {
+        return Err(PackageError::Malformed {
+            path: dir.join(crate::files::CONFIG_FILE),
+            why: format!("it declares a DFlash draft ({}): the folder is a draft, not the model it drafts for (give --target the target model: its folder with config.json and tokenizer.json, its Hugging Face id, or its GGUF)", draft.declared_as),
+        });
+    }
     let tokenizer = tokenizer_at(&dir.join(TOKENIZER_FILE));
     let (tensors, weights_absent) = match read_headers(dir, &inside)? {
         Headers::Read(tensors) => (Ok(tensors), false),

@@ -34,6 +34,14 @@ pub fn read(path: &Path) -> Result<Target, PackageError> {
             why: "the target GGUF states no general.architecture (a string): its model keys cannot be named".to_owned(),
         });
     };
+    if arch == crate::draft::gguf::ARCHITECTURE
+        || crate::draft::gguf::FORK_DIALECTS.contains(&arch.as_str())
+    {
+        return Err(PackageError::Malformed {
+            path: path.to_owned(),
+            why: format!("general.architecture is {arch:?}: this GGUF is a DFlash draft, not the model it drafts for (give --target the target model: its folder with config.json and tokenizer.json, its Hugging Face id, or its GGUF)"),
+        });
+    }
     let tokens = gguf.token_type(0).map(|(count, _)| count);
     // The token texts live in the metadata, not the data section: reading them keeps the rule.
     let texts = gguf.token_texts();

@@ -58,7 +58,38 @@ pub fn read(path: &Path) -> Result<Target, PackageError> {
     if gguf::is_gguf(path) {
         return gguf::read(path);
     }
+    if let Some(file) = one_gguf_without_config(path)? {
+        return gguf::read(&file);
+    }
     folder::read(path)
+}
+
+/// A directory with no config.json that holds one `*.gguf` is that GGUF, as a draft directory
+/// holding one is; one that holds several is refused naming two (the gate does not pick one).
+fn one_gguf_without_config(dir: &Path) -> Result<Option<std::path::PathBuf>, PackageError> {
+    let config = dir.join(crate::files::CONFIG_FILE);
+    if !dir.is_dir() || std::fs::symlink_metadata(&config).is_ok() {
+        return Ok(None);
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(None);
+    };
+    // Two names are enough to refuse: the walk keeps no more, however large the directory.
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if crate::gguf::is_gguf_name(&name) {
+            found.push(name);
+            if found.len() == 2 {
+                let [a, b] = [&found[0], &found[1]].map(|n| crate::escape::name(n));
+                return Err(PackageError::Malformed {
+                    path: dir.to_owned(),
+                    why: format!("holds no config.json and several GGUF files ({a}, {b}, ...): the gate does not guess which is the target (name the .gguf file)"),
+                });
+            }
+        }
+    }
+    Ok(found.pop().map(|name| dir.join(name)))
 }
 
 /// Where a target's counts were read, for the messages that name a field the target lacks.

@@ -85,12 +85,78 @@ fn as_shards(dir: &Path) {
     std::fs::write(dir.join("model.safetensors.index.json"), index.to_string()).expect("index");
 }
 
+/// The target folder holds a draft's config instead (the two folders given the wrong way round).
+fn a_draft_config(dir: &Path) {
+    let config = dir.join("config.json");
+    let text = std::fs::read_to_string(&config).expect("config");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    v["architectures"] = serde_json::json!(["DFlashDraftModel"]);
+    std::fs::write(&config, v.to_string()).expect("write");
+}
+
+/// The target folder holds only the draft as a GGUF: no config.json, one `*.gguf`.
+fn only_a_draft_gguf(dir: &Path) {
+    for entry in std::fs::read_dir(dir).expect("list").flatten() {
+        std::fs::remove_file(entry.path()).expect("remove");
+    }
+    let mut package = crate::synth::Package::generate(
+        &Base::Small.geometry(),
+        crate::synth::Encoding::default(),
+        super::SEED,
+    );
+    let file = crate::synth::gguf::gguf_for(
+        &mut package,
+        crate::synth::gguf::GgufOptions::DEFAULT,
+        super::SEED,
+    )
+    .expect("gguf");
+    std::fs::write(dir.join("draft.gguf"), file.bytes()).expect("write");
+}
+
+/// The target folder holds only a GGUF target model: the target's tokens, a non-DFlash architecture.
+fn only_a_target_gguf(dir: &Path) {
+    only_a_draft_gguf(dir);
+    let mut file = crate::synth::gguf::GgufFile::new();
+    file.string("general.architecture", "qwen3");
+    file.u32("qwen3.block_count", 8);
+    file.u32("qwen3.embedding_length", 256);
+    let tokens: Vec<String> = (0..1000).map(|i| format!("tok{i}")).collect();
+    file.string_array("tokenizer.ggml.tokens", &tokens);
+    std::fs::remove_file(dir.join("draft.gguf")).expect("remove");
+    std::fs::write(dir.join("target.gguf"), file.bytes()).expect("write");
+}
+
 /// A trial's body: `Err` says what the gate did instead.
 pub type Trial = fn() -> Result<(), String>;
 
 /// Every trial of this module: (name, body).
 pub fn trials() -> Vec<(&'static str, Trial)> {
     vec![
+        // Given the wrong way round, a draft is named as the draft it is, not read as a target.
+        ("target_read::a_draft_folder_given_as_the_target", || {
+            expect_error(a_draft_config, "malformed", "declares a DFlash draft (architectures: DFlashDraftModel): the folder is a draft, not the model it drafts for")
+        }),
+        ("target_read::a_draft_gguf_given_as_the_target", || {
+            expect_error(only_a_draft_gguf, "malformed", "general.architecture is \"dflash\": this GGUF is a DFlash draft, not the model it drafts for")
+        }),
+        // A directory holding one GGUF and no config.json is that GGUF, as a draft directory is.
+        (
+            "target_read::a_directory_holding_one_gguf_is_read_as_it",
+            || expect_check(only_a_target_gguf, "target.depth", Outcome::Pass, ""),
+        ),
+        (
+            "target_read::a_directory_holding_two_ggufs_is_refused",
+            || {
+                expect_error(
+                    |d| {
+                        only_a_target_gguf(d);
+                        std::fs::copy(d.join("target.gguf"), d.join("other.gguf")).expect("copy");
+                    },
+                    "malformed",
+                    "several GGUF files",
+                )
+            },
+        ),
         ("target_read::weight_file_is_a_directory", || {
             expect_error(
                 |d| replace_with_dir(d, "model.q4nx"),
