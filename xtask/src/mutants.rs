@@ -315,6 +315,8 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "--target a draft GGUF named as a draft", file: "gate/src/target/gguf.rs", from: "    if arch == crate::draft::gguf::ARCHITECTURE", to: "    if false && arch == crate::draft::gguf::ARCHITECTURE", filter: "target_read::a_draft_gguf_given_as_the_target" },
     Mutant { check: "--target a draft folder named as a draft", file: "gate/src/target/folder.rs", from: "if let Ok(draft) = crate::config::DraftConfig::from_json(&bytes) {", to: "if let Some(draft) = None::<crate::config::DraftConfig> {", filter: "target_read::a_draft_folder_given_as_the_target" },
     Mutant { check: "--target a directory holding one GGUF", file: "gate/src/target/mod.rs", from: "if let Some(file) = one_gguf_without_config(path)? {", to: "if let Some(file) = None::<std::path::PathBuf> {", filter: "target_read::a_directory_holding_one_gguf_is_read_as_it" },
+    Mutant { check: "source.config GGUF a DFlash field the converter dropped", file: "gate/src/source/gguf/config.rs", from: "        lost(config, \"target_layer_ids\", &key, found, name);", to: "", filter: "gguf_source::control::target_layers_dropped_by_the_converter" },
+    Mutant { check: "source.config GGUF the mask id the converter dropped", file: "gate/src/source/gguf/config.rs", from: "    if mask.is_none() {", to: "    if false {", filter: "gguf_source::control::mask_token_id_dropped_by_the_converter" },
 ];
 
 /// `cargo xtask mutants [--jobs N] [--changed-since REV [--sample N] [--seed S]] [WORD...]`: every

@@ -291,6 +291,47 @@ const ARMS: &[SourceArm] = &[
             },
         )
     },
+    // A converter that reads dflash_config only drops an older config's top-level ids: the file
+    // is no conversion of the folder, and source.config says so rather than "equals".
+    SourceArm {
+        bend: |f| assert!(f.remove("dflash.target_layers")),
+        ..arm(
+            "gguf_source::control::target_layers_dropped_by_the_converter",
+            GgmlType::Q8_0,
+            Owed::Refused {
+                check: CONFIG,
+                outcome: Outcome::Fail,
+                mentions: &[
+                    "dflash.target_layers is absent, but the source folder's config states target_layer_ids [1,3,5]",
+                    "convert again from a config that states it in dflash_config",
+                ],
+                also: &[
+                    CheckId::CONFIG_GEOMETRY,
+                    CheckId::INVENTORY_COMPLETE,
+                    CheckId::INVENTORY_EXPLAINED,
+                ],
+            },
+        )
+    },
+    SourceArm {
+        bend: |f| assert!(f.remove("tokenizer.ggml.mask_token_id")),
+        ..arm(
+            "gguf_source::control::mask_token_id_dropped_by_the_converter",
+            GgmlType::Q8_0,
+            Owed::Refused {
+                check: CONFIG,
+                outcome: Outcome::Fail,
+                mentions: &[
+                    "tokenizer.ggml.mask_token_id is absent, but the source folder's config states mask_token_id 999",
+                ],
+                also: &[
+                    CheckId::CONFIG_GEOMETRY,
+                    CheckId::INVENTORY_COMPLETE,
+                    CheckId::INVENTORY_EXPLAINED,
+                ],
+            },
+        )
+    },
     SourceArm {
         bend: |f| {
             assert!(f.remove("dflash.target_layers"));

@@ -116,6 +116,15 @@ pub fn compare(config: &DraftConfig, header: &Header, name: &str) -> Check {
     // The keys are the file's own architecture's, whatever it is: read as it wrote them.
     let prefix = arch.unwrap_or("dflash");
     let mask = mask_key(header, prefix, &mut found);
+    if mask.is_none() {
+        lost(
+            config,
+            "mask_token_id",
+            "tokenizer.ggml.mask_token_id",
+            &mut found,
+            name,
+        );
+    }
     let keys = KEYS
         .iter()
         .map(|&(key, field, required)| (format!("{prefix}.{key}"), field, required))
@@ -334,6 +343,21 @@ fn mask_key(header: &Header, prefix: &str, found: &mut Found) -> Option<String> 
     }
 }
 
+/// A DFlash field the config states and the file has no key for: the converter dropped it (llama.cpp's
+/// reads `dflash_config` only, so an older config's top-level ids are lost), and the file is no
+/// conversion of this config. A difference, never an agreement over a field not compared.
+fn lost(config: &DraftConfig, field: &str, key: &str, found: &mut Found, name: &str) {
+    let Some(reading) = config.canonical.fields.get(field).filter(|r| !r.defaulted) else {
+        return;
+    };
+    found.fields.push(key.to_owned());
+    found.differing.push(format!(
+        "{key} is absent, but the {name} states {field} {} (at {}): the converter dropped it; convert again from a config that states it in dflash_config",
+        crate::config::canonical::shown(&reading.value),
+        reading.at
+    ));
+}
+
 fn describe(v: &Value) -> String {
     match v {
         Value::String(s) => format!("\"{}\"", escape(s)),
@@ -355,6 +379,7 @@ fn target_layers(
 ) {
     let key = escape(&format!("{prefix}.target_layers")).into_owned();
     let Some(kept) = header.get(&format!("{prefix}.target_layers")) else {
+        lost(config, "target_layer_ids", &key, found, name);
         return;
     };
     found.fields.push(key.clone());
