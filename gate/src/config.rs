@@ -145,6 +145,16 @@ pub struct DraftConfig {
     /// Whether q, k, v and o carry a bias (`attention_bias`): a Hugging Face folder then holds the four
     /// bias vectors of every layer. Absent is false, as the model class reads it.
     pub attention_bias: Field<Option<bool>>,
+    /// A variant draft's own embedding table (`has_embed_tokens`, Nemotron 3.5) or output head
+    /// (`has_own_lm_head`): stated true, the tensor is required, since Transformers initialises a
+    /// missing one at random and the draft then embeds (or scores) noise.
+    pub has_embed_tokens: Field<Option<bool>>,
+    pub has_own_lm_head: Field<Option<bool>>,
+    /// Nemotron 3.5's copy of the taps in EAGLE's convention: each `target_layer_ids` entry plus one.
+    pub eagle_aux_hidden_state_layer_ids: Field<Option<Vec<u64>>>,
+    /// MiMo's attention sinks: true, every layer holds `self_attn.attention_sink_bias`
+    /// `[num_attention_heads]`; false or absent, none does.
+    pub attention_sink_bias: Field<Option<bool>>,
     /// The scheme `quantization_config` names (`quant_method`, else `format`), when it is there:
     /// packed integers are not weights to read as floats.
     pub quantization: Option<String>,
@@ -251,6 +261,13 @@ impl DraftConfig {
             // Under its canonical name, wherever it was read (`rope_parameters` or the top level).
             rope_theta: optional(at.top("rope_theta"), positive_f32),
             attention_bias: optional(at.top("attention_bias"), boolean),
+            has_embed_tokens: optional(nested("has_embed_tokens"), boolean),
+            has_own_lm_head: optional(nested("has_own_lm_head"), boolean),
+            eagle_aux_hidden_state_layer_ids: optional(
+                nested("eagle_aux_hidden_state_layer_ids"),
+                taps,
+            ),
+            attention_sink_bias: optional(nested("attention_sink_bias"), boolean),
             quantization: quantization(top),
             hidden_size,
             num_attention_heads,
@@ -292,6 +309,10 @@ impl<'c> Geometry<'c> {
 
     pub fn taps(&self) -> Field<Vec<u64>> {
         self.config.target_layer_ids.clone()
+    }
+
+    pub fn heads(&self) -> Field<u64> {
+        self.config.num_attention_heads.clone()
     }
 
     /// `num_attention_heads * head_dim`.

@@ -317,6 +317,11 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "--target a directory holding one GGUF", file: "gate/src/target/mod.rs", from: "if let Some(file) = one_gguf_without_config(path)? {", to: "if let Some(file) = None::<std::path::PathBuf> {", filter: "target_read::a_directory_holding_one_gguf_is_read_as_it" },
     Mutant { check: "source.config GGUF a DFlash field the converter dropped", file: "gate/src/source/gguf/config.rs", from: "        lost(config, \"target_layer_ids\", &key, found, name);", to: "", filter: "gguf_source::control::target_layers_dropped_by_the_converter" },
     Mutant { check: "source.config GGUF the mask id the converter dropped", file: "gate/src/source/gguf/config.rs", from: "    if mask.is_none() {", to: "    if false {", filter: "gguf_source::control::mask_token_id_dropped_by_the_converter" },
+    Mutant { check: "inventory.complete has_embed_tokens requires the table", file: "gate/src/checks/inventory.rs", from: "                && !(role == Role::EmbedTokens && config.has_embed_tokens == Ok(Some(true))),", to: "                && true,", filter: "folder::control::has_embed_tokens_without_the_tensor" },
+    Mutant { check: "inventory.complete has_own_lm_head requires the head", file: "gate/src/checks/inventory.rs", from: "        optional: !own_head,", to: "        optional: true,", filter: "folder::control::has_own_lm_head_without_the_tensor" },
+    Mutant { check: "config.geometry EAGLE ids are the ids plus one", file: "gate/src/checks/geometry.rs", from: "    if eagle == plus_one {", to: "    if true {", filter: "folder::control::eagle_ids_not_the_ids_plus_one" },
+    Mutant { check: "inventory.complete MiMo's attention sinks", file: "gate/src/checks/inventory.rs", from: "    if let Ok(Some(true)) = config.attention_sink_bias {", to: "    if let Ok(Some(false)) = config.attention_sink_bias {", filter: "folder::control::attention_sink_missing" },
+    Mutant { check: "inventory.explained an attention sink without the flag", file: "gate/src/checks/inventory.rs", from: "            && config.attention_sink_bias != Ok(Some(true))", to: "            && false", filter: "folder::control::attention_sinks_without_the_flag" },
 ];
 
 /// `cargo xtask mutants [--jobs N] [--changed-since REV [--sample N] [--seed S]] [WORD...]`: every

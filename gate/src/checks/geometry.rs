@@ -63,6 +63,10 @@ fn geometry(c: &DraftConfig, config_only: bool) -> Check {
     note(c.final_logit_softcapping.clone().map(drop));
     note(c.is_causal.clone().map(drop));
     note(c.layer_types.clone().map(drop));
+    note(c.has_embed_tokens.clone().map(drop));
+    note(c.has_own_lm_head.clone().map(drop));
+    note(c.attention_sink_bias.clone().map(drop));
+    note(eagle_ids(c));
     for p in second_family(c) {
         note(Err(p));
     }
@@ -237,4 +241,33 @@ fn summary(c: &DraftConfig) -> String {
         c.block_size.clone().unwrap_or(0),
         c.target_layer_ids.clone().unwrap_or_default(),
     )
+}
+
+/// Nemotron 3.5's `eagle_aux_hidden_state_layer_ids`, when stated, are `target_layer_ids` plus one,
+/// entry by entry (EAGLE counts the embedding output as layer 0): another list means one of the
+/// two reads other layers than the draft was trained on.
+fn eagle_ids(c: &DraftConfig) -> Result<(), FieldProblem> {
+    let (Some(eagle), Ok(taps)) = (
+        c.eagle_aux_hidden_state_layer_ids.clone()?,
+        &c.target_layer_ids,
+    ) else {
+        return Ok(());
+    };
+    let plus_one: Vec<u64> = taps.iter().map(|t| t.saturating_add(1)).collect();
+    if eagle == plus_one {
+        return Ok(());
+    }
+    let at = |name: &str| {
+        c.canonical
+            .fields
+            .get(name)
+            .map_or(name.to_owned(), |r| r.at.clone())
+    };
+    Err(invalid(
+        &at("eagle_aux_hidden_state_layer_ids"),
+        format!(
+            "is {eagle:?}, not {} {taps:?} plus one ({plus_one:?}): EAGLE's convention counts the embedding output as layer 0, so each entry is the id plus one",
+            at("target_layer_ids")
+        ),
+    ))
 }

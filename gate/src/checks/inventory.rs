@@ -132,6 +132,8 @@ pub type EmbeddingRule<'r> = &'r dyn Fn(&Held<'_>) -> Result<(), Option<String>>
 /// One tensor the model class defines for this config, under the name this form spells it.
 struct Expected {
     name: String,
+    /// The config field that makes an otherwise optional tensor required (`has_embed_tokens: true`).
+    required_by: Option<&'static str>,
     /// The shape, or the config field that would size it.
     shape: Field<Vec<u64>>,
     /// Only checked when present (an embedding table, an output head).
@@ -216,16 +218,21 @@ fn expected(
         .into_iter()
         .map(|(role, spec)| Expected {
             name: spelling.name(role),
+            required_by: (role == Role::EmbedTokens && config.has_embed_tokens == Ok(Some(true)))
+                .then_some("has_embed_tokens"),
             shape: (spec.shape)(geometry),
-            optional: spec.switch == Switch::Optional,
+            optional: spec.switch == Switch::Optional
+                && !(role == Role::EmbedTokens && config.has_embed_tokens == Ok(Some(true))),
             codebook: matches!(role.kind(), Some(Kind::Selector(p)) if p.is_codebook()),
             vocabulary: role == Role::EmbedTokens,
         })
         .collect();
+    let own_head = config.has_own_lm_head == Ok(Some(true));
     out.push(Expected {
         name: spelling.output_head().to_owned(),
+        required_by: own_head.then_some("has_own_lm_head"),
         shape: vocab_by_hidden(geometry),
-        optional: true,
+        optional: !own_head,
         codebook: false,
         vocabulary: true,
     });
@@ -243,6 +250,7 @@ fn expected(
                 };
                 out.push(Expected {
                     name: format!("{}.bias", weight.trim_end_matches(".weight")),
+                    required_by: None,
                     shape: shape.map(|n| vec![n]),
                     optional: false,
                     codebook: false,
@@ -251,8 +259,33 @@ fn expected(
             }
         }
     }
+    if let Ok(Some(true)) = config.attention_sink_bias {
+        for layer in 0..layers {
+            out.push(Expected {
+                name: sink_name(spelling, layer),
+                required_by: None,
+                shape: geometry.heads().map(|n| vec![n]),
+                optional: false,
+                codebook: false,
+                vocabulary: false,
+            });
+        }
+    }
     (out, unread)
 }
+
+/// MiMo's per-layer attention sink, under this form's spelling of the layer's attention.
+fn sink_name(spelling: Spelling, layer: u64) -> String {
+    let q = spelling.name(Role::Projection {
+        layer,
+        projection: Projection::Q,
+    });
+    let attention = q.trim_end_matches(".weight").trim_end_matches("q_proj");
+    format!("{attention}{SINK}")
+}
+
+/// The name of MiMo's attention sink after its layer's `self_attn.`.
+const SINK: &str = "attention_sink_bias";
 
 fn vocab_by_hidden(geometry: &Geometry<'_>) -> Field<Vec<u64>> {
     Ok(vec![geometry.vocab()?, geometry.hidden()?])
@@ -290,11 +323,15 @@ fn complete(
             if let (true, Some(t)) = (e.codebook, by_name.get(suffixed.as_str())) {
                 note(&mut problems, t.name, "codebook_suffix", format!("{} is stored as {}: z-lab's MLX loader (load_draft) reads the released name {} and raises a KeyError on this one (Transformers reads either)", e.name, escape(t.name), e.name));
             } else if !e.optional {
+                let why = match e.required_by {
+                    Some(field) => format!("the config says {field}: true; {}", loader.missing),
+                    None => loader.missing.to_owned(),
+                };
                 note(
                     &mut problems,
                     &e.name,
                     "missing",
-                    format!("{} is missing ({})", e.name, loader.missing),
+                    format!("{} is missing ({why})", e.name),
                 );
             }
             continue;
@@ -514,6 +551,16 @@ fn judge(
 ) -> Verdict {
     let family = config.family();
     let Some(role) = role else {
+        if t.name.ends_with(&format!("self_attn.{SINK}"))
+            && config.attention_sink_bias != Ok(Some(true))
+        {
+            return Verdict::Unexplained(
+                "feature_off",
+                Some(format!(
+                    "an attention sink, but the config sets no {SINK}: true (MiMo's drafts state it in dflash_config)"
+                )),
+            );
+        }
         return if looks_second_family(t.name) {
             Verdict::Unexplained(
                 "second_family",

@@ -34,7 +34,7 @@ const TOP: [&str; 12] = [
 
 /// Read in `dflash_config`, else at the top level: the DFlash fields, which older z-lab and
 /// SpecForge configs keep at the top level and newer ones nest.
-const EITHER: [&str; 12] = [
+const EITHER: [&str; 16] = [
     "block_size",
     "target_layer_ids",
     "mask_token_id",
@@ -47,6 +47,12 @@ const EITHER: [&str; 12] = [
     "final_logit_softcapping",
     "layer_types",
     "is_causal",
+    // The variant drafts' fields (spec 18.2): an own embedding table or head, Nemotron's taps in
+    // EAGLE's convention, MiMo's attention sinks.
+    "has_embed_tokens",
+    "has_own_lm_head",
+    "eagle_aux_hidden_state_layer_ids",
+    "attention_sink_bias",
 ];
 
 /// `embedding_scale` under either of its names (the first family's, and DFlash2's

@@ -113,6 +113,57 @@ const ARMS: &[FolderArm] = &[
         cache_repository_id,
         Owed::Pass,
     ),
+    // Variant drafts (spec 18.2): an own embedding table and head, Nemotron's EAGLE ids, MiMo's sinks.
+    arm("folder::pass::nemotron_like_own_embedding", nemotron_like, Owed::Pass),
+    arm(
+        "folder::control::has_embed_tokens_without_the_tensor",
+        has_embed_tokens_without_the_tensor,
+        fail(
+            COMPLETE,
+            &["embed_tokens.weight is missing (the config says has_embed_tokens: true"],
+        ),
+    ),
+    arm(
+        "folder::control::has_own_lm_head_without_the_tensor",
+        has_own_lm_head_without_the_tensor,
+        fail(
+            COMPLETE,
+            &["lm_head.weight is missing (the config says has_own_lm_head: true"],
+        ),
+    ),
+    arm(
+        "folder::control::eagle_ids_not_the_ids_plus_one",
+        eagle_ids_not_plus_one,
+        fail(
+            GEOMETRY,
+            &["eagle_aux_hidden_state_layer_ids is [1, 3, 5], not dflash_config.target_layer_ids [1, 3, 5] plus one ([2, 4, 6])"],
+        ),
+    ),
+    arm("folder::pass::mimo_like_attention_sinks", mimo_like, Owed::Pass),
+    arm(
+        "folder::control::attention_sink_missing",
+        attention_sink_missing,
+        fail(
+            COMPLETE,
+            &["layers.1.self_attn.attention_sink_bias is missing"],
+        ),
+    ),
+    arm(
+        "folder::control::attention_sinks_without_the_flag",
+        attention_sinks_without_the_flag,
+        fail(
+            EXPLAINED,
+            &["layers.0.self_attn.attention_sink_bias (an attention sink, but the config sets no attention_sink_bias: true"],
+        ),
+    ),
+    arm(
+        "folder::control::attention_sink_misshapen",
+        attention_sink_misshapen,
+        fail(
+            COMPLETE,
+            &["layers.0.self_attn.attention_sink_bias is BF16 [8], the config makes it [4]"],
+        ),
+    ),
     arm(
         "folder::control::tensor_missing",
         tensor_missing,
@@ -550,6 +601,81 @@ fn named<'t>(t: &'t mut Tensors, name: &str) -> &'t mut Tensor {
     t.iter_mut()
         .find(|t| t.0 == name)
         .unwrap_or_else(|| panic!("no {name}"))
+}
+
+/// A zero BF16 tensor of `shape`.
+fn zeros(name: &str, shape: Vec<u64>) -> Tensor {
+    let bytes = shape.iter().product::<u64>() as usize * 2;
+    (name.into(), "BF16".into(), shape, vec![0; bytes])
+}
+
+/// Nemotron 3.5's shape: its own embedding table and head, stated, and the taps in EAGLE's
+/// convention beside z-lab's.
+fn nemotron_like(dir: &Path) -> PathBuf {
+    config(dir, |c| {
+        c["has_embed_tokens"] = json!(true);
+        c["has_own_lm_head"] = json!(true);
+        c["eagle_aux_hidden_state_layer_ids"] = json!([2, 4, 6]);
+    });
+    weights(dir, |t| {
+        t.push(zeros("embed_tokens.weight", vec![1000, 256]));
+        t.push(zeros("lm_head.weight", vec![1000, 256]));
+    })
+}
+
+fn has_embed_tokens_without_the_tensor(dir: &Path) -> PathBuf {
+    nemotron_like(dir);
+    weights(dir, |t| t.retain(|t| t.0 != "embed_tokens.weight"))
+}
+
+fn has_own_lm_head_without_the_tensor(dir: &Path) -> PathBuf {
+    nemotron_like(dir);
+    weights(dir, |t| t.retain(|t| t.0 != "lm_head.weight"))
+}
+
+fn eagle_ids_not_plus_one(dir: &Path) -> PathBuf {
+    nemotron_like(dir);
+    config(dir, |c| {
+        c["eagle_aux_hidden_state_layer_ids"] = json!([1, 3, 5])
+    })
+}
+
+/// MiMo's shape: `dflash_config.attention_sink_bias` and a sink of `[num_attention_heads]` per layer.
+fn mimo_like(dir: &Path) -> PathBuf {
+    config(dir, |c| {
+        c["dflash_config"]["attention_sink_bias"] = json!(true)
+    });
+    weights(dir, |t| {
+        for layer in 0..2 {
+            let name = format!("layers.{layer}.self_attn.attention_sink_bias");
+            t.push(zeros(&name, vec![4]));
+        }
+    })
+}
+
+fn attention_sink_missing(dir: &Path) -> PathBuf {
+    mimo_like(dir);
+    weights(dir, |t| {
+        t.retain(|t| t.0 != "layers.1.self_attn.attention_sink_bias")
+    })
+}
+
+fn attention_sinks_without_the_flag(dir: &Path) -> PathBuf {
+    mimo_like(dir);
+    config(dir, |c| {
+        c["dflash_config"]
+            .as_object_mut()
+            .unwrap()
+            .remove("attention_sink_bias");
+    })
+}
+
+fn attention_sink_misshapen(dir: &Path) -> PathBuf {
+    mimo_like(dir);
+    weights(dir, |t| {
+        *named(t, "layers.0.self_attn.attention_sink_bias") =
+            zeros("layers.0.self_attn.attention_sink_bias", vec![8])
+    })
 }
 
 fn tensor_missing(dir: &Path) -> PathBuf {
