@@ -128,7 +128,10 @@ pub fn evaluation(
     }
     report.census.family = Some("dflash");
     let meta = read_meta(header, ARCHITECTURE).and_then(|m| {
-        match token_count(&gguf, &m).or_else(|| mask_token(&gguf, &m)) {
+        match token_count(&gguf, &m)
+            .or_else(|| gguf.token_types_fault())
+            .or_else(|| mask_token(&gguf, &m))
+        {
             Some(problem) => Err(vec![problem]),
             None => Ok(m),
         }

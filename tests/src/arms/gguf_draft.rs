@@ -542,10 +542,40 @@ const ARMS: &[GgufArm] = &[
     arm(
         "gguf_draft::control::mask_beyond_the_vocabulary",
         |f| {
+            // Both lists cut to 900 tokens, so the mask is past them (and nothing else is wrong).
+            assert!(f.remove("tokenizer.ggml.token_type"));
+            f.i32_array("tokenizer.ggml.token_type", &[3; 900]);
+            let tokens: Vec<String> = (0..900).map(|i| format!("tok{i}")).collect();
+            assert!(f.remove("tokenizer.ggml.tokens"));
+            f.string_array("tokenizer.ggml.tokens", &tokens);
+        },
+        fail(GEOMETRY, &["mask token id 999", "not a token", "holds 900"]),
+    ),
+    arm(
+        "gguf_draft::control::token_types_shorter_than_tokens",
+        |f| {
             assert!(f.remove("tokenizer.ggml.token_type"));
             f.i32_array("tokenizer.ggml.token_type", &[3; 900]);
         },
-        fail(GEOMETRY, &["mask token id 999", "not a token", "holds 900"]),
+        fail(
+            GEOMETRY,
+            &["tokenizer.ggml.token_type holds 900 types (i32), fewer than the 1000 tokens of tokenizer.ggml.tokens"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::token_types_of_f32",
+        |f| {
+            let mut value = 6u32.to_le_bytes().to_vec();
+            value.extend_from_slice(&1000u64.to_le_bytes());
+            for _ in 0..1000 {
+                value.extend_from_slice(&3.0f32.to_le_bytes());
+            }
+            assert!(f.replace("tokenizer.ggml.token_type", 9, &value));
+        },
+        fail(
+            GEOMETRY,
+            &["tokenizer.ggml.token_type is an array of 1000 f32, not i32 (beside the 1000 tokens of tokenizer.ggml.tokens)"],
+        ),
     ),
     arm(
         "gguf_draft::control::mask_is_the_eos_token",
