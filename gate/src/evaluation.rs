@@ -113,7 +113,7 @@ pub fn evaluation<'a>(
         ),
     ));
     report.census.family = Some(config.family().token);
-    report.checks.push(checks::check_geometry(&config));
+    report.checks.push(checks::check_geometry(&config, &json));
     let (container, forms) = container_checks(package, report, &config, weights, defer_finite)?;
     if defer_finite && container.is_some() {
         evaluation.finite_pending = Some(report.checks.len());

@@ -212,7 +212,7 @@ fn json_file(
 /// The live ids an object states (`bos_token_id`, `eos_token_id` as an integer or a list,
 /// `pad_token_id`). Null is none; a negative integer is no token (some configs write -1 for "none");
 /// anything else that is not a non-negative integer is unusable, named.
-fn live_ids(object: &Value, file: &str, tokens: &mut Tokens) {
+pub(crate) fn live_ids(object: &Value, file: &str, tokens: &mut Tokens) {
     for (role, key) in ID_KEYS {
         let Some(v) = object.get(key).filter(|v| !v.is_null()) else {
             continue;

@@ -5,6 +5,7 @@ pub use crate::config::Geometry;
 use crate::config::{DraftConfig, FieldProblem, HeadDimSource, LayerType, ProblemKind};
 use crate::evidence::ConfigGeometry;
 use crate::report::Check;
+use serde_json::{Map, Value};
 
 /// The UNDECIDED (or blocked) check for a field problem met by check `id`.
 pub fn blocked_by_field(id: &str, problem: &FieldProblem) -> Check {
@@ -12,24 +13,25 @@ pub fn blocked_by_field(id: &str, problem: &FieldProblem) -> Check {
 }
 
 /// `config.geometry`: required fields present and typed, positive, taps increasing and below
-/// `num_target_layers`, heads a multiple of kv heads, mask token inside the vocabulary.
-pub fn check_geometry(c: &DraftConfig) -> Check {
-    geometry(c, false)
+/// `num_target_layers`, heads a multiple of kv heads, mask token inside the vocabulary and none of
+/// the bos, eos and pad ids the config (`json`, the same config.json) states.
+pub fn check_geometry(c: &DraftConfig, json: &Map<String, Value>) -> Check {
+    geometry(c, json, false)
 }
 
 /// [`check_geometry`] for a draft whose config is its only statement of the DFlash fields (a Hugging
 /// Face folder, unlike a Q4NX package whose container scalars state them too): `target_layer_ids` and
 /// `mask_token_id` are then required, and their absence FAILs. Loaders guess absent ids with formulas
 /// that disagree, and a draft without a mask id cannot draft: the gate never guesses either.
-pub fn check_draft_geometry(c: &DraftConfig) -> Check {
-    geometry(c, true)
+pub fn check_draft_geometry(c: &DraftConfig, json: &Map<String, Value>) -> Check {
+    geometry(c, json, true)
 }
 
 /// The largest block any released draft, or any loader found, uses: above it the gate cannot say a
 /// loader will run the draft as written.
 pub const MAX_KNOWN_BLOCK: u64 = 64;
 
-fn geometry(c: &DraftConfig, config_only: bool) -> Check {
+fn geometry(c: &DraftConfig, json: &Map<String, Value>, config_only: bool) -> Check {
     let mut problems: Vec<FieldProblem> = Vec::new();
     let mut note = |r: Result<(), FieldProblem>| {
         if let Err(p) = r {
@@ -98,6 +100,21 @@ fn geometry(c: &DraftConfig, config_only: bool) -> Check {
             note(Err(invalid(
                 "mask_token_id",
                 format!("{mask} is not below vocab_size {vocab}"),
+            )));
+        }
+    }
+    if let Ok(Some(mask)) = c.mask_token_id {
+        // As a GGUF draft's own tokenizer ids are held: the mask is a token of its own, whatever
+        // form the draft is in and whether or not its target is given.
+        let mut own = crate::tokenizer::Tokens::default();
+        crate::tokenizer::live_ids(&Value::Object(json.clone()), "config.json", &mut own);
+        if let Some(l) = own.live.iter().find(|l| l.id == mask) {
+            note(Err(invalid(
+                "mask_token_id",
+                format!(
+                    "{mask} is the draft's own {} token ({}): the mask must be a token of its own",
+                    l.role, l.from
+                ),
             )));
         }
     }

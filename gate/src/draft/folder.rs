@@ -78,7 +78,9 @@ pub fn evaluation(
         ),
     ));
     report.census.family = Some(config.family().token);
-    report.checks.push(checks::check_draft_geometry(&config));
+    report
+        .checks
+        .push(checks::check_draft_geometry(&config, &json));
     let checkpoint = match Checkpoint::open_inside(dir, inside) {
         Ok(c) => Some(c),
         Err(e @ (PackageError::Malformed { .. } | PackageError::FileNoted { .. })) => {

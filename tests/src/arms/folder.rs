@@ -192,6 +192,15 @@ const ARMS: &[FolderArm] = &[
         fail(GEOMETRY, &["mask_token_id", "required"]),
     ),
     arm(
+        // The config's own eos ids (a list, as Qwen3's generation config writes them) hold the mask.
+        "folder::control::mask_is_the_drafts_own_eos",
+        |d| config(d, |c| c["eos_token_id"] = json!([2, 999])),
+        fail(
+            GEOMETRY,
+            &["mask_token_id 999 is the draft's own eos token (eos_token_id in config.json)"],
+        ),
+    ),
+    arm(
         "folder::control::block_size_one",
         |d| config(d, |c| c["block_size"] = json!(1)),
         fail(GEOMETRY, &["block_size", "is 1"]),
