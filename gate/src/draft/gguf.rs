@@ -48,9 +48,10 @@ fn fork_of(dialect: &str) -> &'static str {
 }
 
 /// What a GGUF draft's checks leave open. `--manifest` is refused for this form, so its line says so
-/// rather than pointing at it; `--target` answers the first when it is given.
-const NOT_CHECKED: [NotChecked; 4] = [
+/// rather than pointing at it; `--target` answers the first when it is given, `--source` the second.
+const NOT_CHECKED: [NotChecked; 5] = [
     NotChecked::TargetAgreement,
+    NotChecked::ConvertedContent,
     NotChecked::Provenance,
     NotChecked::ForwardPass,
     NotChecked::FilesBesideTheGguf,

@@ -749,6 +749,18 @@ fn run(arm: &GgufArm) -> Result<(), String> {
         if text.contains("config.json") || text.contains("--manifest") {
             return Err(format!("a NOT CHECKED line misleads:\n{text}"));
         }
+        // Only --source tells the raw ids from the ids plus one: without it, a line says so.
+        let line = text
+            .lines()
+            .find(|l| l.contains("whether these are the right weights"));
+        if !line.is_some_and(|l| {
+            l.contains("the HF ids plus one or the raw ids")
+                && l.contains("(give --source DIR, the Hugging Face folder it was converted from")
+        }) {
+            return Err(format!(
+                "no NOT CHECKED line names --source for the weights and ids:\n{text}"
+            ));
+        }
         // The architecture is read from a header read whole: whatever it names, the file parsed,
         // and container.parses says so rather than "not run".
         let read_architecture = report
