@@ -1081,7 +1081,7 @@ pub fn mask_check(id: &str, mask: u64, bound: &str, tokens: &Tokens) -> Check {
 
 /// A token's text as a message shows it: quoted, escaped (one line, no control characters), and cut
 /// at 64 characters, saying how long it was.
-fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     let escaped = crate::escape::escape(text);
     let n = escaped.chars().count();
     if n <= 64 {

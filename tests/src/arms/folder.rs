@@ -373,13 +373,15 @@ fn run(arm: &FolderArm) -> Result<(), String> {
     judge(Form::Safetensors, arm.owed, result)
 }
 
-/// What the gate said of a draft in `form`, against what it owes it: six checks whatever the damage.
+/// What the gate said of a draft in `form`, against what it owes it: six checks whatever the damage
+/// (a GGUF's seven: its mask's type is `config.mask_token`'s).
 pub(crate) fn judge(
     form: Form,
     owed: Owed,
     result: Result<Report, dflash_gate::PackageError>,
 ) -> Result<(), String> {
-    judge_counted(form, owed, result, 6)
+    let count = if form == Form::Gguf { 7 } else { 6 };
+    judge_counted(form, owed, result, count)
 }
 
 /// [`judge`] for a report of `count` checks (a form's six and the steps its options add).

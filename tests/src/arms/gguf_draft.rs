@@ -37,6 +37,7 @@ const fn arm(name: &'static str, bend: fn(&mut GgufFile), owed: Owed) -> GgufArm
 
 const IS_DFLASH: &str = CheckId::CONFIG_IS_DFLASH;
 const GEOMETRY: &str = CheckId::CONFIG_GEOMETRY;
+const MASK_TOKEN: &str = CheckId::CONFIG_MASK_TOKEN;
 const PARSES: &str = CheckId::CONTAINER_PARSES;
 const COMPLETE: &str = CheckId::INVENTORY_COMPLETE;
 const EXPLAINED: &str = CheckId::INVENTORY_EXPLAINED;
@@ -537,7 +538,29 @@ const ARMS: &[GgufArm] = &[
             assert!(f.remove("tokenizer.ggml.token_type"));
             f.i32_array("tokenizer.ggml.token_type", &[1; 1000]);
         },
-        fail(GEOMETRY, &["mask token id 999", "NORMAL (1)"]),
+        // llama.cpp builds and loads it: the mask rule refuses it, and the inventory still runs.
+        fail(
+            MASK_TOKEN,
+            &["tokenizer.ggml.mask_token_id 999 is the NORMAL (1) token \"tok999\" of tokenizer.ggml.tokens"],
+        ),
+    ),
+    arm(
+        "gguf_draft::pass::mask_is_a_control_token",
+        as_is,
+        Owed::PassSaying {
+            check: MASK_TOKEN,
+            mentions: &["tokenizer.ggml.mask_token_id 999 is the CONTROL (3) token \"tok999\" of tokenizer.ggml.tokens"],
+        },
+    ),
+    arm(
+        "gguf_draft::control::mask_type_unstated",
+        |f| assert!(f.remove("tokenizer.ggml.token_type")),
+        Owed::Refused {
+            check: MASK_TOKEN,
+            outcome: Outcome::Undecided,
+            mentions: &["cannot decide whether tokenizer.ggml.mask_token_id 999 is a special token: the GGUF states no tokenizer.ggml.token_type"],
+            also: &[],
+        },
     ),
     arm(
         "gguf_draft::control::mask_beyond_the_vocabulary",

@@ -534,7 +534,7 @@ fn run(arm: &SourceArm) -> Result<(), String> {
             ));
         }
     }
-    judge_counted(Form::Gguf, arm.owed, result, 10)
+    judge_counted(Form::Gguf, arm.owed, result, 11)
 }
 
 /// The arm's GGUF draft and the folder it was written from, in a directory of their own (kept while
