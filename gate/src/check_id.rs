@@ -10,6 +10,7 @@ pub struct CheckId;
 impl CheckId {
     pub const CONFIG_IS_DFLASH: &'static str = "config.is_dflash";
     pub const CONFIG_GEOMETRY: &'static str = "config.geometry";
+    pub const CONFIG_MASK_TOKEN: &'static str = "config.mask_token";
     pub const CONTAINER_PARSES: &'static str = "container.parses";
     pub const PROJECTIONS_PRESENT: &'static str = "projections.present";
     pub const PROJECTIONS_TILE_GRID: &'static str = "projections.tile_grid";
@@ -49,9 +50,10 @@ impl CheckId {
     pub const SOURCE_Q4_1: &'static str = "source.q4_1";
 
     /// Every id, in report order (a package, then `--target`, `--manifest`, `--source`).
-    pub const ALL: [&'static str; 39] = [
+    pub const ALL: [&'static str; 40] = [
         CheckId::CONFIG_IS_DFLASH,
         CheckId::CONFIG_GEOMETRY,
+        CheckId::CONFIG_MASK_TOKEN,
         CheckId::CONTAINER_PARSES,
         CheckId::PROJECTIONS_PRESENT,
         CheckId::PROJECTIONS_TILE_GRID,

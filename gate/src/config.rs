@@ -155,6 +155,9 @@ pub struct DraftConfig {
     /// MiMo's attention sinks: true, every layer holds `self_attn.attention_sink_bias`
     /// `[num_attention_heads]`; false or absent, none does.
     pub attention_sink_bias: Field<Option<bool>>,
+    /// The draft's own `bos_token_id`, `eos_token_id` and `pad_token_id` as config.json states them
+    /// (an object of just those keys): the mask must be none of them, in every form.
+    pub own_token_ids: Value,
     /// The scheme `quantization_config` names (`quant_method`, else `format`), when it is there:
     /// packed integers are not weights to read as floats.
     pub quantization: Option<String>,
@@ -268,6 +271,12 @@ impl DraftConfig {
                 taps,
             ),
             attention_sink_bias: optional(nested("attention_sink_bias"), boolean),
+            own_token_ids: Value::Object(
+                ["bos_token_id", "eos_token_id", "pad_token_id"]
+                    .iter()
+                    .filter_map(|k| Some(((*k).to_owned(), top.get(*k)?.clone())))
+                    .collect(),
+            ),
             quantization: quantization(top),
             hidden_size,
             num_attention_heads,

@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 #[non_exhaustive]
 pub enum Evidence {
     ConfigGeometry(ConfigGeometry),
+    ConfigMaskToken(ConfigMaskToken),
     ContainerParses(ContainerParses),
     ProjectionsPresent(ProjectionsPresent),
     ProjectionsTileGrid(ProjectionsTileGrid),
@@ -68,6 +69,7 @@ macro_rules! evidence {
 
 evidence!(
     ConfigGeometry,
+    ConfigMaskToken,
     ContainerParses,
     ProjectionsPresent,
     ProjectionsTileGrid,
@@ -376,6 +378,15 @@ pub struct TargetVocab {
     pub draft_vocab_size: Option<u64>,
     pub tables_read: Vec<&'static str>,
     pub problems: Vec<Finding>,
+}
+
+/// `config.mask_token` (a GGUF draft): its mask id, and that token's type in
+/// `tokenizer.ggml.token_type` (llama.cpp's `llama_token_type`; null when the file states none).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ConfigMaskToken {
+    pub mask_token_id: u64,
+    pub token_type: Option<i32>,
 }
 
 /// `target.mask_token`, once both numbers are known: the draft's mask token, the vocabulary size it

@@ -672,6 +672,29 @@ impl Gguf {
             .collect()
     }
 
+    /// What is wrong with [`TOKEN_TYPE_KEY`] beside [`TOKENS_KEY`]: llama.cpp's vocabulary loader
+    /// reads both by token id, checking neither the types' element type nor their length, so an
+    /// array of another type than I32 is read as i32s and one shorter than the tokens is read past
+    /// its end. `None` when the two agree, or either is absent.
+    pub fn token_types_fault(&self) -> Option<String> {
+        let tokens = self.token_count()?;
+        let at = usize::try_from(self.header.token_types?).ok()?;
+        let bytes = self.bytes.as_slice();
+        let word = |from: usize, n: usize| bytes.get(from..from.checked_add(n)?);
+        let element = u32::from_le_bytes(word(at, 4)?.try_into().ok()?);
+        let count = u64::from_le_bytes(word(at.checked_add(4)?, 8)?.try_into().ok()?);
+        match ValueType::from_id(element) {
+            Some(ValueType::I32) if count >= tokens => None,
+            Some(ValueType::I32) => Some(format!(
+                "{TOKEN_TYPE_KEY} holds {count} types (i32), fewer than the {tokens} tokens of {TOKENS_KEY}: llama.cpp reads a type for every token, past the array's end"
+            )),
+            ty => Some(format!(
+                "{TOKEN_TYPE_KEY} is an array of {count} {}, not i32 (beside the {tokens} tokens of {TOKENS_KEY}): llama.cpp reads each token's type from it as an i32",
+                ty.map_or("elements of an unknown type", ValueType::name)
+            )),
+        }
+    }
+
     /// The file still has its size and modification time at open, and no mapped page was lost.
     pub fn unchanged(&self) -> Result<(), PackageError> {
         Ok(self.bytes.unchanged()?)

@@ -379,7 +379,15 @@ fn gate_gguf(
                 gguf_source::checks(g, checkpoint).map_err(|p| PackageError::internal(path, p))?
             }
         };
-        answered(&mut evaluation.report, "--source", checks, &[]);
+        // The weights and the ids, once every comparison decided (source.config holds the ids).
+        let decided = checks.iter().any(|c| {
+            c.id() == crate::source::CONFIG && c.outcome() != crate::report::Outcome::Undecided
+        });
+        let answers = match crate::source::answered(&checks).contains(&NotChecked::Content) {
+            true if decided => &[NotChecked::ConvertedContent][..],
+            _ => &[],
+        };
+        answered(&mut evaluation.report, "--source", checks, answers);
         checkpoint
             .unchanged()
             .map_err(|e| e.under_option("--source"))?;

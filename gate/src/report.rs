@@ -467,6 +467,10 @@ pub enum NotChecked {
     TargetAgreement,
     /// Whether these are the right weights, element by element (`--source`).
     Content,
+    /// Whether a GGUF draft holds the weights, and the layer ids, of the folder it was converted
+    /// from (`--source`): only that comparison tells `dflash.target_layers` holding the raw ids from
+    /// the ids plus one llama.cpp reads.
+    ConvertedContent,
     /// Whether a Hugging Face folder holds the weights its publisher trained: it is the form others are
     /// converted from, so nothing compares it element by element.
     PublishedContent,
@@ -510,7 +514,9 @@ impl NotChecked {
     pub fn option(self) -> Option<&'static str> {
         match self {
             NotChecked::TargetAgreement => Some("--target"),
-            NotChecked::Content | NotChecked::RealGroupCodes => Some("--source"),
+            NotChecked::Content | NotChecked::ConvertedContent | NotChecked::RealGroupCodes => {
+                Some("--source")
+            }
             NotChecked::Provenance => Some("--manifest"),
             NotChecked::PublishedContent
             | NotChecked::ForwardPass
@@ -524,6 +530,7 @@ impl NotChecked {
         match self {
             NotChecked::TargetAgreement => "vocabulary and tokenizer agreement with the target, and the target's depth",
             NotChecked::Content => "whether these are the right weights: a grid in another tile or nibble order, or another layer's matrix, has the same form",
+            NotChecked::ConvertedContent => "whether these are the right weights, and whether dflash.target_layers holds the HF ids plus one or the raw ids: other weights, or the raw ids, have the same form",
             NotChecked::PublishedContent => "whether these are the weights the publisher trained: a Hugging Face folder is the form others are converted from, so no --source compares it (--manifest pins its bytes, not their training)",
             NotChecked::Provenance => "whether these are the publisher's files, byte for byte: provenance",
             NotChecked::ForwardPass => "whether the draft's forward pass is correct: the gate reads bytes, it runs no model",
@@ -538,6 +545,7 @@ impl NotChecked {
         match self {
             NotChecked::TargetAgreement => Some("give --target DIR"),
             NotChecked::Content => Some("give --source PATH to compare every element with the checkpoint or the GGUF it was converted from"),
+            NotChecked::ConvertedContent => Some("give --source DIR, the Hugging Face folder it was converted from, to compare every tensor and the ids with it"),
             NotChecked::PublishedContent => None,
             NotChecked::Provenance => Some("give --manifest to verify MANIFEST.sha256"),
             NotChecked::ForwardPass => None,

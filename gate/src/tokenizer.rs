@@ -212,7 +212,7 @@ fn json_file(
 /// The live ids an object states (`bos_token_id`, `eos_token_id` as an integer or a list,
 /// `pad_token_id`). Null is none; a negative integer is no token (some configs write -1 for "none");
 /// anything else that is not a non-negative integer is unusable, named.
-fn live_ids(object: &Value, file: &str, tokens: &mut Tokens) {
+pub(crate) fn live_ids(object: &Value, file: &str, tokens: &mut Tokens) {
     for (role, key) in ID_KEYS {
         let Some(v) = object.get(key).filter(|v| !v.is_null()) else {
             continue;
@@ -354,6 +354,7 @@ impl Vocabulary {
                 let mut found = Found::new(Want {
                     text_of: Some(id),
                     ids_of: &[],
+                    texts_of: &[],
                 });
                 // The scan stops, as an error, at the token sought.
                 let _ = scan_all(bytes, &mut found);
@@ -372,6 +373,8 @@ impl Vocabulary {
 struct Want<'w> {
     text_of: Option<u64>,
     ids_of: &'w [String],
+    /// Ids (sorted) whose `model.vocab` texts are all kept, in [`Found::texts`].
+    texts_of: &'w [u64],
 }
 
 /// What a scan of tokenizer.json found.
@@ -386,6 +389,11 @@ struct Found<'w> {
     added: Vec<Added>,
     text: Option<String>,
     ids: Vec<Option<u64>>,
+    /// Every id of `model.vocab`, in file order (not kept by a scan for texts).
+    vocab_ids: Vec<u64>,
+    /// The (id, text) entries of `model.vocab` for [`Want::texts_of`], in file order: at most one
+    /// more than the ids sought.
+    texts: Vec<(u64, String)>,
     /// When set, the keys of `model.vocab` are only hashed here, for the caller to compare.
     keys: Option<(Keyed, Vec<u64>)>,
 }
@@ -402,6 +410,8 @@ impl<'w> Found<'w> {
             count: 0,
             added: Vec::new(),
             text: None,
+            vocab_ids: Vec::new(),
+            texts: Vec::new(),
             keys: None,
         }
     }
@@ -412,6 +422,13 @@ impl<'w> Found<'w> {
         self.count = self.count.max(id.saturating_add(1));
         if self.want.text_of == Some(id) && self.text.is_none() {
             self.text = Some(text.to_owned());
+        }
+        if self.want.text_of.is_none() && self.want.texts_of.is_empty() {
+            self.vocab_ids.push(id);
+        } else if self.want.texts_of.binary_search(&id).is_ok()
+            && self.texts.len() <= self.want.texts_of.len()
+        {
+            self.texts.push((id, text.to_owned()));
         }
         for (i, w) in self.want.ids_of.iter().enumerate() {
             if w == text && self.ids[i].is_none() {
@@ -474,6 +491,7 @@ fn parse_tokenizer(
         let mut found = Found::new(Want {
             text_of: None,
             ids_of: wanted,
+            texts_of: &[],
         });
         found.keys = keys.map(|keyed| (keyed, Vec::new()));
         let parsed = scan_all(&bytes, &mut found);
@@ -501,6 +519,9 @@ fn parse_tokenizer(
     if !found.has_added {
         return Err(not("it has no added_tokens".to_owned()));
     }
+    if let Some(why) = listed_twice(&bytes, &mut found) {
+        return Err(not(why));
+    }
     let mut ids = found.ids;
     for (i, w) in wanted.iter().enumerate() {
         if let Some(a) = found.added.iter().find(|a| &a.content == w) {
@@ -521,6 +542,74 @@ fn parse_tokenizer(
         },
         ids,
     ))
+}
+
+/// An id the tokenizer gives two texts: twice in `model.vocab`, twice in `added_tokens`, or in both
+/// with another text (an added token repeating its vocabulary entry, same id and same text, is what
+/// tokenizers write). Which text such an id means depends on which entry a reader meets first, so
+/// the mask rule could answer on either. `found` is a whole scan of `bytes`; the texts of the ids
+/// concerned are found by one more scan, only when the two lists share an id.
+fn listed_twice(bytes: &[u8], found: &mut Found<'_>) -> Option<String> {
+    let mut ids = std::mem::take(&mut found.vocab_ids);
+    ids.sort_unstable();
+    let twice = ids.windows(2).find(|w| w[0] == w[1]).map(|w| w[0]);
+    let mut by_id: Vec<&Added> = found.added.iter().collect();
+    by_id.sort_by_key(|a| a.id);
+    if let Some(w) = by_id
+        .windows(2)
+        .find(|w| w[0].id == w[1].id && w[0].content != w[1].content)
+    {
+        return Some(format!(
+            "added_tokens lists id {} twice, as {} and as {}: which text the id means depends on the reader",
+            w[0].id,
+            quoted(&w[0].content),
+            quoted(&w[1].content)
+        ));
+    }
+    let mut sought: Vec<u64> = match twice {
+        Some(id) => vec![id],
+        None => by_id
+            .iter()
+            .map(|a| a.id)
+            .filter(|id| ids.binary_search(id).is_ok())
+            .collect(),
+    };
+    sought.dedup();
+    if sought.is_empty() {
+        return None;
+    }
+    let mut texts = Found::new(Want {
+        text_of: None,
+        ids_of: &[],
+        texts_of: &sought,
+    });
+    // The bytes were read whole and found valid: this scan fails only where the first did not.
+    let _ = scan_all(bytes, &mut texts);
+    if let Some(id) = twice {
+        let mut of = texts
+            .texts
+            .iter()
+            .filter(|(i, _)| *i == id)
+            .map(|(_, t)| quoted(t));
+        let (first, second) = (of.next()?, of.next()?);
+        return Some(format!(
+            "model.vocab lists id {id} twice, as {first} and as {second}: which text the id means depends on the reader"
+        ));
+    }
+    let mut vocab = texts.texts;
+    vocab.sort_unstable_by_key(|(id, _)| *id);
+    found.added.iter().find_map(|a| {
+        let at = vocab.binary_search_by_key(&a.id, |(id, _)| *id).ok()?;
+        let text = &vocab[at].1;
+        (*text != a.content).then(|| {
+            format!(
+                "id {} is {} in model.vocab and {} in added_tokens: which text the id means depends on the reader",
+                a.id,
+                quoted(text),
+                quoted(&a.content)
+            )
+        })
+    })
 }
 
 /// The keys of one object seen so far, borrowed from the input (a key is copied only when it has
@@ -857,7 +946,7 @@ impl<'de> Visitor<'de> for Vocab<'_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         // A scan for one token's text reads bytes already read whole and found valid: it neither
         // checks keys again nor goes on past the token.
-        let rescan = self.found.want.text_of.is_some();
+        let rescan = self.found.want.text_of.is_some() || !self.found.want.texts_of.is_empty();
         let mut seen = no_keys();
         loop {
             let k = if rescan {
@@ -992,7 +1081,7 @@ pub fn mask_check(id: &str, mask: u64, bound: &str, tokens: &Tokens) -> Check {
 
 /// A token's text as a message shows it: quoted, escaped (one line, no control characters), and cut
 /// at 64 characters, saying how long it was.
-fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     let escaped = crate::escape::escape(text);
     let n = escaped.chars().count();
     if n <= 64 {
@@ -1143,6 +1232,28 @@ mod tests {
         )
         .unwrap();
         assert_eq!(v.count, u64::MAX);
+    }
+
+    #[test]
+    fn an_id_is_one_text() {
+        // An added token repeating its vocabulary entry, as real tokenizers write them, is one text.
+        let v = parsed(tokenizer(10, &[(3, "t3", true), (10, "<x>", true)])).unwrap();
+        assert_eq!((v.count, v.model_entries, v.added.len()), (11, 10, 2));
+        refused(
+            &tokenizer(10, &[(3, "<|MASK|>", true)]),
+            "id 3 is \"t3\" in model.vocab and \"<|MASK|>\" in added_tokens",
+        );
+        refused(
+            br#"{"added_tokens": [], "model": {"vocab": {"a": 0, "b": 7, "c": 7}}}"#,
+            "model.vocab lists id 7 twice, as \"b\" and as \"c\"",
+        );
+        refused(
+            br#"{"added_tokens": [{"id": 4, "content": "<a>"}, {"id": 4, "content": "<b>"}], "model": {"vocab": {}}}"#,
+            "added_tokens lists id 4 twice, as \"<a>\" and as \"<b>\"",
+        );
+        // The same added token twice is one text.
+        let twice = br#"{"added_tokens": [{"id": 4, "content": "<a>"}, {"id": 4, "content": "<a>"}], "model": {"vocab": {}}}"#;
+        assert!(parsed(twice.to_vec()).is_ok());
     }
 
     fn tokens(bytes: Vec<u8>, live: &[(&'static str, u64, &str)]) -> Tokens {

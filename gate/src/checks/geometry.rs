@@ -12,7 +12,8 @@ pub fn blocked_by_field(id: &str, problem: &FieldProblem) -> Check {
 }
 
 /// `config.geometry`: required fields present and typed, positive, taps increasing and below
-/// `num_target_layers`, heads a multiple of kv heads, mask token inside the vocabulary.
+/// `num_target_layers`, heads a multiple of kv heads, mask token inside the vocabulary and none of
+/// the bos, eos and pad ids the config (`json`, the same config.json) states.
 pub fn check_geometry(c: &DraftConfig) -> Check {
     geometry(c, false)
 }
@@ -102,6 +103,21 @@ fn geometry(c: &DraftConfig, config_only: bool) -> Check {
             note(Err(invalid(
                 "mask_token_id",
                 format!("{mask} is not below vocab_size {vocab}"),
+            )));
+        }
+    }
+    if let Ok(Some(mask)) = c.mask_token_id {
+        // As a GGUF draft's own tokenizer ids are held: the mask is a token of its own, whatever
+        // form the draft is in and whether or not its target is given.
+        let mut own = crate::tokenizer::Tokens::default();
+        crate::tokenizer::live_ids(&c.own_token_ids, "config.json", &mut own);
+        if let Some(l) = own.live.iter().find(|l| l.id == mask) {
+            note(Err(invalid(
+                "mask_token_id",
+                format!(
+                    "{mask} is the draft's own {} token ({}): the mask must be a token of its own",
+                    l.role, l.from
+                ),
             )));
         }
     }

@@ -5,7 +5,8 @@
 //! rules): a file it refuses is this draft's `container.parses` FAIL, and every check that needs what
 //! it holds is listed, blocked by it. The checks carry the folder's ids, so a report reads the same
 //! whatever the form: `config.is_dflash` (the architecture), `config.geometry` (the metadata keys the
-//! graph is built from), `inventory.complete` and `inventory.explained` (the tensors llama.cpp creates
+//! graph is built from), `config.mask_token` (the mask id a special token of the tokenizer the file
+//! carries), `inventory.complete` and `inventory.explained` (the tensors llama.cpp creates
 //! for that metadata, each of its `ne` shape, and nothing else: its loader refuses a file with a
 //! tensor missing, misshapen or left over), `bf16.finite` (every float value and every block scale
 //! finite).
@@ -16,11 +17,15 @@ use crate::container::shape_text;
 use crate::error::PackageError;
 use crate::escape::escape;
 use crate::evaluation::Evaluation;
+use crate::evidence::ConfigMaskToken;
 use crate::form::Form;
 use crate::gguf::{self as blocks, Gguf, Header, TensorInfo, Value, ValueType};
 use crate::limits::{MAX_CENSUS_TENSORS, MAX_VOCAB};
 use crate::report::{Check, FileCensus, NotChecked, Report, TensorCensus};
 use std::path::Path;
+
+/// The mask rule's check for a GGUF draft: its mask id's type in the tokenizer it carries.
+const MASK_TOKEN: &str = crate::check_id::CheckId::CONFIG_MASK_TOKEN;
 
 /// The architecture upstream llama.cpp builds a DFlash draft's graph for.
 pub const ARCHITECTURE: &str = "dflash";
@@ -48,9 +53,10 @@ fn fork_of(dialect: &str) -> &'static str {
 }
 
 /// What a GGUF draft's checks leave open. `--manifest` is refused for this form, so its line says so
-/// rather than pointing at it; `--target` answers the first when it is given.
-const NOT_CHECKED: [NotChecked; 4] = [
+/// rather than pointing at it; `--target` answers the first when it is given, `--source` the second.
+const NOT_CHECKED: [NotChecked; 5] = [
     NotChecked::TargetAgreement,
+    NotChecked::ConvertedContent,
     NotChecked::Provenance,
     NotChecked::ForwardPass,
     NotChecked::FilesBesideTheGguf,
@@ -95,6 +101,9 @@ pub fn evaluation(
             report
                 .checks
                 .push(Check::blocked(GEOMETRY, PARSES, blocked));
+            report
+                .checks
+                .push(Check::blocked(MASK_TOKEN, PARSES, blocked));
             report.checks.push(Check::fail(
                 PARSES,
                 format!("the GGUF does not parse: {why}"),
@@ -124,16 +133,25 @@ pub fn evaluation(
             parses(header),
             "not run: the GGUF holds no draft upstream llama.cpp loads as one",
         );
+        report.checks.push(Check::blocked(
+            MASK_TOKEN,
+            IS_DFLASH,
+            "not run: the GGUF holds no draft upstream llama.cpp loads as one",
+        ));
         return Ok((evaluation, Some(gguf)));
     }
     report.census.family = Some("dflash");
     let meta = read_meta(header, ARCHITECTURE).and_then(|m| {
-        match token_count(&gguf, &m).or_else(|| mask_token(&gguf, &m)) {
+        match token_count(&gguf, &m)
+            .or_else(|| gguf.token_types_fault())
+            .or_else(|| mask_token(&gguf, &m))
+        {
             Some(problem) => Err(vec![problem]),
             None => Ok(m),
         }
     });
     report.checks.push(geometry_check(&meta));
+    report.checks.push(mask_type(&gguf, &meta));
     report.checks.push(parses(header));
     census(report, &gguf, path);
     match &meta {
@@ -478,14 +496,10 @@ fn token_count(gguf: &Gguf, meta: &Meta) -> Option<String> {
     })
 }
 
-/// The vocabulary rule: the mask id is none of the tokenizer's special tokens, and (when the file
-/// carries `tokenizer.ggml.token_type`) a token of the vocabulary whose type is CONTROL, USER_DEFINED
-/// or UNUSED: a NORMAL token is text the target writes, so the draft's mask would read as it.
+/// The vocabulary rule's part the graph needs: the mask id is none of the tokenizer's special tokens,
+/// and (when the file carries `tokenizer.ggml.token_type`) a token of the vocabulary. Its type is
+/// [`mask_type`]'s.
 fn mask_token(gguf: &Gguf, meta: &Meta) -> Option<String> {
-    // llama.cpp's `llama_token_type`.
-    const CONTROL: i32 = 3;
-    const USER_DEFINED: i32 = 4;
-    const UNUSED: i32 = 5;
     let mask = meta.mask_token_id;
     for key in &crate::gguf::KEPT_TOKENIZER_KEYS[1..] {
         if let Some(Value::Integer(i)) = gguf.header.get(key).map(|k| &k.value) {
@@ -497,22 +511,68 @@ fn mask_token(gguf: &Gguf, meta: &Meta) -> Option<String> {
         }
     }
     let key = crate::gguf::TOKEN_TYPE_KEY;
-    match gguf.token_type(mask)? {
-        (count, None) => Some(format!(
-            "the mask token id {mask} is not a token of the vocabulary ({key} holds {count})"
-        )),
-        (_, Some(CONTROL | USER_DEFINED | UNUSED)) => None,
-        (_, Some(ty)) => Some(format!(
-            "the mask token id {mask} is a {} token in {key}, not CONTROL, USER_DEFINED or UNUSED",
-            match ty {
-                0 => "UNDEFINED (0)".to_owned(),
-                1 => "NORMAL (1)".to_owned(),
-                2 => "UNKNOWN (2)".to_owned(),
-                6 => "BYTE (6)".to_owned(),
-                other => format!("type {other}"),
-            }
-        )),
+    let (count, ty) = gguf.token_type(mask)?;
+    ty.is_none().then(|| {
+        format!("the mask token id {mask} is not a token of the vocabulary ({key} holds {count})")
+    })
+}
+
+/// `config.mask_token`: the mask id is a special token of the tokenizer the GGUF carries (its
+/// target's), typed CONTROL, USER_DEFINED or UNUSED in `tokenizer.ggml.token_type`. A NORMAL token
+/// is text the target writes, so the draft's mask would read as it: the mask rule's refusal, not the
+/// geometry's (llama.cpp builds and loads such a draft all the same).
+fn mask_type(gguf: &Gguf, meta: &Result<Meta, Vec<String>>) -> Check {
+    // llama.cpp's `llama_token_type`.
+    const CONTROL: i32 = 3;
+    const USER_DEFINED: i32 = 4;
+    const UNUSED: i32 = 5;
+    let Ok(meta) = meta else {
+        return Check::blocked(
+            MASK_TOKEN,
+            GEOMETRY,
+            "not run: the mask id is read with the metadata config.geometry refused",
+        );
+    };
+    let (mask, at) = (meta.mask_token_id, &meta.mask_key);
+    let key = crate::gguf::TOKEN_TYPE_KEY;
+    let evidence = |token_type| ConfigMaskToken {
+        mask_token_id: mask,
+        token_type,
+    };
+    let Some((_, Some(ty))) = gguf.token_type(mask) else {
+        return Check::undecided(
+            MASK_TOKEN,
+            format!("cannot decide whether {at} {mask} is a special token: the GGUF states no {key} (an array of i32)"),
+        )
+        .with_evidence(evidence(None));
+    };
+    let text = gguf
+        .token_texts()
+        .and_then(|texts| texts.into_iter().nth(usize::try_from(mask).ok()?))
+        .map(|t| format!(" {}", crate::tokenizer::quoted(&t)))
+        .unwrap_or_default();
+    let kind = match ty {
+        0 => "UNDEFINED (0)".to_owned(),
+        1 => "NORMAL (1)".to_owned(),
+        2 => "UNKNOWN (2)".to_owned(),
+        CONTROL => "CONTROL (3)".to_owned(),
+        USER_DEFINED => "USER_DEFINED (4)".to_owned(),
+        UNUSED => "UNUSED (5)".to_owned(),
+        6 => "BYTE (6)".to_owned(),
+        other => format!("type {other}"),
+    };
+    let tokens = crate::gguf::TOKENS_KEY;
+    match ty {
+        CONTROL | USER_DEFINED | UNUSED => Check::pass(
+            MASK_TOKEN,
+            format!("{at} {mask} is the {kind} token{text} of {tokens}: a special token of its own"),
+        ),
+        _ => Check::fail(
+            MASK_TOKEN,
+            format!("{at} {mask} is the {kind} token{text} of {tokens}, not CONTROL, USER_DEFINED or UNUSED in {key}: text the target writes, so the draft's mask would read as it"),
+        ),
     }
+    .with_evidence(evidence(Some(ty)))
 }
 
 /// `config.geometry` over the metadata.

@@ -67,7 +67,7 @@ pub fn read(path: &Path) -> Result<Target, PackageError> {
         )),
         None => Err(format!("the target GGUF holds no {TOKEN_EMBD}")),
     };
-    let target = Target {
+    let mut target = Target {
         hidden_size: count(header, &format!("{arch}.embedding_length")),
         num_hidden_layers: count(header, &format!("{arch}.block_count")),
         vocab_size,
@@ -97,6 +97,14 @@ pub fn read(path: &Path) -> Result<Target, PackageError> {
         rope: super::rope::of_gguf(header, &arch),
         weights_absent: false,
     };
+    if let Some(fault) = gguf.token_types_fault() {
+        // Read by id beside the tokens, as llama.cpp reads them: not a tokenizer to take the
+        // mask's type from.
+        target.tokens.vocabulary = Some(Err(crate::tokenizer::Problem {
+            message: format!("the target GGUF's {fault}"),
+            undecided: false,
+        }));
+    }
     gguf.unchanged()?;
     Ok(target)
 }

@@ -976,7 +976,7 @@ fn all_gates_a_draft_folder_and_names_its_form() {
     assert!(
         lines[2].starts_with("PASS")
             && lines[2].contains("/gguf ")
-            && lines[2].contains("[gguf] 6 of 6"),
+            && lines[2].contains("[gguf] 7 of 7"),
         "{text}"
     );
     assert!(

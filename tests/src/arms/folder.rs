@@ -243,6 +243,15 @@ const ARMS: &[FolderArm] = &[
         fail(GEOMETRY, &["mask_token_id", "required"]),
     ),
     arm(
+        // The config's own eos ids (a list, as Qwen3's generation config writes them) hold the mask.
+        "folder::control::mask_is_the_drafts_own_eos",
+        |d| config(d, |c| c["eos_token_id"] = json!([2, 999])),
+        fail(
+            GEOMETRY,
+            &["mask_token_id 999 is the draft's own eos token (eos_token_id in config.json)"],
+        ),
+    ),
+    arm(
         "folder::control::block_size_one",
         |d| config(d, |c| c["block_size"] = json!(1)),
         fail(GEOMETRY, &["block_size", "is 1"]),
@@ -415,13 +424,15 @@ fn run(arm: &FolderArm) -> Result<(), String> {
     judge(Form::Safetensors, arm.owed, result)
 }
 
-/// What the gate said of a draft in `form`, against what it owes it: six checks whatever the damage.
+/// What the gate said of a draft in `form`, against what it owes it: six checks whatever the damage
+/// (a GGUF's seven: its mask's type is `config.mask_token`'s).
 pub(crate) fn judge(
     form: Form,
     owed: Owed,
     result: Result<Report, dflash_gate::PackageError>,
 ) -> Result<(), String> {
-    judge_counted(form, owed, result, 6)
+    let count = if form == Form::Gguf { 7 } else { 6 };
+    judge_counted(form, owed, result, count)
 }
 
 /// [`judge`] for a report of `count` checks (a form's six and the steps its options add).

@@ -37,6 +37,7 @@ const fn arm(name: &'static str, bend: fn(&mut GgufFile), owed: Owed) -> GgufArm
 
 const IS_DFLASH: &str = CheckId::CONFIG_IS_DFLASH;
 const GEOMETRY: &str = CheckId::CONFIG_GEOMETRY;
+const MASK_TOKEN: &str = CheckId::CONFIG_MASK_TOKEN;
 const PARSES: &str = CheckId::CONTAINER_PARSES;
 const COMPLETE: &str = CheckId::INVENTORY_COMPLETE;
 const EXPLAINED: &str = CheckId::INVENTORY_EXPLAINED;
@@ -571,15 +572,67 @@ const ARMS: &[GgufArm] = &[
             assert!(f.remove("tokenizer.ggml.token_type"));
             f.i32_array("tokenizer.ggml.token_type", &[1; 1000]);
         },
-        fail(GEOMETRY, &["mask token id 999", "NORMAL (1)"]),
+        // llama.cpp builds and loads it: the mask rule refuses it, and the inventory still runs.
+        fail(
+            MASK_TOKEN,
+            &["tokenizer.ggml.mask_token_id 999 is the NORMAL (1) token \"tok999\" of tokenizer.ggml.tokens"],
+        ),
+    ),
+    arm(
+        "gguf_draft::pass::mask_is_a_control_token",
+        as_is,
+        Owed::PassSaying {
+            check: MASK_TOKEN,
+            mentions: &["tokenizer.ggml.mask_token_id 999 is the CONTROL (3) token \"tok999\" of tokenizer.ggml.tokens"],
+        },
+    ),
+    arm(
+        "gguf_draft::control::mask_type_unstated",
+        |f| assert!(f.remove("tokenizer.ggml.token_type")),
+        Owed::Refused {
+            check: MASK_TOKEN,
+            outcome: Outcome::Undecided,
+            mentions: &["cannot decide whether tokenizer.ggml.mask_token_id 999 is a special token: the GGUF states no tokenizer.ggml.token_type"],
+            also: &[],
+        },
     ),
     arm(
         "gguf_draft::control::mask_beyond_the_vocabulary",
         |f| {
+            // Both lists cut to 900 tokens, so the mask is past them (and nothing else is wrong).
+            assert!(f.remove("tokenizer.ggml.token_type"));
+            f.i32_array("tokenizer.ggml.token_type", &[3; 900]);
+            let tokens: Vec<String> = (0..900).map(|i| format!("tok{i}")).collect();
+            assert!(f.remove("tokenizer.ggml.tokens"));
+            f.string_array("tokenizer.ggml.tokens", &tokens);
+        },
+        fail(GEOMETRY, &["mask token id 999", "not a token", "holds 900"]),
+    ),
+    arm(
+        "gguf_draft::control::token_types_shorter_than_tokens",
+        |f| {
             assert!(f.remove("tokenizer.ggml.token_type"));
             f.i32_array("tokenizer.ggml.token_type", &[3; 900]);
         },
-        fail(GEOMETRY, &["mask token id 999", "not a token", "holds 900"]),
+        fail(
+            GEOMETRY,
+            &["tokenizer.ggml.token_type holds 900 types (i32), fewer than the 1000 tokens of tokenizer.ggml.tokens"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::token_types_of_f32",
+        |f| {
+            let mut value = 6u32.to_le_bytes().to_vec();
+            value.extend_from_slice(&1000u64.to_le_bytes());
+            for _ in 0..1000 {
+                value.extend_from_slice(&3.0f32.to_le_bytes());
+            }
+            assert!(f.replace("tokenizer.ggml.token_type", 9, &value));
+        },
+        fail(
+            GEOMETRY,
+            &["tokenizer.ggml.token_type is an array of 1000 f32, not i32 (beside the 1000 tokens of tokenizer.ggml.tokens)"],
+        ),
     ),
     arm(
         "gguf_draft::control::mask_is_the_eos_token",
@@ -760,6 +813,18 @@ fn run(arm: &GgufArm) -> Result<(), String> {
         let text = report.not_checked_text().join("\n");
         if text.contains("config.json") || text.contains("--manifest") {
             return Err(format!("a NOT CHECKED line misleads:\n{text}"));
+        }
+        // Only --source tells the raw ids from the ids plus one: without it, a line says so.
+        let line = text
+            .lines()
+            .find(|l| l.contains("whether these are the right weights"));
+        if !line.is_some_and(|l| {
+            l.contains("the HF ids plus one or the raw ids")
+                && l.contains("(give --source DIR, the Hugging Face folder it was converted from")
+        }) {
+            return Err(format!(
+                "no NOT CHECKED line names --source for the weights and ids:\n{text}"
+            ));
         }
         // The architecture is read from a header read whole: whatever it names, the file parsed,
         // and container.parses says so rather than "not run".

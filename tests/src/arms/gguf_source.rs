@@ -307,6 +307,7 @@ const ARMS: &[SourceArm] = &[
                 ],
                 also: &[
                     CheckId::CONFIG_GEOMETRY,
+                    CheckId::CONFIG_MASK_TOKEN,
                     CheckId::INVENTORY_COMPLETE,
                     CheckId::INVENTORY_EXPLAINED,
                 ],
@@ -326,6 +327,7 @@ const ARMS: &[SourceArm] = &[
                 ],
                 also: &[
                     CheckId::CONFIG_GEOMETRY,
+                    CheckId::CONFIG_MASK_TOKEN,
                     CheckId::INVENTORY_COMPLETE,
                     CheckId::INVENTORY_EXPLAINED,
                 ],
@@ -566,8 +568,16 @@ fn run(arm: &SourceArm) -> Result<(), String> {
     let result = gate(&draft, &Options::default().with_source(named));
     if let Ok(report) = &result {
         crate::schema::validate(&report.to_json())?;
+        // --source was given: no line asks for it; once it passed, the right-weights line is gone.
+        let text = report.not_checked_text().join("\n");
+        let weights = text.contains("whether these are the right weights");
+        if text.contains("give --source") || matches!(arm.owed, Owed::Pass) && weights {
+            return Err(format!(
+                "a NOT CHECKED line misleads after --source:\n{text}"
+            ));
+        }
     }
-    judge_counted(Form::Gguf, arm.owed, result, 10)
+    judge_counted(Form::Gguf, arm.owed, result, 11)
 }
 
 /// The arm's GGUF draft and the folder it was written from, in a directory of their own (kept while

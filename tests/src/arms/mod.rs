@@ -255,6 +255,7 @@ pub fn all() -> Vec<Arm> {
         arm("control::infinite_minimum", Base::Small, infinite_minimum, fail("tiles.headers_sane", &["model.layers.0.self_attn.v_proj.weight", "tile 1", "minimum is not finite"])),
         arm("control::embedding_scale_mismatch", Base::Small, embedding_scale_mismatch, fail("scalars.embedding_scale", &["[16] vs [16.5]"])),
         arm("control::mask_token_mismatch", Base::Small, mask_token_mismatch, fail("scalars.mask_token_id", &["[999] vs [998]"])),
+        arm("control::mask_is_the_drafts_own_eos", Base::Small, mask_is_own_eos, fail("config.geometry", &["mask_token_id 999 is the draft's own eos token (eos_token_id in config.json)"])),
         arm("control::projection_absent", Base::Small, projection_absent, fail("projections.present", &["model.layers.1.mlp.down_proj.weight"])),
         arm("control::extra_layer_tensor", Base::Small, extra_layer, fail("inventory.explained", &["model.layers.2.self_attn.q_proj.weight", "layer 2"])),
         arm("control::config_scalar_in_header", Base::Small, config_scalar_in_header, fail("container.parses", &["\"block_size\"", "not a tensor entry"])),
@@ -820,6 +821,10 @@ fn embedding_scale_mismatch(s: &mut Scenario) {
 
 fn mask_token_mismatch(s: &mut Scenario) {
     s.config_mut().insert("mask_token_id".into(), json!(998));
+}
+
+fn mask_is_own_eos(s: &mut Scenario) {
+    s.config_mut().insert("eos_token_id".into(), json!(999));
 }
 
 fn projection_absent(s: &mut Scenario) {

@@ -175,6 +175,34 @@ pub fn trials() -> Vec<(&'static str, Trial)> {
                 &[("target.mask_token", Outcome::Fail, "\"t999\"")],
             )
         }),
+        ("target_forms::gguf_target_token_types_shorter", || {
+            expect(
+                against(gguf(|f| {
+                    f.remove("tokenizer.ggml.token_type");
+                    f.i32_array("tokenizer.ggml.token_type", &[3; 900]);
+                })),
+                &[
+                    ("target.tokenizer", Outcome::Fail, "the target GGUF's tokenizer.ggml.token_type holds 900 types (i32), fewer than the 1000 tokens of tokenizer.ggml.tokens"),
+                    ("target.mask_token", Outcome::Undecided, "tokenizer.ggml.token_type holds 900"),
+                ],
+            )
+        }),
+        ("target_forms::gguf_target_token_types_of_f32", || {
+            expect(
+                against(gguf(|f| {
+                    let mut value = 6u32.to_le_bytes().to_vec();
+                    value.extend_from_slice(&1000u64.to_le_bytes());
+                    for _ in 0..1000 {
+                        value.extend_from_slice(&1.0f32.to_le_bytes());
+                    }
+                    assert!(f.replace("tokenizer.ggml.token_type", 9, &value));
+                })),
+                &[
+                    ("target.tokenizer", Outcome::Fail, "the target GGUF's tokenizer.ggml.token_type is an array of 1000 f32, not i32"),
+                    ("target.mask_token", Outcome::Undecided, "not i32"),
+                ],
+            )
+        }),
         ("target_forms::gguf_target_mask_is_its_eos", || {
             expect(
                 against(gguf(|f| f.u32("tokenizer.ggml.eos_token_id", 999))),

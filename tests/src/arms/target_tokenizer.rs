@@ -268,6 +268,41 @@ pub fn trials() -> Vec<(&'static str, Trial)> {
                 "added_tokens[0].id is -1, not a token id",
             )
         }),
+        (
+            "target_tokenizer::added_token_repeating_its_vocab_entry",
+            || {
+                // As real tokenizers write their special tokens: the same id, the same text, in both lists.
+                expect(
+                |t| t.added_tokens.push((5, "t5".to_owned(), true)),
+                untouched,
+                TOKENIZER,
+                Outcome::Pass,
+                "holds 999 tokens (998 in its vocabulary, 2 added), within the target's vocab_size 1000",
+                &[],
+            )
+            },
+        ),
+        (
+            "target_tokenizer::hostile::id_in_vocab_and_added_with_another_text",
+            || {
+                let f =
+                    |t: &mut TargetPackage| t.added_tokens.push((5, "<|MASK|>".to_owned(), true));
+                expect(
+                    f,
+                    untouched,
+                    TOKENIZER,
+                    Outcome::Fail,
+                    "id 5 is \"t5\" in model.vocab and \"<|MASK|>\" in added_tokens",
+                    &[(MASK, Outcome::Undecided)],
+                )
+            },
+        ),
+        ("target_tokenizer::hostile::vocab_id_twice", || {
+            not_a_tokenizer(
+                r#"{"added_tokens": [], "model": {"vocab": {"a": 0, "b": 1, "c": 1}}}"#,
+                "model.vocab lists id 1 twice, as \"b\" and as \"c\"",
+            )
+        }),
         ("target_tokenizer::hostile::float_id", || {
             not_a_tokenizer(
                 r#"{"added_tokens": [], "model": {"vocab": {"a": 0, "b": 1.5}}}"#,
