@@ -453,7 +453,7 @@ pub struct SourceInventory {
     pub extra: Vec<String>,
     pub misshapen: Vec<String>,
     /// Only against a GGUF: tensors that could not be paired, since the second family's tensors
-    /// have no settled GGUF names.
+    /// are not compared against a GGUF yet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unpaired: Option<Vec<String>>,
 }

@@ -46,7 +46,7 @@ pub const MAGIC: &[u8; 4] = b"GGUF";
 pub const DEFAULT_ALIGNMENT: u64 = 32;
 
 /// The metadata keys section 12.2 compares, after the architecture's prefix (`{a}.`).
-pub const COMPARED_KEYS: [&str; 18] = [
+pub const COMPARED_KEYS: [&str; 22] = [
     "block_count",
     "embedding_length",
     "feed_forward_length",
@@ -65,6 +65,10 @@ pub const COMPARED_KEYS: [&str; 18] = [
     "mask_token_id",
     "target_hidden_size",
     "target_layers",
+    "conv_kernel_size",
+    "conv_group_size",
+    "selector_rank",
+    "selector_top_k",
 ];
 
 /// Whether a name is a GGUF file's by its extension (any case), as every reader that tells the form

@@ -82,6 +82,8 @@ pub struct Loader {
     pub held_to: &'static str,
     /// Where the shapes come from: `the config`, `the metadata`.
     pub source: &'static str,
+    /// What declares the family and its features: `config.json`, `the metadata`.
+    pub declares: &'static str,
     /// What follows a missing tensor, in parentheses.
     pub missing: &'static str,
     /// What follows a misshapen one (empty: nothing to add).
@@ -140,8 +142,9 @@ struct Expected {
     optional: bool,
     /// A codebook: the MLX loader reads it only without `.weight`.
     codebook: bool,
-    /// Sized by the vocabulary (an embedding table, an output head).
-    vocabulary: bool,
+    /// Sized by the vocabulary (an embedding table, an output head, a codebook): its other side,
+    /// when the config gives it, so that a form whose vocabulary is the target's holds that side.
+    vocabulary: Option<Field<u64>>,
 }
 
 /// Both checks, in report order.
@@ -165,7 +168,7 @@ pub fn run(
     let by_name: HashMap<&str, &Held<'_>> = held.iter().map(|t| (t.name, t)).collect();
     let no_rule = |_: &Held<'_>| Ok(());
     [
-        complete(loader, &geometry, &expected, &features_unread, &by_name),
+        complete(loader, &expected, &features_unread, &by_name),
         explained(
             config,
             spelling,
@@ -224,7 +227,12 @@ fn expected(
             optional: spec.switch == Switch::Optional
                 && !(role == Role::EmbedTokens && config.has_embed_tokens == Ok(Some(true))),
             codebook: matches!(role.kind(), Some(Kind::Selector(p)) if p.is_codebook()),
-            vocabulary: role == Role::EmbedTokens,
+            // The embedding table and the selector's codebooks have a row per token.
+            vocabulary: match role.kind() {
+                Some(Kind::EmbedTokens) => Some(geometry.hidden()),
+                Some(Kind::Selector(p)) if p.is_codebook() => Some(geometry.selector_rank()),
+                _ => None,
+            },
         })
         .collect();
     let own_head = config.has_own_lm_head == Ok(Some(true));
@@ -234,7 +242,7 @@ fn expected(
         shape: vocab_by_hidden(geometry),
         optional: !own_head,
         codebook: false,
-        vocabulary: true,
+        vocabulary: Some(geometry.hidden()),
     });
     if let Ok(Some(true)) = config.attention_bias {
         for layer in 0..layers {
@@ -254,7 +262,7 @@ fn expected(
                     shape: shape.map(|n| vec![n]),
                     optional: false,
                     codebook: false,
-                    vocabulary: false,
+                    vocabulary: None,
                 });
             }
         }
@@ -267,7 +275,7 @@ fn expected(
                 shape: geometry.heads().map(|n| vec![n]),
                 optional: false,
                 codebook: false,
-                vocabulary: false,
+                vocabulary: None,
             });
         }
     }
@@ -302,7 +310,6 @@ fn optional_present(present: usize, required: usize) -> String {
 /// `inventory.complete`.
 fn complete(
     loader: &Loader,
-    geometry: &Geometry<'_>,
     expected: &[Expected],
     features_unread: &[String],
     by_name: &HashMap<&str, &Held<'_>>,
@@ -341,11 +348,15 @@ fn complete(
             note(&mut problems, t.name, "element_type", why.clone());
             continue;
         }
-        let want = match (&e.shape, e.vocabulary && loader.vocabulary_of_the_target) {
+        let beside = e
+            .vocabulary
+            .clone()
+            .filter(|_| loader.vocabulary_of_the_target);
+        let want = match (&e.shape, beside) {
             (Ok(shape), _) if *shape == t.shape => continue,
             (Ok(shape), _) => loader.show(shape),
-            // The target's vocabulary: whatever it is, the hidden side must be the draft's.
-            (Err(p), true) => match geometry.hidden() {
+            // The target's vocabulary: whatever it is, the other side must be the draft's.
+            (Err(p), Some(other)) => match other {
                 Ok(h) if t.shape.len() == 2 && t.shape[1] == h => continue,
                 Ok(h) if loader.reversed => format!("[{h}, vocab]"),
                 Ok(h) => format!("[vocab, {h}]"),
@@ -354,7 +365,7 @@ fn complete(
                     continue;
                 }
             },
-            (Err(p), false) => {
+            (Err(p), None) => {
                 undecided.push(format!("{}: {}", escape(t.name), p.needs()));
                 continue;
             }
@@ -574,8 +585,8 @@ fn judge(
         Verdict::Unexplained(
             "second_family",
             Some(format!(
-                "a second-family (DFlash2) {what}, but config.json declares the {} family",
-                family.name
+                "a second-family (DFlash2) {what}, but {} declares the {} family",
+                loader.declares, family.name
             )),
         )
     };
@@ -605,7 +616,7 @@ fn judge(
         return match s.feature().map(|f| (f, f.is_on(config))) {
             _ if !family.scalars().any(|f| f == s) => second("scalar".to_owned()),
             // A feature's copy of its pair, in a package whose config switches the feature off.
-            Some((f, Ok(false))) => off(f, "scalar"),
+            Some((f, Ok(false))) => off(loader, f, "scalar"),
             _ => Verdict::Explained,
         };
     };
@@ -614,7 +625,7 @@ fn judge(
     };
     match (spec.switch, role) {
         (Switch::Feature(f), _) => match f.is_on(config) {
-            Ok(false) => off(f, "tensor"),
+            Ok(false) => off(loader, f, "tensor"),
             Err(p) => Verdict::Undecided("needs_field", p.needs()),
             Ok(true) if listed => misspelled(),
             Ok(true) => Verdict::Explained,
@@ -641,13 +652,14 @@ fn misspelled() -> Verdict {
 }
 
 /// A feature's tensor (or scalar) in a package whose config does not switch the feature on.
-fn off(f: Feature, what: &str) -> Verdict {
+fn off(loader: &Loader, f: Feature, what: &str) -> Verdict {
     let [a, b] = f.fields();
     Verdict::Unexplained(
         "feature_off",
         Some(format!(
-            "a DFlash2 {} {what}, but config.json sets no {a}/{b}",
-            f.noun()
+            "a DFlash2 {} {what}, but {} sets no {a}/{b}",
+            f.noun(),
+            loader.declares
         )),
     )
 }

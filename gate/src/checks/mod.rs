@@ -101,6 +101,7 @@ const Q4NX: inventory::Loader = inventory::Loader {
     wrong: "missing or wrong",
     held_to: "of the config's shape",
     source: "the config",
+    declares: "config.json",
     missing: "the package's loader cannot build the draft without it",
     misshapen: "",
     extra: "",

@@ -34,6 +34,7 @@ const LOADER: checks::inventory::Loader = checks::inventory::Loader {
     wrong: "missing or wrong",
     held_to: "of the config's shape and a float type",
     source: "the config",
+    declares: "config.json",
     missing: "Transformers would initialise it at random and load without an error",
     misshapen: "",
     extra: "",

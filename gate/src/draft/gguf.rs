@@ -79,7 +79,18 @@ pub struct Meta {
     /// `{a}.mask_token_id`.
     pub mask_key: String,
     pub vocab: Option<u64>,
+    /// DFlash2's convolution, `(conv_kernel_size, conv_group_size)`, and candidate selector,
+    /// `(selector_rank, selector_top_k)`: the four keys all or none (spec 18.3).
+    pub dflash2: Option<((u64, u64), (u64, u64))>,
 }
+
+/// DFlash2's four keys after `{a}.`, in the order the config states their fields.
+pub const DFLASH2_KEYS: [&str; 4] = [
+    "conv_kernel_size",
+    "conv_group_size",
+    "selector_rank",
+    "selector_top_k",
+];
 
 /// The GGUF's checks. `path` is the `.gguf` file; the file comes back open with the evaluation so the
 /// caller can prove, when the report is done, that it still holds what was read.
@@ -150,6 +161,12 @@ pub fn evaluation(
             None => Ok(m),
         }
     });
+    if let Ok(Meta {
+        dflash2: Some(_), ..
+    }) = &meta
+    {
+        report.census.family = Some(crate::family::DFLASH2.token);
+    }
     report.checks.push(geometry_check(&meta));
     report.checks.push(mask_type(&gguf, &meta));
     report.checks.push(parses(header));
@@ -462,6 +479,7 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
             ));
         }
     }
+    let dflash2 = dflash2_keys(header, a, hidden, vocab, &mut problems);
     if !problems.is_empty() {
         return Err(problems);
     }
@@ -479,9 +497,89 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
             mask_token_id: mask_token_id?,
             mask_key: mask_key.clone()?,
             vocab,
+            dflash2,
         })
     };
     meta().ok_or_else(|| vec!["a required key is unusable".to_owned()])
+}
+
+/// DFlash2's four keys (spec 18.3): all or none, each a u32 count llama.cpp reads, the group dividing
+/// the hidden size (the convolution's projection is sized by `hidden / group`), and the selector's
+/// top k at most the vocabulary (the gate's limit when the file states none).
+fn dflash2_keys(
+    header: &Header,
+    a: &str,
+    hidden: Option<u64>,
+    vocab: Option<u64>,
+    problems: &mut Vec<String>,
+) -> Option<((u64, u64), (u64, u64))> {
+    let keys = DFLASH2_KEYS.map(|k| format!("{a}.{k}"));
+    let stated: Vec<&String> = keys.iter().filter(|k| header.get(k).is_some()).collect();
+    if stated.is_empty() {
+        return None;
+    }
+    if stated.len() < keys.len() {
+        let absent: Vec<String> = keys
+            .iter()
+            .filter(|k| header.get(k).is_none())
+            .map(|k| escape(k).into_owned())
+            .collect();
+        problems.push(format!(
+            "{} stated without {}: DFlash2's four keys are all or none",
+            list(
+                &stated
+                    .iter()
+                    .map(|k| escape(k).into_owned())
+                    .collect::<Vec<_>>(),
+                4
+            ),
+            list(&absent, 4)
+        ));
+        return None;
+    }
+    let mut values = [0u64; 4];
+    for (value, key) in values.iter_mut().zip(&keys) {
+        match header.get(key).map(|k| (k.ty, &k.value)) {
+            Some((ValueType::U32, Value::Integer(i))) if *i >= 1 => *value = *i as u64,
+            Some((ValueType::U32, Value::Integer(i))) => {
+                problems.push(format!("{} is {i}, not a count of 1 or more", escape(key)));
+                return None;
+            }
+            _ => {
+                problems.push(format!(
+                    "{} is not a u32 (llama.cpp reads it only as a u32)",
+                    escape(key)
+                ));
+                return None;
+            }
+        }
+    }
+    let [kernel, group, rank, top_k] = values;
+    if let Some(h) = hidden.filter(|h| h % group != 0) {
+        problems.push(format!(
+            "{} is {group}, which does not divide {a}.embedding_length {h}",
+            escape(&keys[1])
+        ));
+    }
+    let (bound, of) = match vocab {
+        Some(v) => (v, format!("{a}.vocab_size")),
+        None => (MAX_VOCAB, "the gate's limit on a vocabulary".to_owned()),
+    };
+    if top_k > bound {
+        problems.push(format!(
+            "{} is {top_k}, more than {of} {bound}: the selector keeps at most every token",
+            escape(&keys[3])
+        ));
+    }
+    if kernel > crate::limits::MAX_DIMENSION || rank > crate::limits::MAX_DIMENSION {
+        problems.push(format!(
+            "{} {kernel} or {} {rank} is beyond the gate's limit of {}",
+            escape(&keys[0]),
+            escape(&keys[2]),
+            crate::limits::MAX_DIMENSION
+        ));
+    }
+    Some(((kernel, group), (rank, top_k)))
 }
 
 /// The token list against `vocab_size`: a token past the embedding's rows is an id the draft
@@ -620,6 +718,7 @@ const LOADER: checks::inventory::Loader = checks::inventory::Loader {
     wrong: "missing or misshapen",
     held_to: "of the metadata's ne shape",
     source: "the metadata",
+    declares: "the metadata",
     missing: "llama.cpp refuses the file: missing tensor",
     misshapen: " (llama.cpp refuses the file: wrong shape)",
     extra: " (llama.cpp refuses the file: wrong number of tensors)",
@@ -636,10 +735,22 @@ const LOADER: checks::inventory::Loader = checks::inventory::Loader {
 /// inventory holds a GGUF to the roles and shapes it holds a folder to.
 fn config_of(meta: &Meta) -> Result<DraftConfig, String> {
     let mut top = serde_json::Map::new();
-    top.insert(
-        "architectures".into(),
-        serde_json::json!([DRAFT_ARCHITECTURE]),
-    );
+    let architecture = match meta.dflash2 {
+        None => DRAFT_ARCHITECTURE,
+        Some(((kernel, group), (rank, top_k))) => {
+            top.insert(
+                "dflash_config".into(),
+                serde_json::json!({
+                    "conv_kernel_size": kernel,
+                    "conv_group_size": group,
+                    "selector_rank": rank,
+                    "selector_top_k": top_k,
+                }),
+            );
+            crate::config::SECOND_FAMILY_ARCHITECTURE
+        }
+    };
+    top.insert("architectures".into(), serde_json::json!([architecture]));
     for (key, value) in [
         ("hidden_size", meta.hidden),
         ("num_hidden_layers", meta.layers),

@@ -21,29 +21,50 @@ impl Spelling {
     }
 }
 
-/// Per layer: llama.cpp's part of `blk.{i}.{part}.weight`, the package's of `layers.{i}.{part}.weight`.
-const LAYER: [(&str, &str); 11] = [
-    ("attn_q", "self_attn.q_proj"),
-    ("attn_k", "self_attn.k_proj"),
-    ("attn_v", "self_attn.v_proj"),
-    ("attn_output", "self_attn.o_proj"),
-    ("ffn_gate", "mlp.gate_proj"),
-    ("ffn_up", "mlp.up_proj"),
-    ("ffn_down", "mlp.down_proj"),
-    ("attn_norm", "input_layernorm"),
-    ("ffn_norm", "post_attention_layernorm"),
-    ("attn_q_norm", "self_attn.q_norm"),
-    ("attn_k_norm", "self_attn.k_norm"),
+/// Per layer: llama.cpp's name after `blk.{i}.`, the package's after `layers.{i}.`. The second
+/// family's convolutions (spec 18.3) keep llama.cpp's base kernels without `.weight`.
+const LAYER: [(&str, &str); 15] = [
+    ("attn_q.weight", "self_attn.q_proj.weight"),
+    ("attn_k.weight", "self_attn.k_proj.weight"),
+    ("attn_v.weight", "self_attn.v_proj.weight"),
+    ("attn_output.weight", "self_attn.o_proj.weight"),
+    ("ffn_gate.weight", "mlp.gate_proj.weight"),
+    ("ffn_up.weight", "mlp.up_proj.weight"),
+    ("ffn_down.weight", "mlp.down_proj.weight"),
+    ("attn_norm.weight", "input_layernorm.weight"),
+    ("ffn_norm.weight", "post_attention_layernorm.weight"),
+    ("attn_q_norm.weight", "self_attn.q_norm.weight"),
+    ("attn_k_norm.weight", "self_attn.k_norm.weight"),
+    ("attn_conv_base", "attention_conv.base_kernel"),
+    (
+        "attn_conv_proj.weight",
+        "attention_conv.kernel_projection.weight",
+    ),
+    ("ffn_conv_base", "mlp_conv.base_kernel"),
+    ("ffn_conv_proj.weight", "mlp_conv.kernel_projection.weight"),
 ];
 
-/// The model-wide tensors: llama.cpp's name, the package's bare one.
-const GLOBAL: [(&str, &str); 3] = [
+/// The model-wide tensors: llama.cpp's name, the package's bare one (the second family's candidate
+/// selector among them).
+const GLOBAL: [(&str, &str); 6] = [
     ("fc.weight", "fc.weight"),
     ("enc.output_norm.weight", "hidden_norm.weight"),
     ("output_norm.weight", "norm.weight"),
+    (
+        "selector_hidden.weight",
+        "candidate_selector.hidden_projection.weight",
+    ),
+    (
+        "selector_predecessor.weight",
+        "candidate_selector.predecessor_codebook",
+    ),
+    (
+        "selector_successor.weight",
+        "candidate_selector.successor_codebook",
+    ),
 ];
 
-/// `{prefix}{layer}.{part}.weight` split into the layer and the part.
+/// `{prefix}{layer}.{part}` split into the layer and the part.
 fn layer_part<'a>(name: &'a str, prefix: &str) -> Option<(u64, &'a str)> {
     let rest = name.strip_prefix(prefix)?;
     let (layer, part) = rest.split_once('.')?;
@@ -53,7 +74,7 @@ fn layer_part<'a>(name: &'a str, prefix: &str) -> Option<(u64, &'a str)> {
     {
         return None;
     }
-    Some((layer.parse().ok()?, part.strip_suffix(".weight")?))
+    Some((layer.parse().ok()?, part))
 }
 
 /// The package's bare name of a GGUF tensor, and the spelling it is in (`None` for `fc.weight`,
@@ -63,10 +84,7 @@ fn layer_part<'a>(name: &'a str, prefix: &str) -> Option<(u64, &'a str)> {
 pub fn to_package(gguf: &str) -> (String, Option<Spelling>) {
     if let Some((layer, part)) = layer_part(gguf, "blk.") {
         if let Some((_, package)) = LAYER.iter().find(|(llama, _)| *llama == part) {
-            return (
-                format!("layers.{layer}.{package}.weight"),
-                Some(Spelling::Llama),
-            );
+            return (format!("layers.{layer}.{package}"), Some(Spelling::Llama));
         }
     }
     if let Some((llama, package)) = GLOBAL.iter().find(|(llama, _)| *llama == gguf) {
@@ -80,11 +98,11 @@ pub fn to_package(gguf: &str) -> (String, Option<Spelling>) {
 }
 
 /// llama.cpp's name for a package tensor's bare name, `None` for one llama.cpp has no name for (the
-/// second family's convolutions and selector, an embedding table).
+/// embedding table).
 pub fn to_llama(package: &str) -> Option<String> {
     if let Some((layer, part)) = layer_part(package, "layers.") {
         let (llama, _) = LAYER.iter().find(|(_, p)| *p == part)?;
-        return Some(format!("blk.{layer}.{llama}.weight"));
+        return Some(format!("blk.{layer}.{llama}"));
     }
     GLOBAL
         .iter()
@@ -101,8 +119,8 @@ mod tests {
         for layer in [0u64, 4, 17] {
             for (llama, package) in LAYER {
                 let (g, p) = (
-                    format!("blk.{layer}.{llama}.weight"),
-                    format!("layers.{layer}.{package}.weight"),
+                    format!("blk.{layer}.{llama}"),
+                    format!("layers.{layer}.{package}"),
                 );
                 assert_eq!(to_package(&g), (p.clone(), Some(Spelling::Llama)));
                 assert_eq!(to_llama(&p), Some(g));
@@ -138,6 +156,10 @@ mod tests {
         );
         assert_eq!(to_package("blk.01.attn_q.weight").1, Some(Spelling::Bare));
         assert_eq!(to_package("blk.0.attn_qq.weight").1, Some(Spelling::Bare));
-        assert_eq!(to_llama("layers.0.attention_conv.base_kernel"), None);
+        assert_eq!(
+            to_llama("layers.0.attention_conv.base_kernel").as_deref(),
+            Some("blk.0.attn_conv_base")
+        );
+        assert_eq!(to_llama("layers.0.attention_conv.other"), None);
     }
 }

@@ -340,8 +340,9 @@ pub fn checks(
                 .map(|n| format!("GGUF tensor {n} has no package counterpart")),
         );
     } else {
-        // The second family's tensors have no settled GGUF names: a GGUF tensor no name explains
-        // may be one of them under a name of its writer's, so neither side is called missing.
+        // The second family's tensors are not compared against a GGUF yet (their llama.cpp names are
+        // read, spec 18.3, their values are not): a GGUF tensor no name explains may be one of
+        // them under a name of its writer's, so neither side is called missing.
         unpaired.extend(strangers.iter().map(|n| format!("GGUF tensor {n}")));
     }
     extra.sort();
@@ -436,7 +437,7 @@ fn inventory(
         return Check::undecided(
             id,
             format!(
-                "cannot decide: the second family's tensors have no settled GGUF names, so these could not be paired: {}",
+                "cannot decide: the second family's tensors are not compared against a GGUF yet, so these could not be paired: {}",
                 crate::checks::list(unpaired, 6)
             ),
         )

@@ -227,6 +227,79 @@ const ARMS: &[GgufArm] = &[
             &["blk.1.ffn_gate.weight", "ne [512, 256]", "[256, 512]"],
         ),
     ),
+    // DFlash2 as upstream llama.cpp names it (spec 18.3): four keys, seven tensors per layer pair.
+    arm("gguf_draft::pass::dflash2_f16", |f| dflash2(f, GgmlType::F16), Owed::Pass),
+    arm("gguf_draft::pass::dflash2_q8_0", |f| dflash2(f, GgmlType::Q8_0), Owed::Pass),
+    arm(
+        "gguf_draft::control::dflash2_key_missing",
+        |f| {
+            dflash2(f, GgmlType::F16);
+            assert!(f.remove("dflash.selector_top_k"));
+        },
+        fail(
+            GEOMETRY,
+            &["without dflash.selector_top_k: DFlash2's four keys are all or none"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::dflash2_selector_top_k_beyond_the_vocabulary",
+        |f| {
+            dflash2(f, GgmlType::F16);
+            assert!(f.replace("dflash.selector_top_k", 4, &u32::MAX.to_le_bytes()));
+        },
+        fail(
+            GEOMETRY,
+            &["dflash.selector_top_k is 4294967295, more than dflash.vocab_size 1000"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::dflash2_group_not_dividing_hidden",
+        |f| {
+            dflash2(f, GgmlType::F16);
+            assert!(f.replace("dflash.conv_group_size", 4, &48u32.to_le_bytes()));
+        },
+        fail(
+            GEOMETRY,
+            &["dflash.conv_group_size is 48, which does not divide dflash.embedding_length 256"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::dflash2_conv_base_missing",
+        |f| {
+            dflash2(f, GgmlType::F16);
+            f.tensors.retain(|t| t.0 != "blk.1.ffn_conv_base");
+        },
+        fail(COMPLETE, &["blk.1.ffn_conv_base is missing"]),
+    ),
+    arm(
+        "gguf_draft::control::dflash2_conv_projection_misshapen",
+        |f| {
+            dflash2(f, GgmlType::F16);
+            f.tensors.retain(|t| t.0 != "blk.0.attn_conv_proj.weight");
+            let name = "blk.0.attn_conv_proj.weight";
+            f.tensor(name, vec![256, 16], GgmlType::F16, vec![0; 256 * 16 * 2]);
+        },
+        fail(
+            COMPLETE,
+            &["blk.0.attn_conv_proj.weight is f16 ne [256, 16], the metadata makes it [256, 32]"],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::dflash2_tensors_without_the_keys",
+        |f| {
+            dflash2(f, GgmlType::F16);
+            for key in DFLASH2_KEYS {
+                assert!(f.remove(key));
+            }
+        },
+        fail(
+            EXPLAINED,
+            &[
+                "blk.0.attn_conv_base (a second-family (DFlash2) conv attention_conv.base_kernel tensor, but the metadata declares the DFlash family)",
+                "wrong number of tensors",
+            ],
+        ),
+    ),
     // A draft with its own embedding table and output head (token_embd and output), as llama.cpp
     // loads them: ne [hidden, vocab], the vocabulary the metadata's or, unstated, the target's.
     arm(
@@ -737,6 +810,60 @@ pub fn trials() -> Vec<(String, Trial)> {
             )
         })
         .collect()
+}
+
+/// DFlash2's four keys, as upstream llama.cpp writes them.
+const DFLASH2_KEYS: [&str; 4] = [
+    "dflash.conv_kernel_size",
+    "dflash.conv_group_size",
+    "dflash.selector_rank",
+    "dflash.selector_top_k",
+];
+
+/// The default file made a DFlash2 draft as upstream llama.cpp lays one out (spec 18.3): kernel 4,
+/// group 64, rank 32, top k 16 over hidden 256 and 1000 tokens; each layer's two convolutions (base
+/// kernels F16 `{hidden, kernel, 2}`, projections `{hidden, 2 * kernel * hidden / group}` of
+/// `ty`) and the candidate selector (`{rank, vocab}` codebooks, `{hidden, rank}` projection).
+fn dflash2(f: &mut GgufFile, ty: GgmlType) {
+    let (hidden, kernel, group, rank, vocab) = (256u64, 4u64, 64u64, 32u64, 1000u64);
+    for (key, value) in DFLASH2_KEYS.iter().zip([kernel, group, rank, 16]) {
+        f.u32(key, value as u32);
+    }
+    let zeros = |dims: &[u64], ty: GgmlType| -> Vec<u8> {
+        let n: u64 = dims.iter().product();
+        match ty {
+            GgmlType::Q8_0 => vec![0; (n / 32 * 34) as usize],
+            _ => vec![0; (n * 2) as usize],
+        }
+    };
+    for layer in 0..2 {
+        for site in ["attn", "ffn"] {
+            let base = vec![hidden, kernel, 2];
+            let data = zeros(&base, GgmlType::F16);
+            f.tensor(
+                &format!("blk.{layer}.{site}_conv_base"),
+                base,
+                GgmlType::F16,
+                data,
+            );
+            let proj = vec![hidden, 2 * kernel * hidden / group];
+            let data = zeros(&proj, ty);
+            f.tensor(
+                &format!("blk.{layer}.{site}_conv_proj.weight"),
+                proj,
+                ty,
+                data,
+            );
+        }
+    }
+    for name in ["selector_predecessor.weight", "selector_successor.weight"] {
+        let dims = vec![rank, vocab];
+        let data = zeros(&dims, ty);
+        f.tensor(name, dims, ty, data);
+    }
+    let dims = vec![hidden, rank];
+    let data = zeros(&dims, ty);
+    f.tensor("selector_hidden.weight", dims, ty, data);
 }
 
 /// An embedding table and output head of zeros, ne `[hidden, vocab]` each, in F16.

@@ -27,7 +27,7 @@ enum Package {
 }
 
 /// A key after `{a}.`, the config field it is compared with, whether the file must have it.
-const KEYS: [(&str, &str, bool); 13] = [
+const KEYS: [(&str, &str, bool); 17] = [
     ("block_count", "num_hidden_layers", true),
     ("embedding_length", "hidden_size", true),
     ("feed_forward_length", "intermediate_size", true),
@@ -41,6 +41,11 @@ const KEYS: [(&str, &str, bool); 13] = [
     ("vocab_size", "vocab_size", false),
     ("block_size", "block_size", false),
     ("target_hidden_size", "hidden_size", false),
+    // DFlash2's keys (spec 18.3), against the config's fields of the same names.
+    ("conv_kernel_size", "conv_kernel_size", false),
+    ("conv_group_size", "conv_group_size", false),
+    ("selector_rank", "selector_rank", false),
+    ("selector_top_k", "selector_top_k", false),
 ];
 
 fn stated<T: Copy>(field: &str, value: &crate::config::Field<T>, name: &str) -> Result<T, String> {
@@ -187,6 +192,14 @@ pub fn compare(config: &DraftConfig, header: &Header, name: &str) -> Check {
             }
         }
     }
+    // A DFlash2 folder converted without its features' keys is a first-family file: each feature
+    // field the config states and the file lost is a difference.
+    for field in crate::draft::gguf::DFLASH2_KEYS {
+        let key = format!("{prefix}.{field}");
+        if header.get(&key).is_none() {
+            lost(config, field, &escape(&key), &mut found, name);
+        }
+    }
     target_layers(config, header, prefix, &mut found, name);
     rope_scaling(canonical, header, prefix, &mut found, name);
     // Fields a config states that no key of the file holds: named, so that silence is never read
@@ -201,7 +214,7 @@ pub fn compare(config: &DraftConfig, header: &Header, name: &str) -> Check {
 
 /// Config fields the source comparison compares between configs that llama.cpp's DFlash GGUF has
 /// no key for.
-const UNSTATED: [&str; 13] = [
+const UNSTATED: [&str; 9] = [
     "hidden_act",
     "attention_bias",
     "sliding_window",
@@ -209,10 +222,6 @@ const UNSTATED: [&str; 13] = [
     "is_causal",
     "num_target_layers",
     "embedding_scale",
-    "conv_kernel_size",
-    "conv_group_size",
-    "selector_rank",
-    "selector_top_k",
     "output_multiplier",
     "final_logit_softcapping",
 ];
