@@ -134,6 +134,19 @@ pub fn is_cache(dir: &Path) -> bool {
     })
 }
 
+/// The repository id and commit of a snapshot directory (`.../models--ORG--NAME/snapshots/REV`),
+/// or of a file directly in one; `None` for anything else.
+pub fn snapshot_of(path: &Path) -> Option<(String, String)> {
+    let dir = if path.is_dir() { path } else { path.parent()? };
+    let revision = dir.file_name()?.to_str()?;
+    let snapshots = dir.parent()?;
+    if snapshots.file_name()? != "snapshots" {
+        return None;
+    }
+    let repo = snapshots.parent()?;
+    Some((repository_name(repo)?, revision.to_owned()))
+}
+
 /// The snapshot `revision` names in repository directory `repo`: `refs/REV` holds the commit whose
 /// snapshot it is; a commit may be named directly.
 fn snapshot(repo: &Path, revision: &str) -> Result<PathBuf, PackageError> {
@@ -268,6 +281,11 @@ mod tests {
             (dir, others.len()),
             (repo.join("snapshots").join(COMMIT), 0)
         );
+        assert_eq!(
+            snapshot_of(&repo.join("snapshots").join(COMMIT)),
+            Some(("z-lab/Qwen3-4B-DFlash-b16".to_owned(), COMMIT.to_owned()))
+        );
+        assert_eq!(snapshot_of(&repo), None);
         std::fs::create_dir(repo.join("snapshots/abc")).unwrap();
         assert_eq!(main_snapshot(&repo).unwrap().1, ["abc"]);
     }

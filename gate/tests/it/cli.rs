@@ -1231,3 +1231,79 @@ fn all_counts_what_it_does_not_gate_and_gates_a_folder_of_ggufs_file_by_file() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.matches("holds both a GGUF").count(), 1, "{err}");
 }
+
+#[test]
+fn a_report_names_what_it_was_checked_against() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("hub");
+    let draft = copy(root.path(), "draft");
+    into_cache(&cache, "z-lab--draft", &draft, MAIN, MAIN);
+    let target = gate_tests::fixture::target_without_weights(root.path());
+    into_cache(&cache, "Qwen--Qwen3-8B", &target, MAIN, MAIN);
+    let run = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+            .env("HF_HUB_CACHE", &cache)
+            .args(["z-lab/draft", "--target", "Qwen/Qwen3-8B"])
+            .args(extra)
+            .output()
+            .expect("runs");
+        assert_ne!(
+            o.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        stdout(&o)
+    };
+    let doc: serde_json::Value = serde_json::from_str(&run(&["--json"])).unwrap();
+    gate_tests::schema::validate(&doc).unwrap();
+    assert_eq!(doc["repository"], "z-lab/draft");
+    assert_eq!(doc["revision"], MAIN);
+    assert_eq!(doc["target"]["given"], "Qwen/Qwen3-8B");
+    let resolved = doc["target"]["resolved"].as_str().unwrap();
+    assert!(
+        resolved.ends_with(&format!("hub/models--Qwen--Qwen3-8B/snapshots/{MAIN}")),
+        "{resolved}"
+    );
+    assert!(doc.get("source").is_none(), "{doc}");
+    let text = run(&[]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[1], format!("repository   z-lab/draft@{MAIN} (main)"));
+    assert_eq!(
+        lines[2],
+        format!("target       Qwen/Qwen3-8B (resolved: {resolved})")
+    );
+    assert!(
+        lines[3].starts_with("PASS       config.is_dflash"),
+        "{text}"
+    );
+    // --quiet lists each objection's own line, never a header line in its place: a target of
+    // another depth fails target.depth.
+    edit_config(&target, |c| {
+        c.insert("num_hidden_layers".into(), 4.into());
+    });
+    into_cache(&cache, "Qwen--Qwen3-4B", &target, MAIN, MAIN);
+    let o = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+        .env("HF_HUB_CACHE", &cache)
+        .args(["z-lab/draft", "--target", "Qwen/Qwen3-4B", "--quiet"])
+        .output()
+        .expect("runs");
+    let quiet = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{quiet}");
+    let objection = quiet.lines().nth(1).unwrap_or_default();
+    assert!(objection.starts_with("FAIL       target."), "{quiet}");
+    // A plain folder named with no option: nothing to name, in the text or the document.
+    let o = gate_dir(&draft, &["--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for key in ["target", "source", "repository", "revision"] {
+        assert!(doc.get(key).is_none(), "{key}: {doc}");
+    }
+    let text = stdout(&gate_dir(&draft, &[]));
+    assert!(
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("PASS       config.is_dflash"),
+        "{text}"
+    );
+}
