@@ -66,6 +66,7 @@ impl Evaluation<'_> {
                 },
                 not_checked: not_checked.iter().copied().collect(),
                 given: Default::default(),
+                against: Default::default(),
                 elapsed: Default::default(),
             },
             draft: Err(String::new()),

@@ -98,6 +98,55 @@ pub fn is_repository(dir: &Path) -> bool {
         && dir.join("snapshots").is_dir()
 }
 
+/// `ORG/NAME` for a hub cache repository directory (`models--ORG--NAME`), as the hub client names
+/// the repository; `NAME` alone for one without an organisation (`models--gpt2`).
+pub fn repository_name(repo: &Path) -> Option<String> {
+    let name = repo.file_name()?.to_str()?.strip_prefix("models--")?;
+    Some(match name.split_once("--") {
+        Some((org, name)) => format!("{org}/{name}"),
+        None => name.to_owned(),
+    })
+}
+
+/// The snapshot `refs/main` names in repository directory `repo`, the one the hub client loads, and
+/// the other snapshots the repository holds (sorted), which nothing resolves to unless named.
+pub fn main_snapshot(repo: &Path) -> Result<(PathBuf, Vec<String>), PackageError> {
+    let dir = snapshot(repo, DEFAULT_REVISION)?;
+    let mut others: Vec<String> = std::fs::read_dir(repo.join("snapshots"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| Some(n.as_os_str()) != dir.file_name())
+        .map(|n| crate::escape::name(&n))
+        .collect();
+    others.sort();
+    Ok((dir, others))
+}
+
+/// A directory holding hub cache repositories (`models--ORG--NAME` with `snapshots/`): the hub cache
+/// itself (`~/.cache/huggingface/hub`).
+pub fn is_cache(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .any(|e| is_repository(&e.path()))
+    })
+}
+
+/// The repository id and commit of a snapshot directory (`.../models--ORG--NAME/snapshots/REV`),
+/// or of a file directly in one; `None` for anything else.
+pub fn snapshot_of(path: &Path) -> Option<(String, String)> {
+    let dir = if path.is_dir() { path } else { path.parent()? };
+    let revision = dir.file_name()?.to_str()?;
+    let snapshots = dir.parent()?;
+    if snapshots.file_name()? != "snapshots" {
+        return None;
+    }
+    let repo = snapshots.parent()?;
+    Some((repository_name(repo)?, revision.to_owned()))
+}
+
 /// The snapshot `revision` names in repository directory `repo`: `refs/REV` holds the commit whose
 /// snapshot it is; a commit may be named directly.
 fn snapshot(repo: &Path, revision: &str) -> Result<PathBuf, PackageError> {
@@ -212,6 +261,33 @@ mod tests {
         assert_eq!(resolve(dir.path(), None, None).unwrap(), dir.path());
         let e = resolve(dir.path(), Some("main"), None).unwrap_err();
         assert!(e.to_string().contains("not one"), "{e}");
+    }
+
+    #[test]
+    fn a_repository_is_named_and_its_other_snapshots_listed() {
+        let (root, repo) = cache();
+        assert_eq!(
+            repository_name(&repo).as_deref(),
+            Some("z-lab/Qwen3-4B-DFlash-b16")
+        );
+        assert_eq!(
+            repository_name(Path::new("models--gpt2")).as_deref(),
+            Some("gpt2")
+        );
+        assert_eq!(repository_name(Path::new("datasets--a--b")), None);
+        assert!(is_cache(root.path()) && !is_cache(&repo));
+        let (dir, others) = main_snapshot(&repo).unwrap();
+        assert_eq!(
+            (dir, others.len()),
+            (repo.join("snapshots").join(COMMIT), 0)
+        );
+        assert_eq!(
+            snapshot_of(&repo.join("snapshots").join(COMMIT)),
+            Some(("z-lab/Qwen3-4B-DFlash-b16".to_owned(), COMMIT.to_owned()))
+        );
+        assert_eq!(snapshot_of(&repo), None);
+        std::fs::create_dir(repo.join("snapshots/abc")).unwrap();
+        assert_eq!(main_snapshot(&repo).unwrap().1, ["abc"]);
     }
 
     #[test]

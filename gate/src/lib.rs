@@ -63,8 +63,8 @@ pub use files::FileError;
 pub use form::Form;
 pub use package::{gate, Options};
 pub use report::{
-    error_json, Census, Check, Comparison, Evidence, FileCensus, FileUse, GridCensus, NotChecked,
-    Outcome, Report, SourceGridCensus, TensorCensus, Tool, SCHEMA_VERSION, TOOL,
+    error_json, Against, Census, Check, Comparison, Evidence, FileCensus, FileUse, GridCensus,
+    Named, NotChecked, Outcome, Report, SourceGridCensus, TensorCensus, Tool, SCHEMA_VERSION, TOOL,
 };
 pub use role_class::RoleClass;
 

@@ -5,7 +5,7 @@ use crate::escape;
 use crate::evaluation::evaluation;
 use crate::files::{self, FileError, WeightFile};
 use crate::limits::MAX_CONFIG_BYTES;
-use crate::report::{Check, FileCensus, FileUse, NotChecked, Report};
+use crate::report::{Check, FileCensus, FileUse, Named, NotChecked, Report};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -66,13 +66,35 @@ pub const OPEN_SOURCE: &str = "opening --source";
 /// Gates the package in `dir`.
 pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
     let start = Instant::now();
+    let cache = crate::hub::cache_root();
     // A hub cache repository (or `ORG/NAME`) is gated as the snapshot its ref names.
-    let resolved = crate::hub::resolve(
-        path,
-        options.revision.as_deref(),
-        crate::hub::cache_root().as_deref(),
-    )?;
-    let dir = resolved.as_path();
+    let resolved = crate::hub::resolve(path, options.revision.as_deref(), cache.as_deref())?;
+    let mut report = gate_resolved(&resolved, options, start)?;
+    let named = |given: &Path| Named {
+        given: escape::name(given.as_os_str()),
+        resolved: escape::name(
+            crate::hub::resolve(given, None, cache.as_deref())
+                .unwrap_or_else(|_| given.to_owned())
+                .as_os_str(),
+        ),
+    };
+    let against = &mut report.against;
+    against.target = options.target.as_deref().map(named);
+    against.source = options.source.as_deref().map(named);
+    if let Some((repository, revision)) = crate::hub::snapshot_of(&resolved) {
+        against.repository = Some(repository);
+        against.revision = Some(revision);
+        // Reached through a ref (a repository directory or `ORG/NAME`), not named as a snapshot.
+        if resolved != path {
+            let reference = options.revision.as_deref();
+            against.reference = Some(reference.unwrap_or(crate::hub::DEFAULT_REVISION).to_owned());
+        }
+    }
+    Ok(report)
+}
+
+/// Gates the package in `dir`, a path already resolved out of any hub cache name.
+fn gate_resolved(dir: &Path, options: &Options, start: Instant) -> Result<Report, PackageError> {
     // A GGUF draft carries its config in its metadata: a `.gguf` file, or a directory holding one.
     // A `.gguf` path that is no directory is read as the file it names, so that nothing there, or a
     // FIFO, is refused as the file it is not, not as a directory.

@@ -600,6 +600,53 @@ pub(crate) fn unanswered(option: &str, checks: &[Check]) -> String {
     }
 }
 
+/// A path an option named: as given on the command line, and as the gate resolved it (a hub cache
+/// repository or `ORG/NAME` to its snapshot directory); the same path when there was nothing to
+/// resolve. Both escaped as file names are.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Named {
+    pub given: String,
+    pub resolved: String,
+}
+
+/// What a report was checked against, beside the package: the `--target` and `--source` it was
+/// given, and, for a draft read from a Hugging Face hub cache, its repository id and the commit of
+/// the snapshot read (with the ref it was reached by, for the human header). Each is absent from
+/// the document when it does not apply.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Against {
+    pub target: Option<Named>,
+    pub source: Option<Named>,
+    pub repository: Option<String>,
+    pub revision: Option<String>,
+    /// The ref (`main`, or the `--revision` given) the snapshot was reached by, when it was.
+    pub reference: Option<String>,
+}
+
+impl Against {
+    /// The header lines of the human report that say it, after `dflash-gate PACKAGE`.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let (Some(repository), Some(revision)) = (&self.repository, &self.revision) {
+            let by = self
+                .reference
+                .as_deref()
+                .map(|r| format!(" ({})", crate::escape::escape(r)))
+                .unwrap_or_default();
+            out.push(format!("repository   {repository}@{revision}{by}"));
+        }
+        for (word, named) in [("target", &self.target), ("source", &self.source)] {
+            if let Some(n) = named {
+                out.push(match n.given == n.resolved {
+                    true => format!("{word:<12} {}", n.given),
+                    false => format!("{word:<12} {} (resolved: {})", n.given, n.resolved),
+                });
+            }
+        }
+        out
+    }
+}
+
 /// The whole answer for one package.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
@@ -614,6 +661,7 @@ pub struct Report {
     /// instead of asking for the option).
     pub(crate) given: std::collections::BTreeMap<NotChecked, String>,
     pub(crate) elapsed: Duration,
+    pub(crate) against: Against,
 }
 
 /// The report as the document prints it: the verdict and the counts are derived here, from the
@@ -634,6 +682,14 @@ impl Serialize for Report {
             checks: &'a [Check],
             not_checked: Vec<String>,
             census: &'a Census,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            target: Option<&'a Named>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            source: Option<&'a Named>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            repository: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            revision: Option<&'a str>,
         }
         ReportDocument {
             schema_version: SCHEMA_VERSION,
@@ -647,6 +703,10 @@ impl Serialize for Report {
             checks: &self.checks,
             not_checked: self.not_checked_text(),
             census: &self.census,
+            target: self.against.target.as_ref(),
+            source: self.against.source.as_ref(),
+            repository: self.against.repository.as_deref(),
+            revision: self.against.revision.as_deref(),
         }
         .serialize(s)
     }
@@ -666,6 +726,12 @@ impl Report {
     /// The package directory as it was named.
     pub fn package(&self) -> &str {
         &self.package
+    }
+
+    /// What the package was checked against: the `--target` and `--source` given and resolved,
+    /// and the hub cache repository and revision it was read from.
+    pub fn against(&self) -> &Against {
+        &self.against
     }
 
     /// Every check, in run order. Read-only: the verdict is derived from them.
@@ -739,6 +805,9 @@ impl Report {
             out.push('\n');
         };
         line(format!("dflash-gate {}", self.package));
+        for header in self.against.lines() {
+            line(header);
+        }
         for c in &self.checks {
             line(format!(
                 "{:<10} {:<28} {}",

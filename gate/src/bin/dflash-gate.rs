@@ -104,7 +104,7 @@ fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
     let mut items: Vec<Item> = parsed
         .operands
         .iter()
-        .map(|d| Item::Gate(PathBuf::from(d)))
+        .map(|d| Item::gate(PathBuf::from(d)))
         .collect();
     let beside: Vec<(&str, &Path)> = [("--source", &options.source), ("--target", &options.target)]
         .into_iter()
@@ -240,6 +240,9 @@ struct Gated {
     worst: u8,
     counts: [usize; 4],
     skipped: usize,
+    /// The directories passed over, and those not gated, by reason token (counted in the summary).
+    skipped_by: std::collections::BTreeMap<&'static str, usize>,
+    not_gated_by: std::collections::BTreeMap<&'static str, usize>,
     reported: usize,
     /// Ctrl-C stopped the run after this many packages were gated.
     interrupted: Option<usize>,
@@ -270,7 +273,7 @@ fn run(
     let width = args
         .items
         .iter()
-        .map(|i| shown(i.dir()).chars().count())
+        .map(|i| i.name().chars().count())
         .max()
         .unwrap_or(0);
     for item in &args.items {
@@ -282,7 +285,7 @@ fn run(
             break;
         }
         let text = match item {
-            Item::Gate(dir) => match dflash_gate::gate(dir, &args.options) {
+            Item::Gate { dir, .. } => match dflash_gate::gate(dir, &args.options) {
                 Ok(report) => {
                     gated.count(report.verdict().exit_code());
                     if args.json {
@@ -293,20 +296,29 @@ fn run(
                     } else if args.quiet && report.verdict() == Outcome::Pass {
                         String::new()
                     } else {
-                        verdict_line(&report, width)
+                        let name = item.label_name().unwrap_or(report.package());
+                        verdict_line(&report, name, item.note(), width)
                     }
                 }
-                Err(e) => not_gated(args, dir, &e, gated, &mut documents, width),
+                Err(e) => not_gated(args, item, &e, gated, &mut documents, width),
             },
-            Item::NotGated { dir, error } => {
-                not_gated(args, dir, error, gated, &mut documents, width)
+            Item::NotGated { error, .. } => {
+                not_gated(args, item, error, gated, &mut documents, width)
             }
-            Item::Skip { dir, why, reason } => {
+            Item::Skip {
+                dir, why, reason, ..
+            } => {
                 gated.skipped += 1;
+                *gated.skipped_by.entry(reason).or_default() += 1;
                 if args.json {
                     documents.push(skipped_json(dir, reason, why));
                 }
-                let line = format!("{:<10} {:<width$}  {why}", "SKIPPED", shown(dir));
+                let line = format!(
+                    "{:<10} {:<width$}  {why}{}",
+                    "SKIPPED",
+                    item.name(),
+                    noted(item.note())
+                );
                 format!("{}\n", dflash_gate::__private::escape::line(&line))
             }
         };
@@ -335,13 +347,17 @@ fn run(
         let c = &gated.counts;
         let mut skipped = match gated.skipped {
             0 => String::new(),
-            n => format!("; {n} skipped"),
+            n => format!("; {n} skipped ({})", by_reason(&gated.skipped_by)),
+        };
+        let not_gated = match c[2] {
+            0 => String::new(),
+            _ => format!(" ({})", by_reason(&gated.not_gated_by)),
         };
         if let Some(done) = gated.interrupted {
             skipped.push_str(&format!("; interrupted after {done}"));
         }
         out.write(&format!(
-            "{} {}: {} pass, {} fail, {} undecided, {} not gated{skipped}\n",
+            "{} {}: {} pass, {} fail, {} undecided, {} not gated{not_gated}{skipped}\n",
             args.packages(),
             packages(args.packages()),
             c[0],
@@ -380,34 +396,54 @@ fn skipped_json(dir: &Path, reason: &'static str, why: &str) -> serde_json::Valu
     .unwrap_or_default()
 }
 
-/// A package the gate could not run on: stderr says why, the many-package listing has an ERROR line
-/// and the JSON an error document; exit 2.
+/// A package the gate could not run on: the JSON an error document and, with several packages, an
+/// ERROR line on stdout, else stderr says why (once: the listing's line is the message); exit 2.
 fn not_gated(
     args: &Args,
-    dir: &Path,
+    item: &Item,
     e: &dflash_gate::PackageError,
     gated: &mut Gated,
     documents: &mut Vec<serde_json::Value>,
     width: usize,
 ) -> String {
+    let dir = item.dir();
     gated.count(2);
+    *gated.not_gated_by.entry(e.reason()).or_default() += 1;
     let why = format!("{e}{}", hint(dir, e));
-    say(&format!(
-        "dflash-gate: {}",
-        dflash_gate::__private::escape::line(&why)
-    ));
     if args.json {
         documents.push(dflash_gate::error_json(&shown(dir), e));
     }
-    if args.many {
-        // The line names the directory once: the error's own copy of the path goes.
-        let named = format!("{}: ", shown(dir));
-        let why = why.strip_prefix(&named).unwrap_or(&why);
-        let line = format!("{:<10} {:<width$}  {why}", "ERROR", shown(dir));
-        format!("{}\n", dflash_gate::__private::escape::line(&line))
-    } else {
-        String::new()
+    if !args.many || args.json {
+        say(&format!(
+            "dflash-gate: {}",
+            dflash_gate::__private::escape::line(&why)
+        ));
+        return String::new();
     }
+    // The line names the directory once: the error's own copy of the path goes.
+    let named = format!("{}: ", shown(dir));
+    let why = why.strip_prefix(&named).unwrap_or(&why);
+    let line = format!(
+        "{:<10} {:<width$}  {why}{}",
+        "ERROR",
+        item.name(),
+        noted(item.note())
+    );
+    format!("{}\n", dflash_gate::__private::escape::line(&line))
+}
+
+/// A row's note, after its own words.
+fn noted(note: Option<&str>) -> String {
+    note.map(|n| format!(" ({n})")).unwrap_or_default()
+}
+
+/// `2 another model, 1 not a package`: counts by reason token, in the tokens' order.
+fn by_reason(counts: &std::collections::BTreeMap<&'static str, usize>) -> String {
+    counts
+        .iter()
+        .map(|(reason, n)| format!("{n} {}", reason.replace('_', " ")))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What the error alone does not say: a config.json that is a link to nothing, or a folder of
@@ -427,7 +463,7 @@ fn hint(dir: &Path, e: &dflash_gate::PackageError) -> &'static str {
 }
 
 /// One line for a package among several: the verdict and, unless it passed, the first objection.
-fn verdict_line(report: &Report, width: usize) -> String {
+fn verdict_line(report: &Report, name: &str, note: Option<&str>, width: usize) -> String {
     let verdict = report.verdict();
     let first = report
         .checks()
@@ -447,9 +483,9 @@ fn verdict_line(report: &Report, width: usize) -> String {
         other => format!("[{}] ", other.token()),
     };
     let line = format!(
-        "{:<10} {:<width$}  {form}{detail}",
+        "{:<10} {name:<width$}  {form}{detail}{}",
         verdict.label(),
-        report.package()
+        noted(note)
     );
     format!("{}\n", dflash_gate::__private::escape::line(&line))
 }

@@ -113,7 +113,7 @@ fn many_packages_one_line_each_and_the_worst_exit() {
     let text = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{text}");
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(lines.len(), 5, "{text}");
     assert!(
         lines[0].starts_with("PASS") && lines[0].contains("a-good"),
         "{text}"
@@ -128,9 +128,14 @@ fn many_packages_one_line_each_and_the_worst_exit() {
         lines[2].starts_with("UNDECIDED") && lines[2].contains("c-undecided"),
         "{text}"
     );
+    // A directory that is no package is listed and counted, never dropped.
+    assert!(
+        lines[3].starts_with("SKIPPED") && lines[3].contains("not-a-package  empty: not a package"),
+        "{text}"
+    );
     assert_eq!(
-        lines[3],
-        "3 packages: 1 pass, 1 fail, 1 undecided, 0 not gated"
+        lines[4],
+        "3 packages: 1 pass, 1 fail, 1 undecided, 0 not gated; 1 skipped (1 not a package)"
     );
     let o = gate(&["--all".as_ref(), models.as_os_str(), "--json".as_ref()]);
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -138,9 +143,9 @@ fn many_packages_one_line_each_and_the_worst_exit() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| d["verdict"].as_str().unwrap())
+        .map(|d| d["verdict"].as_str().or(d["reason"].as_str()).unwrap())
         .collect();
-    assert_eq!(verdicts, ["PASS", "FAIL", "UNDECIDED"]);
+    assert_eq!(verdicts, ["PASS", "FAIL", "UNDECIDED", "not_a_package"]);
 }
 
 #[test]
@@ -299,7 +304,7 @@ fn all_skips_the_source_directory_and_checkpoints() {
     );
     assert_eq!(
         lines[3],
-        "1 package: 1 pass, 0 fail, 0 undecided, 0 not gated; 2 skipped"
+        "1 package: 1 pass, 0 fail, 0 undecided, 0 not gated; 2 skipped (1 checkpoint, 1 option directory)"
     );
     // A folder of nothing but other models' checkpoints has no draft to gate: exit 2, not an empty
     // pass.
@@ -981,6 +986,324 @@ fn all_gates_a_draft_folder_and_names_its_form() {
     );
     assert!(
         lines[3].starts_with("SKIPPED") && lines[3].contains("another model"),
+        "{text}"
+    );
+}
+
+/// `--all dir`'s stdout, once its exit status is `code`.
+fn gate_all(dir: &Path, code: i32) -> String {
+    let o = gate(&["--all".as_ref(), dir.as_os_str()]);
+    let text = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    text
+}
+
+const MAIN: &str = "4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a";
+
+/// `folder`'s files moved into `cache` as the hub client lays a repository out (`models--ID` with
+/// each file a blob, the snapshot `commit` of links into them, `refs/main` naming `main`).
+fn into_cache(
+    cache: &Path,
+    id: &str,
+    folder: &Path,
+    commit: &str,
+    main: &str,
+) -> std::path::PathBuf {
+    let repo = cache.join(format!("models--{id}"));
+    let snapshot = repo.join("snapshots").join(commit);
+    std::fs::create_dir_all(&snapshot).unwrap();
+    std::fs::create_dir_all(repo.join("blobs")).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), main).unwrap();
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let entry = entry.unwrap();
+        let blob = format!("{commit}-{}", entry.file_name().to_string_lossy());
+        std::fs::copy(entry.path(), repo.join("blobs").join(&blob)).unwrap();
+        std::os::unix::fs::symlink(
+            format!("../../blobs/{blob}"),
+            snapshot.join(entry.file_name()),
+        )
+        .unwrap();
+    }
+    repo
+}
+
+/// A hub cache holding a draft (with an older snapshot beside its main one) and its target: the
+/// target's repository is skipped as another model, as its folder would be, and counted.
+fn a_cache(root: &Path) -> std::path::PathBuf {
+    let cache = root.join("huggingface/hub");
+    let draft = copy(root, "draft");
+    into_cache(&cache, "z-lab--draft", &draft, MAIN, MAIN);
+    into_cache(
+        &cache,
+        "z-lab--draft",
+        &draft,
+        "0123456789abcdef0123456789abcdef01234567",
+        MAIN,
+    );
+    let target = root.join("target");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(
+        target.join("config.json"),
+        r#"{"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3","hidden_size":256}"#,
+    )
+    .unwrap();
+    into_cache(&cache, "Qwen--Qwen3-8B", &target, MAIN, MAIN);
+    std::fs::create_dir(cache.join(".locks")).unwrap();
+    cache
+}
+
+#[test]
+fn all_gates_a_hub_cache_at_refs_main_and_skips_its_targets() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = a_cache(root.path());
+    // The cache itself, and the folder holding it (`--all ~/.cache/huggingface`): the same rows.
+    for all in [cache.clone(), cache.parent().unwrap().to_owned()] {
+        let text = gate_all(&all, 0);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(
+            lines[0].starts_with("SKIPPED")
+                && lines[0].contains("/.locks ")
+                && lines[0].ends_with("  empty: not a package"),
+            "{text}"
+        );
+        assert!(
+            lines[1].starts_with("SKIPPED    Qwen/Qwen3-8B@4f3c2b1 (main) ")
+                && lines[1].contains("  another model ("),
+            "{text}"
+        );
+        assert!(
+            lines[2].starts_with("PASS       z-lab/draft@4f3c2b1 (main) ")
+                && lines[2].ends_with(" checks passed (1 other snapshot not gated: 0123456)"),
+            "{text}"
+        );
+        assert_eq!(
+            lines[3],
+            "1 package: 1 pass, 0 fail, 0 undecided, 0 not gated; 2 skipped (1 another model, 1 not a package)"
+        );
+    }
+    let o = gate(&["--all".as_ref(), cache.as_os_str(), "--json".as_ref()]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let kinds: Vec<(&str, &str)> = doc
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["kind"].as_str().unwrap(),
+                d["reason"].as_str().or(d["verdict"].as_str()).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("skipped", "not_a_package"),
+            ("skipped", "another_model"),
+            ("report", "PASS")
+        ]
+    );
+    // A directory holding a cache, named as one package, is pointed at --all.
+    let o = gate_dir(&cache, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("did you mean --all?"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn a_broken_draft_in_a_hub_cache_still_fails_under_all() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = a_cache(root.path());
+    let broken = copy(root.path(), "broken");
+    edit_config(&broken, |c| {
+        c.insert("block_size".into(), 4.into());
+    });
+    into_cache(&cache, "z-lab--broken", &broken, MAIN, MAIN);
+    // A repository whose refs/main names a snapshot the cache does not hold: not gated, exit 2.
+    into_cache(
+        &cache,
+        "z-lab--gone",
+        &broken,
+        MAIN,
+        "89abcdef89abcdef89abcdef89abcdef89abcdef",
+    );
+    let text = gate_all(&cache, 2);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("FAIL       z-lab/broken@4f3c2b1 (main)")
+                && l.contains("scalars.block_size")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("ERROR      z-lab/gone (main)")
+                && l.contains("refs/main names commit 89abcdef")),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("3 packages: 1 pass, 1 fail, 0 undecided, 1 not gated (1 file not found); 2 skipped (1 another model, 1 not a package)\n"),
+        "{text}"
+    );
+    // Without the broken ones, the same cache passes: the refusal is theirs.
+    std::fs::remove_dir_all(cache.join("models--z-lab--gone")).unwrap();
+    std::fs::remove_dir_all(cache.join("models--z-lab--broken")).unwrap();
+    gate_all(&cache, 0);
+}
+
+#[test]
+fn all_counts_what_it_does_not_gate_and_gates_a_folder_of_ggufs_file_by_file() {
+    use gate_tests::synth::gguf::{write_gguf, GgufOptions};
+    use gate_tests::synth::{Encoding, Geometry, Package};
+    let root = tempfile::tempdir().unwrap();
+    let models = root.path().join("models");
+    copy(&models, "draft");
+    std::fs::create_dir_all(models.join("empty")).unwrap();
+    std::fs::create_dir_all(models.join("notes")).unwrap();
+    std::fs::write(models.join("notes/README.md"), "notes").unwrap();
+    let mut package = Package::generate(&Geometry::small(), Encoding::default(), 7);
+    std::fs::create_dir(models.join("gguf")).unwrap();
+    for name in ["draft-f16.gguf", "draft-q8.gguf"] {
+        write_gguf(
+            &mut package,
+            &models.join("gguf").join(name),
+            GgufOptions::default(),
+            7,
+        )
+        .unwrap();
+    }
+    let text = gate_all(&models, 0);
+    let lines: Vec<&str> = text.lines().collect();
+    let rows = [
+        ("PASS", "/draft ", "18 of 18"),
+        ("SKIPPED", "/empty ", "  empty: not a package"),
+        ("PASS", "/gguf/draft-f16.gguf ", " [gguf] 6 of 6"),
+        ("PASS", "/gguf/draft-q8.gguf ", " [gguf] 6 of 6"),
+        ("SKIPPED", "/notes ", "  not a package: no config.json"),
+    ];
+    for (line, (label, name, words)) in lines.iter().zip(rows) {
+        assert!(
+            line.starts_with(label) && line.contains(name) && line.contains(words),
+            "{label} {name} {words}:\n{text}"
+        );
+    }
+    assert_eq!(
+        lines[5],
+        "3 packages: 3 pass, 0 fail, 0 undecided, 0 not gated; 2 skipped (2 not a package)"
+    );
+    // One GGUF of the folder cut short: that file fails, by name; the other still passes.
+    let cut = models.join("gguf/draft-q8.gguf");
+    let bytes = std::fs::read(&cut).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let text = gate_all(&models, 1);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("FAIL") && l.contains("/gguf/draft-q8.gguf ")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("PASS") && l.contains("/gguf/draft-f16.gguf ")),
+        "{text}"
+    );
+    // GGUFs beside other weights: the gate does not pick; the error is printed once, on its row.
+    std::fs::write(models.join("gguf/model.safetensors"), b"").unwrap();
+    let o = gate(&["--all".as_ref(), models.as_os_str()]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert_eq!(text.matches("holds both a GGUF").count(), 1, "{text}");
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains("1 not gated (1 malformed)"), "{text}");
+    // With --json, stdout is the document: stderr says it, once.
+    let o = gate(&["--all".as_ref(), models.as_os_str(), "--json".as_ref()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("holds both a GGUF").count(), 1, "{err}");
+}
+
+#[test]
+fn a_report_names_what_it_was_checked_against() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("hub");
+    let draft = copy(root.path(), "draft");
+    into_cache(&cache, "z-lab--draft", &draft, MAIN, MAIN);
+    let target = gate_tests::fixture::target_without_weights(root.path());
+    into_cache(&cache, "Qwen--Qwen3-8B", &target, MAIN, MAIN);
+    let run = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+            .env("HF_HUB_CACHE", &cache)
+            .args(["z-lab/draft", "--target", "Qwen/Qwen3-8B"])
+            .args(extra)
+            .output()
+            .expect("runs");
+        assert_ne!(
+            o.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        stdout(&o)
+    };
+    let doc: serde_json::Value = serde_json::from_str(&run(&["--json"])).unwrap();
+    gate_tests::schema::validate(&doc).unwrap();
+    assert_eq!(doc["repository"], "z-lab/draft");
+    assert_eq!(doc["revision"], MAIN);
+    assert_eq!(doc["target"]["given"], "Qwen/Qwen3-8B");
+    let resolved = doc["target"]["resolved"].as_str().unwrap();
+    assert!(
+        resolved.ends_with(&format!("hub/models--Qwen--Qwen3-8B/snapshots/{MAIN}")),
+        "{resolved}"
+    );
+    assert!(doc.get("source").is_none(), "{doc}");
+    let text = run(&[]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[1], format!("repository   z-lab/draft@{MAIN} (main)"));
+    assert_eq!(
+        lines[2],
+        format!("target       Qwen/Qwen3-8B (resolved: {resolved})")
+    );
+    assert!(
+        lines[3].starts_with("PASS       config.is_dflash"),
+        "{text}"
+    );
+    // --quiet lists each objection's own line, never a header line in its place: a target of
+    // another depth fails target.depth.
+    edit_config(&target, |c| {
+        c.insert("num_hidden_layers".into(), 4.into());
+    });
+    into_cache(&cache, "Qwen--Qwen3-4B", &target, MAIN, MAIN);
+    let o = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+        .env("HF_HUB_CACHE", &cache)
+        .args(["z-lab/draft", "--target", "Qwen/Qwen3-4B", "--quiet"])
+        .output()
+        .expect("runs");
+    let quiet = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{quiet}");
+    let objection = quiet.lines().nth(1).unwrap_or_default();
+    assert!(objection.starts_with("FAIL       target."), "{quiet}");
+    // A plain folder named with no option: nothing to name, in the text or the document.
+    let o = gate_dir(&draft, &["--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for key in ["target", "source", "repository", "revision"] {
+        assert!(doc.get(key).is_none(), "{key}: {doc}");
+    }
+    let text = stdout(&gate_dir(&draft, &[]));
+    assert!(
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("PASS       config.is_dflash"),
         "{text}"
     );
 }

@@ -72,7 +72,7 @@ pub const OPTIONS: &[Opt] = &[
         long: "--all",
         short: None,
         takes: Takes::Many("DIR"),
-        help: "gate every package directory directly under DIR, one level deep (one holding config.json or a *.q4nx; checkpoints, other models and the --source/--target directories are skipped)",
+        help: "gate every package directory directly under DIR, one level deep (one holding config.json, a *.q4nx or *.gguf; a hub cache's repositories at refs/main; checkpoints, other models, the --source/--target directories and what is no package are skipped and counted)",
     },
     Opt {
         long: "--full",

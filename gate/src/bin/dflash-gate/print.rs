@@ -101,7 +101,8 @@ pub fn quiet_text(report: &Report) -> String {
     // Stopping check and how many it stopped, in the order first met.
     let mut blocked: Vec<(&str, usize)> = Vec::new();
     // The report's lines after its first are its checks', one each, in order.
-    for (check, line) in report.checks().iter().zip(text.lines().skip(1)) {
+    let header = 1 + report.against().lines().len();
+    for (check, line) in report.checks().iter().zip(text.lines().skip(header)) {
         match (check.outcome(), check.blocked_by()) {
             (Outcome::Pass, _) => {}
             (_, Some(by)) => match blocked.iter_mut().find(|(b, _)| *b == by) {

@@ -13,8 +13,10 @@
 //! architecture is misspelt is still gated and refused. A GGUF draft is a file: a directory holding a
 //! `*.gguf`, and a `*.gguf` directly under DIR, are gated, unless the file's `general.architecture` is
 //! another model's (neither `dflash` nor a fork's dialect: a target beside its draft), which is
-//! skipped, named by it. A directory with neither a config.json nor a weight file is not a package and
-//! is not counted.
+//! skipped, named by it. A directory with neither a config.json nor a weight file is not a package:
+//! listed as skipped and counted, never dropped. A folder of several GGUF drafts is gated file by
+//! file. A hub cache (DIR itself, or a directory directly under it) is gated repository by
+//! repository, each at its `refs/main` snapshot by the rules of a plain folder.
 
 use dflash_gate::__private::checkpoint::{INDEX_FILE, SINGLE_FILE};
 use dflash_gate::__private::files::WEIGHT_EXTENSION;
@@ -25,31 +27,105 @@ use std::path::{Path, PathBuf};
 
 /// One directory of the run, named on the command line or found under `--all`.
 pub enum Item {
-    Gate(PathBuf),
+    Gate {
+        dir: PathBuf,
+        label: Option<Label>,
+    },
     /// Not a package of this run: shown, but it changes nothing in the exit status. `reason` is the
-    /// JSON document's token (`option_directory`, `checkpoint`, `another_model`).
+    /// JSON document's token (`option_directory`, `checkpoint`, `another_model`, `not_a_package`).
     Skip {
         dir: PathBuf,
+        label: Option<Label>,
         why: String,
         reason: &'static str,
     },
     /// Looks like a package, but could not even be looked at: exit 2.
     NotGated {
         dir: PathBuf,
+        label: Option<Label>,
         error: PackageError,
     },
 }
 
+/// How a row names what it gated when the path alone would not say it: a hub cache repository is
+/// `ORG/NAME@REV7 (main)`, as its users name it, with a note of the snapshots the run did not gate.
+#[derive(Clone)]
+pub struct Label {
+    pub name: String,
+    pub note: Option<String>,
+}
+
 impl Item {
+    /// A path named on the command line: gated as it is.
+    pub fn gate(dir: PathBuf) -> Item {
+        Item::Gate { dir, label: None }
+    }
+
     pub fn dir(&self) -> &Path {
         match self {
-            Item::Gate(dir) | Item::Skip { dir, .. } | Item::NotGated { dir, .. } => dir,
+            Item::Gate { dir, .. } | Item::Skip { dir, .. } | Item::NotGated { dir, .. } => dir,
+        }
+    }
+
+    fn label_mut(&mut self) -> &mut Option<Label> {
+        match self {
+            Item::Gate { label, .. } | Item::Skip { label, .. } | Item::NotGated { label, .. } => {
+                label
+            }
+        }
+    }
+
+    /// The row's name: the label, else the path escaped as file names are.
+    pub fn name(&self) -> String {
+        match self {
+            Item::Gate { label, dir }
+            | Item::Skip { label, dir, .. }
+            | Item::NotGated { label, dir, .. } => match label {
+                Some(label) => label.name.clone(),
+                None => dflash_gate::__private::escape::name(dir.as_os_str()),
+            },
+        }
+    }
+
+    /// The label's name, when the row has one.
+    pub fn label_name(&self) -> Option<&str> {
+        match self {
+            Item::Gate { label, .. } | Item::Skip { label, .. } | Item::NotGated { label, .. } => {
+                label.as_ref().map(|l| l.name.as_str())
+            }
+        }
+    }
+
+    /// What the row adds after its own words: the snapshots of its repository not gated.
+    pub fn note(&self) -> Option<&str> {
+        match self {
+            Item::Gate { label, .. } | Item::Skip { label, .. } | Item::NotGated { label, .. } => {
+                label.as_ref().and_then(|l| l.note.as_deref())
+            }
         }
     }
 }
 
-/// Every directory directly under `models` that looks like a package, sorted, with why each one not
-/// gated is passed over. `beside` are the directories `--source` and `--target` name.
+fn skip(dir: PathBuf, reason: &'static str, why: String) -> Item {
+    Item::Skip {
+        dir,
+        label: None,
+        why,
+        reason,
+    }
+}
+
+fn not_gated(dir: PathBuf, error: PackageError) -> Item {
+    Item::NotGated {
+        dir,
+        label: None,
+        error,
+    }
+}
+
+/// Every directory directly under `models`, sorted: those to gate, and why each one not gated is
+/// passed over. A hub cache among them (or `models` itself being one) is gated repository by
+/// repository. `beside` are the directories `--source` and `--target` name.
 pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Item>, String> {
     dflash_gate::__private::error::require_dir(models).map_err(|e| format!("--all {e}"))?;
     let listing = |e: std::io::Error| {
@@ -58,38 +134,7 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
             dflash_gate::__private::escape::name(models.as_os_str())
         )
     };
-    let mut dirs = Vec::new();
-    let mut files = Vec::new();
-    let mut unknown = Vec::new();
-    for entry in std::fs::read_dir(models).map_err(listing)? {
-        let path = entry.map_err(listing)?.path();
-        // Following links: a package may be linked into the folder. Files beside the packages (a
-        // README) are not packages; an entry that cannot be followed (a link to nothing, a loop)
-        // may have been one, so it is not gated rather than passed over.
-        match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_dir() => dirs.push(path),
-            // A GGUF draft is a file: one beside the directories is gated as they are.
-            Ok(_) if is_gguf(path.as_os_str()) => files.push(path),
-            Ok(_) => {}
-            Err(source) => unknown.push(Item::NotGated {
-                error: PackageError::FileNoted {
-                    error: FileError::Unreadable {
-                        path: path.clone(),
-                        source,
-                    },
-                    note: "it cannot be followed, so whether it is a package is unknown".to_owned(),
-                },
-                dir: path,
-            }),
-        }
-    }
-    dirs.sort();
-    let mut items: Vec<Item> = dirs
-        .into_iter()
-        .filter_map(|dir| classify(dir, beside))
-        .chain(files.into_iter().map(|file| gguf_item(file, beside)))
-        .chain(unknown)
-        .collect();
+    let mut items = entries_under(models, beside, true).map_err(listing)?;
     items.sort_by(|a, b| a.dir().cmp(b.dir()));
     if !items.iter().any(|i| !matches!(i, Item::Skip { .. })) {
         // Nothing to gate is no verdict: never an empty, passing run.
@@ -110,23 +155,53 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
     Ok(items)
 }
 
-/// What to do with one directory under `--all`; `None` when it is not a package at all.
-fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
+/// The items for the entries of `dir`. `descend`: a hub cache directly under it is looked into, one
+/// level (the repositories of `~/.cache/huggingface/hub` under `--all ~/.cache/huggingface`).
+fn entries_under(
+    dir: &Path,
+    beside: &[(&str, &Path)],
+    descend: bool,
+) -> std::io::Result<Vec<Item>> {
+    let mut items = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        // Following links: a package may be linked into the folder. Files beside the packages (a
+        // README) are not packages; an entry that cannot be followed (a link to nothing, a loop)
+        // may have been one, so it is not gated rather than passed over.
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_dir() => items.extend(classify(path, beside, descend)),
+            // A GGUF draft is a file: one beside the directories is gated as they are.
+            Ok(_) if is_gguf(path.as_os_str()) => items.push(gguf_item(path, beside)),
+            Ok(_) => {}
+            Err(source) => items.push(not_gated(
+                path.clone(),
+                PackageError::FileNoted {
+                    error: FileError::Unreadable { path, source },
+                    note: "it cannot be followed, so whether it is a package is unknown".to_owned(),
+                },
+            )),
+        }
+    }
+    Ok(items)
+}
+
+/// What to do with one directory under `--all`: one item, or one per draft it holds (a hub cache,
+/// a folder of GGUF drafts). A directory that is not a package is an item too, skipped and counted.
+fn classify(dir: PathBuf, beside: &[(&str, &Path)], descend: bool) -> Vec<Item> {
     if let Some((option, _)) = beside.iter().find(|(_, named)| same_dir(&dir, named)) {
         let why = format!("the {option} directory, not a package");
-        let reason = "option_directory";
-        return Some(Item::Skip { dir, why, reason });
+        return vec![skip(dir, "option_directory", why)];
     }
     // Any kind of entry: a link to nothing, a FIFO, a directory named config.json still say that a
     // package was meant here.
     let config = dir.join(CONFIG_FILE).symlink_metadata().is_ok();
     let names = match entry_names(&dir) {
         Ok(names) => names,
-        Err(_) if config => return Some(Item::Gate(dir)),
+        Err(_) if config => return vec![Item::gate(dir)],
         Err(source) => {
             let path = dir.clone();
             let error = PackageError::File(FileError::Unreadable { path, source });
-            return Some(Item::NotGated { dir, error });
+            return vec![not_gated(dir, error)];
         }
     };
     let weights = names
@@ -134,51 +209,137 @@ fn classify(dir: PathBuf, beside: &[(&str, &Path)]) -> Option<Item> {
         .any(|n| dflash_gate::__private::files::is_weight_file(n));
     let checkpoint = names.iter().any(|n| n == SINGLE_FILE || n == INDEX_FILE);
     let ggufs: Vec<&OsString> = names.iter().filter(|n| is_gguf(n)).collect();
+    let safetensors = names
+        .iter()
+        .any(|n| n.as_encoded_bytes().ends_with(b".safetensors"));
     let gguf = !ggufs.is_empty();
-    match (config, weights) {
+    let item = match (config, weights) {
         // A hub cache repository: gated as the snapshot its `refs/main` names.
-        (false, false) if dflash_gate::__private::hub::is_repository(&dir) => Some(Item::Gate(dir)),
+        (false, false) if dflash_gate::__private::hub::is_repository(&dir) => {
+            return repository(dir, beside);
+        }
         // A GGUF draft carries its config in its metadata: a directory holding one is a draft,
         // unless its one GGUF says it is another model (a target beside its draft).
         (false, false) if gguf => match ggufs.as_slice() {
             [one] => match another_gguf(&dir.join(one)) {
-                Some(why) => Some(Item::Skip { reason: "another_model", dir, why }),
-                None => Some(Item::Gate(dir)),
+                Some(architecture) => skip(dir, "another_model", architecture),
+                None => Item::gate(dir),
             },
-            _ => Some(Item::Gate(dir)),
+            // A folder of GGUF drafts (the quantizations of one draft): each is a draft, gated
+            // file by file, as it would be directly under DIR.
+            many if !safetensors => {
+                let mut files: Vec<PathBuf> = many.iter().map(|n| dir.join(n)).collect();
+                files.sort();
+                return files.into_iter().map(|f| gguf_item(f, beside)).collect();
+            }
+            // GGUFs beside other weights: the gate says which it will not pick.
+            _ => Item::gate(dir),
         },
-        (false, false) => None,
+        (false, false) if descend && dflash_gate::__private::hub::is_cache(&dir) => {
+            return match entries_under(&dir, beside, false) {
+                Ok(items) => items,
+                Err(source) => {
+                    let path = dir.clone();
+                    let error = PackageError::File(FileError::Unreadable { path, source });
+                    vec![not_gated(dir, error)]
+                }
+            };
+        }
+        (false, false) => {
+            let why = match names.is_empty() {
+                true => "empty: not a package".to_owned(),
+                false => format!("not a package: no {CONFIG_FILE}, no *.{WEIGHT_EXTENSION} and no *.gguf in it"),
+            };
+            skip(dir, "not_a_package", why)
+        }
         // A Hugging Face folder is a draft when its config says so (the gate then says what is wrong
         // with it); another model's folder (a target's checkpoint) is passed over, saying what it is.
         (true, false) if checkpoint => match another_model(&dir) {
-            Some(why) => Some(Item::Skip {
-                dir,
-                reason: "another_model",
-                why,
-            }),
+            Some(declared) => skip(dir, "another_model", declared),
             // `--source` holds converted drafts against their folders: a folder is not one of them.
             None if is_draft_config(&dir) && beside.iter().any(|(o, _)| *o == "--source") => {
-                Some(Item::Skip {
-                    dir,
-                    reason: "checkpoint",
-                    why: "a Hugging Face safetensors draft: --source compares converted drafts with their folders, so it is not gated with --source (gate it without)".to_owned(),
-                })
+                skip(dir, "checkpoint", "a Hugging Face safetensors draft: --source compares converted drafts with their folders, so it is not gated with --source (gate it without)".to_owned())
             }
-            None if is_draft_config(&dir) => Some(Item::Gate(dir)),
-            None => Some(Item::Skip {
-                dir,
-                reason: "checkpoint",
-                why: format!(
-                    "a checkpoint whose {CONFIG_FILE} declares no DFlash draft ({SINGLE_FILE} or its index, no *.{WEIGHT_EXTENSION})"
-                ),
-            }),
+            None if is_draft_config(&dir) => Item::gate(dir),
+            None => skip(dir, "checkpoint", format!(
+                "a checkpoint whose {CONFIG_FILE} declares no DFlash draft ({SINGLE_FILE} or its index, no *.{WEIGHT_EXTENSION})"
+            )),
         },
         (true, _) => match another_model(&dir) {
-            Some(why) => Some(Item::Skip { dir, why, reason: "another_model" }),
-            None => Some(Item::Gate(dir)),
+            Some(why) => skip(dir, "another_model", why),
+            None => Item::gate(dir),
         },
-        (false, true) => Some(Item::Gate(dir)),
+        (false, true) => Item::gate(dir),
+    };
+    vec![item]
+}
+
+/// A hub cache repository under `--all`: its `refs/main` snapshot is what the hub client loads, so it
+/// is what is gated, by the rules of a plain folder (a target's repository is skipped as another
+/// model), on a row named `ORG/NAME@REV7 (main)`. Its other snapshots are named, not gated.
+fn repository(repo: PathBuf, beside: &[(&str, &Path)]) -> Vec<Item> {
+    use dflash_gate::__private::hub;
+    let id = hub::repository_name(&repo)
+        .map(|id| dflash_gate::__private::escape::escape(&id).into_owned())
+        .unwrap_or_else(|| dflash_gate::__private::escape::name(repo.as_os_str()));
+    if let Some((option, _)) = beside.iter().find(|(_, named)| same_dir(&repo, named)) {
+        let why = format!("the {option} directory, not a package");
+        return vec![skip(repo, "option_directory", why)];
     }
+    let (snapshot, others) = match hub::main_snapshot(&repo) {
+        Ok(found) => found,
+        Err(error) => {
+            let label = Label {
+                name: format!("{id} (main)"),
+                note: None,
+            };
+            let mut item = not_gated(repo, error);
+            *item.label_mut() = Some(label);
+            return vec![item];
+        }
+    };
+    let revision = snapshot
+        .file_name()
+        .map(dflash_gate::__private::escape::name)
+        .unwrap_or_default();
+    let short: String = revision.chars().take(7).collect();
+    let note = match others.as_slice() {
+        [] => None,
+        [one] => Some(format!("1 other snapshot not gated: {}", abbreviated(one))),
+        many => Some(format!(
+            "{} other snapshots not gated: {}",
+            many.len(),
+            dflash_gate::__private::checks::list(
+                &many.iter().map(|s| abbreviated(s)).collect::<Vec<_>>(),
+                3
+            )
+        )),
+    };
+    let mut items = classify(snapshot.clone(), beside, false);
+    for item in &mut items {
+        let name = match item.dir().strip_prefix(&snapshot) {
+            Ok(file) if !file.as_os_str().is_empty() => format!(
+                "{id}@{short}/{} (main)",
+                dflash_gate::__private::escape::name(file.as_os_str())
+            ),
+            _ => format!("{id}@{short} (main)"),
+        };
+        // The snapshot itself is gated as the repository, so the report knows the ref it came by.
+        let (Item::Gate { dir, .. } | Item::Skip { dir, .. } | Item::NotGated { dir, .. }) = item;
+        if *dir == snapshot {
+            *dir = repo.clone();
+        }
+        *item.label_mut() = Some(Label {
+            name,
+            note: note.clone(),
+        });
+    }
+    items
+}
+
+/// A snapshot's commit as a row names it: its first seven characters.
+fn abbreviated(revision: &str) -> String {
+    revision.chars().take(7).collect()
 }
 
 fn is_gguf(name: &std::ffi::OsStr) -> bool {
@@ -190,19 +351,11 @@ fn is_gguf(name: &std::ffi::OsStr) -> bool {
 fn gguf_item(file: PathBuf, beside: &[(&str, &Path)]) -> Item {
     if let Some((option, _)) = beside.iter().find(|(_, named)| same_dir(&file, named)) {
         let why = format!("the {option} file, not a draft");
-        return Item::Skip {
-            dir: file,
-            why,
-            reason: "option_directory",
-        };
+        return skip(file, "option_directory", why);
     }
     match another_gguf(&file) {
-        Some(why) => Item::Skip {
-            dir: file,
-            why,
-            reason: "another_model",
-        },
-        None => Item::Gate(file),
+        Some(why) => skip(file, "another_model", why),
+        None => Item::gate(file),
     }
 }
 
@@ -319,11 +472,13 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 }
 
 /// For `dflash-gate DIR` when DIR has no config.json: whether it is a folder of packages (some
-/// directory directly under it holds a config.json entry), so the message can suggest `--all`.
+/// directory directly under it holds a config.json entry) or a hub cache, so the message can suggest
+/// `--all`.
 pub fn holds_packages(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries
-            .filter_map(Result::ok)
-            .any(|e| e.path().join(CONFIG_FILE).symlink_metadata().is_ok())
-    })
+    dflash_gate::__private::hub::is_cache(dir)
+        || std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .any(|e| e.path().join(CONFIG_FILE).symlink_metadata().is_ok())
+        })
 }
