@@ -91,28 +91,13 @@ pub fn evaluation(
 ) -> Result<(Evaluation<'static>, Option<Checkpoint>), PackageError> {
     let mut evaluation = Evaluation::start(package, Form::Safetensors, files, &NotChecked::FOLDER);
     let report = &mut evaluation.report;
-    let parsed = config.map_err(Ok).and_then(|bytes| {
-        if let Ok(serde_json::Value::Object(top)) = crate::strict_json::parse(&bytes) {
-            if let Some(why) = crate::config::speculators_format(&top) {
-                return Err(Err(why));
-            }
-        }
-        DraftConfig::from_json(&bytes).map_err(Ok)
-    });
+    let parsed = config.and_then(|bytes| DraftConfig::from_json(&bytes));
     let config = match parsed {
         Ok(c) => c,
-        Err(Ok(why)) => {
+        Err(why) => {
             report.checks.push(Check::fail(IS_DFLASH, why.clone()));
             not_run(report);
             evaluation.draft = Err(why);
-            return Ok((evaluation, None));
-        }
-        Err(Err(speculators)) => {
-            report
-                .checks
-                .push(Check::undecided(IS_DFLASH, speculators.clone()));
-            not_run(report);
-            evaluation.draft = Err(speculators);
             return Ok((evaluation, None));
         }
     };

@@ -315,16 +315,68 @@ const ARMS: &[FolderArm] = &[
             &["not a DFlash draft", "Qwen3ForCausalLM"],
         ),
     ),
+    // The speculators format (spec 18.1): the same draft as vLLM's training writes it.
+    arm("folder::pass::speculators_dflash", speculators, Owed::Pass),
+    FolderArm {
+        base: Base::Dflash2,
+        ..arm("folder::pass::speculators_dflash2", speculators, Owed::Pass)
+    },
     arm(
-        "folder::control::speculators_format_named",
-        |d| config(d, |c| c["speculators_model_type"] = json!("dflash")),
-        Owed::Refused {
-            check: CheckId::CONFIG_IS_DFLASH,
-            outcome: Outcome::Undecided,
-            mentions: &["speculators", "not one the gate knows"],
-            also: &[],
+        "folder::control::speculators_raw_ids",
+        |d| {
+            speculators(d);
+            config(d, |c| c["aux_hidden_state_layer_ids"] = json!([0, 3, 5]))
         },
+        fail(GEOMETRY, &["aux_hidden_state_layer_ids", "[0,3,5]", "plus one"]),
     ),
+    arm(
+        "folder::control::speculators_mask_null",
+        |d| {
+            speculators(d);
+            config(d, |c| c["mask_token_id"] = Value::Null)
+        },
+        fail(GEOMETRY, &["mask_token_id", "is null"]),
+    ),
+    arm(
+        "folder::control::speculators_mask_absent",
+        |d| {
+            speculators(d);
+            config(d, |c| {
+                c.as_object_mut().unwrap().remove("mask_token_id");
+            })
+        },
+        fail(GEOMETRY, &["mask_token_id", "KeyError"]),
+    ),
+    arm(
+        "folder::control::speculators_verifier_name_missing",
+        |d| {
+            speculators(d);
+            config(d, |c| {
+                c["speculators_config"]["verifier"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("name_or_path");
+            })
+        },
+        fail(
+            GEOMETRY,
+            &["speculators_config.verifier.name_or_path", "required"],
+        ),
+    ),
+    FolderArm {
+        base: Base::Dflash2,
+        ..arm(
+            "folder::control::speculators_dflash2_tokens_off_by_one",
+            |d| {
+                speculators(d);
+                config(d, |c| {
+                    let block = c["block_size"].clone();
+                    c["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = block;
+                })
+            },
+            fail(GEOMETRY, &["speculative_tokens", "block_size", "minus one"]),
+        )
+    },
     FolderArm {
         shards: 3,
         ..arm(
@@ -631,6 +683,71 @@ fn nemotron_like(dir: &Path) -> PathBuf {
     weights(dir, |t| {
         t.push(zeros("embed_tokens.weight", vec![1000, 256]));
         t.push(zeros("lm_head.weight", vec![1000, 256]));
+    })
+}
+
+/// Whether a z-lab config's top-level `key` is a DFlash field (the speculators format keeps those at
+/// its top level, outside `transformer_layer_config`) rather than the layers' geometry.
+fn dflash_field(key: &str) -> bool {
+    key.starts_with("conv_")
+        || key.starts_with("selector_")
+        || key.ends_with("embedding_scale")
+        || matches!(
+            key,
+            "block_size" | "num_target_layers" | "output_multiplier" | "final_logit_softcapping"
+        )
+}
+
+/// The folder's config rewritten as the speculators library writes one (vLLM's training output): no
+/// `model_type`, `speculators_model_type` naming the family, the geometry in
+/// `transformer_layer_config`, the taps as `aux_hidden_state_layer_ids` (each id plus one), the DFlash
+/// fields at the top level, the verifier and the proposal under `speculators_config`.
+fn speculators(dir: &Path) -> PathBuf {
+    config(dir, |c| {
+        let mut zlab = std::mem::take(c.as_object_mut().unwrap());
+        let second = zlab.get("architectures") == Some(&json!(["DFlash2DraftModel"]));
+        zlab.remove("architectures");
+        let mut top = serde_json::Map::new();
+        if let Some(Value::Object(nested)) = zlab.remove("dflash_config") {
+            for (k, v) in nested {
+                top.insert(k, v);
+            }
+        }
+        let moved: Vec<String> = zlab.keys().filter(|k| dflash_field(k)).cloned().collect();
+        for key in moved {
+            let v = zlab.remove(&key).unwrap();
+            top.insert(key, v);
+        }
+        let ids = top.remove("target_layer_ids").unwrap();
+        let aux: Vec<u64> = ids
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_u64().unwrap() + 1)
+            .collect();
+        let block = top["block_size"].as_u64().unwrap();
+        let vocab = zlab["vocab_size"].clone();
+        zlab.insert("model_type".into(), json!("qwen3"));
+        let (family, class) = if second {
+            ("dflash2", "DFlash2DraftModel")
+        } else {
+            ("dflash", "DFlashSpeculator")
+        };
+        top.insert("speculators_model_type".into(), json!(family));
+        top.insert("architectures".into(), json!([class]));
+        top.insert("aux_hidden_state_layer_ids".into(), json!(aux));
+        top.insert("draft_vocab_size".into(), vocab);
+        top.insert(
+            "speculators_config".into(),
+            json!({
+                "algorithm": family,
+                "default_proposal_method": "greedy",
+                "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": block - 1}],
+                "verifier": {"name_or_path": "Qwen/Qwen3-8B", "architectures": ["Qwen3ForCausalLM"]}
+            }),
+        );
+        top.insert("transformer_layer_config".into(), Value::Object(zlab));
+        *c = Value::Object(top);
     })
 }
 
