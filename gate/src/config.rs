@@ -369,6 +369,16 @@ impl DraftConfig {
     }
 }
 
+impl DraftConfig {
+    /// A speculators draft's reduced vocabulary (spec 18.1): `(draft_vocab_size, vocab_size)` when
+    /// the draft scores fewer tokens than the verifier has, mapped through `d2t` and `t2d`.
+    pub fn reduced_vocabulary(&self) -> Option<(u64, u64)> {
+        let draft = self.speculators.as_ref()?.draft_vocab_size.clone().ok()?;
+        let verifier = self.vocab_size.clone().ok()??;
+        (draft < verifier).then_some((draft, verifier))
+    }
+}
+
 /// Derived dimensions, each still a `Field` so a check (or a family's shape formula) that needs a
 /// missing one can name it.
 #[derive(Clone, Copy)]

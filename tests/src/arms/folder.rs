@@ -322,6 +322,30 @@ const ARMS: &[FolderArm] = &[
         ..arm("folder::pass::speculators_dflash2", speculators, Owed::Pass)
     },
     arm(
+        "folder::pass::speculators_reduced_vocabulary",
+        reduced_vocabulary,
+        Owed::Pass,
+    ),
+    arm(
+        "folder::control::speculators_d2t_not_increasing",
+        |d| {
+            reduced_vocabulary(d);
+            // Draft token 10 maps to target id 18, draft token 9's.
+            weights(d, |t| {
+                named(t, "d2t").3[80..88].copy_from_slice(&8i64.to_le_bytes())
+            })
+        },
+        fail(COMPLETE, &["d2t[10]", "target id 18", "strictly increase"]),
+    ),
+    arm(
+        "folder::control::speculators_t2d_count_wrong",
+        |d| {
+            reduced_vocabulary(d);
+            weights(d, |t| named(t, "t2d").3[1] = 1)
+        },
+        fail(COMPLETE, &["t2d[1]", "501 true", "draft_vocab_size is 500"]),
+    ),
+    arm(
         "folder::control::speculators_raw_ids",
         |d| {
             speculators(d);
@@ -748,6 +772,21 @@ fn speculators(dir: &Path) -> PathBuf {
         );
         top.insert("transformer_layer_config".into(), Value::Object(zlab));
         *c = Value::Object(top);
+    })
+}
+
+/// A speculators draft with a reduced vocabulary: 500 of the verifier's 1000 tokens (the even
+/// ids), its own head over them, `d2t` (draft token i is target id i + d2t[i]) and `t2d` (true at the
+/// ids the draft scores).
+fn reduced_vocabulary(dir: &Path) -> PathBuf {
+    speculators(dir);
+    config(dir, |c| c["draft_vocab_size"] = json!(500));
+    weights(dir, |t| {
+        t.push(zeros("lm_head.weight", vec![500, 256]));
+        let d2t: Vec<u8> = (0..500i64).flat_map(|i| i.to_le_bytes()).collect();
+        t.push(("d2t".into(), "I64".into(), vec![500], d2t));
+        let t2d: Vec<u8> = (0..1000).map(|id| u8::from(id % 2 == 0)).collect();
+        t.push(("t2d".into(), "BOOL".into(), vec![1000], t2d));
     })
 }
 
