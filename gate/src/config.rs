@@ -373,6 +373,11 @@ impl DraftConfig {
     /// A speculators draft's reduced vocabulary (spec 18.1): `(draft_vocab_size, vocab_size)` when
     /// the draft scores fewer tokens than the verifier has, mapped through `d2t` and `t2d`.
     pub fn reduced_vocabulary(&self) -> Option<(u64, u64)> {
+        // A DFlash2 draft's selector scores the verifier's whole vocabulary: a smaller one is
+        // config.geometry's refusal, not a map to read.
+        if self.architecture == Architecture::Dflash2 {
+            return None;
+        }
         let draft = self.speculators.as_ref()?.draft_vocab_size.clone().ok()?;
         let verifier = self.vocab_size.clone().ok()??;
         (draft < verifier).then_some((draft, verifier))

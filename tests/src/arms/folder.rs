@@ -346,6 +346,25 @@ const ARMS: &[FolderArm] = &[
         fail(COMPLETE, &["t2d[1]", "501 true", "draft_vocab_size is 500"]),
     ),
     arm(
+        "folder::control::speculators_draft_vocab_above_the_verifiers",
+        |d| {
+            speculators(d);
+            config(d, |c| c["draft_vocab_size"] = json!(1001))
+        },
+        fail(GEOMETRY, &["draft_vocab_size", "1001", "above the verifier's"]),
+    ),
+    FolderArm {
+        base: Base::Dflash2,
+        ..arm(
+            "folder::control::speculators_dflash2_draft_vocab_reduced",
+            |d| {
+                speculators(d);
+                config(d, |c| c["draft_vocab_size"] = json!(500))
+            },
+            fail(GEOMETRY, &["draft_vocab_size", "500", "whole vocabulary"]),
+        )
+    },
+    arm(
         "folder::control::speculators_raw_ids",
         |d| {
             speculators(d);
