@@ -161,19 +161,89 @@ pub struct DraftConfig {
     /// The scheme `quantization_config` names (`quant_method`, else `format`), when it is there:
     /// packed integers are not weights to read as floats.
     pub quantization: Option<String>,
+    /// The speculators format's own fields, for a config in that format (spec 18.1).
+    pub speculators: Option<Speculators>,
     /// Where every field above was read, and the fields it does not type: the one reading that the
     /// comparisons with a source or a target use too.
     pub canonical: canonical::Canonical,
 }
 
-/// The speculators library's DFlash format (`speculators_model_type: "dflash"`), recognised and named:
-/// its tensor layout is not written down here, so no check can vouch for it, and it is no less a
-/// draft for that. `Some(what to say)` for such a config.
-pub fn speculators_format(top: &Map<String, Value>) -> Option<String> {
-    let declared = top.get("speculators_model_type")?.as_str()?;
-    (declared == "dflash").then(|| {
-        "config.json declares the speculators format (speculators_model_type \"dflash\"): recognised, but its tensor layout is not one the gate knows, so nothing in it is checked".to_owned()
-    })
+/// The speculators format's own fields (spec 18.1), each typed where vLLM reads it: present for a
+/// config in that format, `None` for any other.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Speculators {
+    /// `speculators_config.proposal_methods[0].speculative_tokens`: vLLM sizes the proposal (and a
+    /// DFlash2 draft's convolution block, as this plus one) from it.
+    pub speculative_tokens: Field<u64>,
+    /// `speculators_config.verifier.name_or_path`.
+    pub verifier_name: Field<String>,
+    /// `speculators_config.verifier.architectures`.
+    pub verifier_architectures: Field<Vec<String>>,
+    /// `draft_vocab_size`: the draft's output vocabulary, the verifier's or a reduced one.
+    pub draft_vocab_size: Field<u64>,
+}
+
+impl Speculators {
+    fn read(canonical: &canonical::Canonical) -> Speculators {
+        let get = |name: &str| -> Field<(String, &Value)> {
+            canonical
+                .speculators
+                .get(name)
+                .map(|r| (r.at.clone(), &r.value))
+                .ok_or_else(|| FieldProblem::new(name, ProblemKind::Missing))
+        };
+        let count = |name: &str| -> Field<u64> {
+            let (at, v) = get(name)?;
+            bounded(Lookup::Found(at, v), 1, MAX_VOCAB)
+        };
+        let text = |name: &str| -> Field<String> {
+            let (at, v) = get(name)?;
+            match v.as_str() {
+                Some(t) if !t.is_empty() => Ok(t.to_owned()),
+                Some(_) => Err(FieldProblem::new(
+                    &at,
+                    ProblemKind::Invalid("is empty".into()),
+                )),
+                None => Err(FieldProblem::new(
+                    &at,
+                    ProblemKind::WrongType(format!("{}, not a string", kind(v))),
+                )),
+            }
+        };
+        let architectures = (|| -> Field<Vec<String>> {
+            let (at, v) = get(canonical::VERIFIER_ARCHITECTURES)?;
+            let items = v.as_array().ok_or_else(|| {
+                FieldProblem::new(
+                    &at,
+                    ProblemKind::WrongType(format!("{}, not an array of class names", kind(v))),
+                )
+            })?;
+            if items.is_empty() {
+                return Err(FieldProblem::new(
+                    &at,
+                    ProblemKind::Invalid("is empty".into()),
+                ));
+            }
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    item.as_str().map(str::to_owned).ok_or_else(|| {
+                        FieldProblem::new(
+                            &format!("{at}[{i}]"),
+                            ProblemKind::WrongType(format!("{}, not a class name", kind(item))),
+                        )
+                    })
+                })
+                .collect()
+        })();
+        Speculators {
+            speculative_tokens: count(canonical::SPECULATIVE_TOKENS),
+            verifier_name: text(canonical::VERIFIER_NAME),
+            verifier_architectures: architectures,
+            draft_vocab_size: count(canonical::DRAFT_VOCAB_SIZE),
+        }
+    }
 }
 
 /// The scheme a `quantization_config` object names: `quant_method`, else `format`, else that it names
@@ -271,10 +341,19 @@ impl DraftConfig {
                 taps,
             ),
             attention_sink_bias: optional(nested("attention_sink_bias"), boolean),
+            // The speculators format keeps them in its Hugging Face config of the layers.
             own_token_ids: Value::Object(
                 ["bos_token_id", "eos_token_id", "pad_token_id"]
                     .iter()
-                    .filter_map(|k| Some(((*k).to_owned(), top.get(*k)?.clone())))
+                    .filter_map(|k| {
+                        let home = match canonical.schema {
+                            canonical::Schema::Zlab => top,
+                            canonical::Schema::Speculators => {
+                                top.get(canonical::LAYER_CONFIG)?.as_object()?
+                            }
+                        };
+                        Some(((*k).to_owned(), home.get(*k)?.clone()))
+                    })
                     .collect(),
             ),
             quantization: quantization(top),
@@ -282,9 +361,26 @@ impl DraftConfig {
             num_attention_heads,
             head_dim,
             num_target_layers,
+            speculators: (canonical.schema == canonical::Schema::Speculators)
+                .then(|| Speculators::read(&canonical)),
             canonical: canonical.clone(),
         };
         Ok(config)
+    }
+}
+
+impl DraftConfig {
+    /// A speculators draft's reduced vocabulary (spec 18.1): `(draft_vocab_size, vocab_size)` when
+    /// the draft scores fewer tokens than the verifier has, mapped through `d2t` and `t2d`.
+    pub fn reduced_vocabulary(&self) -> Option<(u64, u64)> {
+        // A DFlash2 draft's selector scores the verifier's whole vocabulary: a smaller one is
+        // config.geometry's refusal, not a map to read.
+        if self.architecture == Architecture::Dflash2 {
+            return None;
+        }
+        let draft = self.speculators.as_ref()?.draft_vocab_size.clone().ok()?;
+        let verifier = self.vocab_size.clone().ok()??;
+        (draft < verifier).then_some((draft, verifier))
     }
 }
 
@@ -372,6 +468,18 @@ fn product(name: &str, a: u64, b: u64) -> Field<u64> {
 
 /// Returns how the config declares itself a draft and as which architecture, or the refusal.
 fn recognise(top: &Map<String, Value>) -> Result<(String, Architecture), String> {
+    // The speculators format names its own class in `architectures` (`DFlashSpeculator`); vLLM
+    // dispatches on `speculators_model_type`, and so does the gate.
+    if let Some(family) = canonical::speculators_family(top) {
+        let (name, architecture) = match family {
+            canonical::Family::First => ("dflash", Architecture::Dflash),
+            canonical::Family::Second => ("dflash2", Architecture::Dflash2),
+        };
+        return Ok((
+            format!("speculators_model_type: {name}, vLLM's speculators format"),
+            architecture,
+        ));
+    }
     let model_type = top.get("model_type").and_then(Value::as_str);
     // Loaders build the class `architectures` names, so a value they cannot read as class names is
     // named as what it is, never read as no architectures.
@@ -477,7 +585,11 @@ struct Placement<'a> {
 impl<'a> Placement<'a> {
     /// A field with one home (the top level), or the RoPE base under its canonical name.
     fn top(&self, key: &str) -> Lookup<'a> {
-        self.find(key, key.to_owned())
+        let absent_as = match self.canonical.schema {
+            canonical::Schema::Zlab => key.to_owned(),
+            canonical::Schema::Speculators => format!("{}.{key}", canonical::LAYER_CONFIG),
+        };
+        self.find(key, absent_as)
     }
 
     /// A DFlash field, in `dflash_config` or at the top level; `order` names the home a missing one
@@ -485,14 +597,20 @@ impl<'a> Placement<'a> {
     fn either(&self, key: &str, order: Order) -> Lookup<'a> {
         self.find(
             key,
-            match order {
-                Order::TopFirst => key.to_owned(),
-                Order::NestedFirst => format!("dflash_config.{key}"),
+            match (self.canonical.schema, order) {
+                (canonical::Schema::Speculators, _) if key == "target_layer_ids" => {
+                    canonical::AUX_IDS.to_owned()
+                }
+                (canonical::Schema::Speculators, _) | (_, Order::TopFirst) => key.to_owned(),
+                (_, Order::NestedFirst) => format!("dflash_config.{key}"),
             },
         )
     }
 
     fn find(&self, key: &str, absent_as: String) -> Lookup<'a> {
+        if let Some((at, why)) = self.canonical.refused.get(key) {
+            return Lookup::Problem(FieldProblem::new(at, ProblemKind::Invalid(why.clone())));
+        }
         if let Some(what) = self.canonical.conflicted.get(key) {
             return Lookup::Problem(FieldProblem::new(
                 key,

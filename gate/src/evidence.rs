@@ -304,7 +304,8 @@ pub struct InventoryComplete {
     /// Of those and the optional ones, how many the folder holds.
     pub present: usize,
     /// The first [`crate::limits::MAX_CENSUS_TENSORS`] tensors missing or wrong: `missing`,
-    /// `misshapen`, `element_type`, `codebook_suffix`.
+    /// `misshapen`, `element_type`, `codebook_suffix`, `vocabulary_map` (a reduced vocabulary's
+    /// `d2t` or `t2d` whose values break the map, spec 18.1).
     pub problems: Vec<Finding>,
     /// Problems past that limit, counted and not listed; absent when none were left out.
     #[serde(skip_serializing_if = "is_zero")]

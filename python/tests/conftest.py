@@ -45,6 +45,7 @@ class Packages:
     failing: str
     source: str
     dflash2: str
+    target: str
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +64,17 @@ def packages(tmp_path_factory: pytest.TempPathFactory) -> Packages:
     config = json.loads((root / "fail" / "config.json").read_text())
     config["intermediate_size"] *= 2
     (root / "fail" / "config.json").write_text(json.dumps(config, indent=2))
-    return Packages(root, "pass", "fail", "pass-source", "dflash2")
+    # A target for --target: the model the draft drafts for, by its config alone (a draft given as
+    # the target is refused as the draft it is).
+    draft = json.loads((root / "pass" / "config.json").read_text())
+    dflash_fields = {"dflash_config", "architectures", "model_type", "block_size",
+                     "target_layer_ids", "mask_token_id", "num_target_layers", "embedding_scale"}
+    target = {k: v for k, v in draft.items() if k not in dflash_fields}
+    target.update(architectures=["Qwen3ForCausalLM"], model_type="qwen3",
+                  num_hidden_layers=draft["num_target_layers"])
+    (root / "target").mkdir()
+    (root / "target" / "config.json").write_text(json.dumps(target, indent=2))
+    return Packages(root, "pass", "fail", "pass-source", "dflash2", "target")
 
 
 @pytest.fixture

@@ -92,7 +92,7 @@ def test_undecided(in_packages: Packages) -> None:
 
 def test_source_and_target_are_asked(in_packages: Packages) -> None:
     report = dflash_gate.gate(in_packages.passing, source=in_packages.source,
-                              target=in_packages.passing)
+                              target=in_packages.target)
     ids = {c.id for c in report.checks}
     assert any(i.startswith("source.") for i in ids) and any(i.startswith("target.") for i in ids)
     assert report.census["source_grids"]
@@ -136,7 +136,7 @@ def test_a_hugging_face_folder_is_gated_in_its_form(in_packages: Packages) -> No
 
 @pytest.mark.parametrize("args", [
     ["pass"], ["fail"], ["pass", "--manifest"], ["dflash2"],
-    ["pass", "--source", "pass-source", "--target", "pass"],
+    ["pass", "--source", "pass-source", "--target", "target"],
 ])
 def test_to_json_is_the_cli_document_byte_for_byte(in_packages: Packages, gate_bin: Path,
                                                      args: list[str]) -> None:

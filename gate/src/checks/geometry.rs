@@ -68,6 +68,9 @@ fn geometry(c: &DraftConfig, config_only: bool) -> Check {
     note(c.has_own_lm_head.clone().map(drop));
     note(c.attention_sink_bias.clone().map(drop));
     note(eagle_ids(c));
+    for p in speculators(c) {
+        note(Err(p));
+    }
     for p in second_family(c) {
         note(Err(p));
     }
@@ -81,7 +84,12 @@ fn geometry(c: &DraftConfig, config_only: bool) -> Check {
     }
     if config_only {
         if let Ok(None) = c.mask_token_id {
-            note(Err(invalid("mask_token_id", "is required and missing (in dflash_config or at the top level): every loader needs a mask id to draft a block".to_owned())));
+            let why = if c.speculators.is_some() {
+                "is required and missing: vLLM reads it as config_dict[\"mask_token_id\"] and raises a KeyError without it"
+            } else {
+                "is required and missing (in dflash_config or at the top level): every loader needs a mask id to draft a block"
+            };
+            note(Err(invalid("mask_token_id", why.to_owned())));
         }
     }
     if let Ok(1) = c.block_size {
@@ -257,6 +265,62 @@ fn summary(c: &DraftConfig) -> String {
         c.block_size.clone().unwrap_or(0),
         c.target_layer_ids.clone().unwrap_or_default(),
     )
+}
+
+/// The speculators format's own fields (spec 18.1): each required (vLLM refuses the structure
+/// without it), and for DFlash2 the block vLLM builds from them equal to the one the draft was
+/// trained with.
+fn speculators(c: &DraftConfig) -> Vec<FieldProblem> {
+    let Some(s) = &c.speculators else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let required = |p: FieldProblem| match p.kind {
+        ProblemKind::Missing => invalid(
+            &p.field,
+            "is required and missing: vLLM refuses a speculators config without it".to_owned(),
+        ),
+        _ => p,
+    };
+    for r in [
+        s.speculative_tokens.clone().map(drop),
+        s.verifier_name.clone().map(drop),
+        s.verifier_architectures.clone().map(drop),
+        s.draft_vocab_size.clone().map(drop),
+    ] {
+        if let Err(p) = r {
+            out.push(required(p));
+        }
+    }
+    if let (Ok(Some(vocab)), Ok(draft)) = (&c.vocab_size, &s.draft_vocab_size) {
+        let at = c
+            .canonical
+            .fields
+            .get("vocab_size")
+            .map_or("vocab_size".to_owned(), |r| r.at.clone());
+        if draft > vocab {
+            out.push(invalid(
+                crate::config::canonical::DRAFT_VOCAB_SIZE,
+                format!("{draft} is above the verifier's vocabulary ({at} {vocab}): a draft vocabulary is the verifier's or a part of it"),
+            ));
+        } else if draft != vocab && c.architecture == crate::config::Architecture::Dflash2 {
+            out.push(invalid(
+                crate::config::canonical::DRAFT_VOCAB_SIZE,
+                format!("{draft} is not the verifier's vocabulary ({at} {vocab}): a DFlash2 draft's selector scores the verifier's whole vocabulary"),
+            ));
+        }
+    }
+    if c.architecture == crate::config::Architecture::Dflash2 {
+        if let (Ok(tokens), Ok(block)) = (&s.speculative_tokens, &c.block_size) {
+            if tokens.checked_add(1) != Some(*block) {
+                out.push(invalid(
+                    crate::config::canonical::SPECULATIVE_TOKENS,
+                    format!("is {tokens}, not block_size {block} minus one: vLLM sizes a DFlash2 draft's convolution block as speculative_tokens + 1, so another value silently changes the kernel it was trained with"),
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// Nemotron 3.5's `eagle_aux_hidden_state_layer_ids`, when stated, are `target_layer_ids` plus one,

@@ -222,7 +222,7 @@ fn expected(
         .map(|(role, spec)| Expected {
             name: spelling.name(role),
             required_by: (role == Role::EmbedTokens && config.has_embed_tokens == Ok(Some(true)))
-                .then_some("has_embed_tokens"),
+                .then_some("has_embed_tokens: true"),
             shape: (spec.shape)(geometry),
             optional: spec.switch == Switch::Optional
                 && !(role == Role::EmbedTokens && config.has_embed_tokens == Ok(Some(true))),
@@ -236,14 +236,36 @@ fn expected(
         })
         .collect();
     let own_head = config.has_own_lm_head == Ok(Some(true));
+    let reduced = config.reduced_vocabulary();
     out.push(Expected {
         name: spelling.output_head().to_owned(),
-        required_by: own_head.then_some("has_own_lm_head"),
-        shape: vocab_by_hidden(geometry),
-        optional: !own_head,
+        required_by: match reduced {
+            Some(_) => Some("draft_vocab_size below the verifier's vocabulary"),
+            None => own_head.then_some("has_own_lm_head: true"),
+        },
+        shape: match reduced {
+            Some((draft, _)) => geometry.hidden().map(|h| vec![draft, h]),
+            None => vocab_by_hidden(geometry),
+        },
+        optional: !own_head && reduced.is_none(),
         codebook: false,
-        vocabulary: Some(geometry.hidden()),
+        // A reduced vocabulary's head is sized by the draft's own; otherwise by the target's.
+        vocabulary: reduced.is_none().then(|| geometry.hidden()),
     });
+    // A reduced vocabulary's map (speculators): draft token i is target id i + d2t[i], and t2d marks
+    // the target ids the draft scores.
+    if let Some((draft, verifier)) = reduced {
+        for (name, len) in [(D2T, draft), (T2D, verifier)] {
+            out.push(Expected {
+                name: name.to_owned(),
+                required_by: Some("draft_vocab_size below the verifier's vocabulary"),
+                shape: Ok(vec![len]),
+                optional: false,
+                codebook: false,
+                vocabulary: None,
+            });
+        }
+    }
     if let Ok(Some(true)) = config.attention_bias {
         for layer in 0..layers {
             for p in [Projection::Q, Projection::K, Projection::V, Projection::O] {
@@ -280,6 +302,75 @@ fn expected(
         }
     }
     (out, unread)
+}
+
+/// A reduced vocabulary's map from draft token to target token (I64 `[draft_vocab_size]`: each
+/// entry the offset to add) and its inverse mask (BOOL `[vocab_size]`), as speculators names them.
+pub const D2T: &str = "d2t";
+pub const T2D: &str = "t2d";
+
+/// `inventory.complete` of a draft with a reduced vocabulary, once the map's two tensors are read:
+/// a PASS stands only when target id `i + d2t[i]` strictly increases and stays below
+/// `vocab_size`, and `t2d` is true exactly at those ids. The first break is named with its index.
+/// The map is what gives each row of the draft's head its target token: a broken one scores other
+/// tokens than the draft was trained on, with every shape right.
+pub fn vocabulary_map(complete: Check, d2t: &[u8], t2d: &[u8], vocab: u64) -> Check {
+    if complete.outcome() != crate::report::Outcome::Pass {
+        return complete;
+    }
+    let Err((name, why)) = map_breaks(d2t, t2d, vocab) else {
+        return complete;
+    };
+    let mut evidence = match complete.evidence() {
+        Some(crate::evidence::Evidence::InventoryComplete(e)) => e.clone(),
+        _ => InventoryComplete {
+            required: 0,
+            present: 0,
+            problems: Vec::new(),
+            not_listed: 0,
+        },
+    };
+    evidence.problems.push(Finding::new(name, "vocabulary_map"));
+    Check::fail(
+        COMPLETE,
+        format!("the reduced vocabulary's map is broken: {why}"),
+    )
+    .with_evidence(evidence)
+}
+
+/// The first break of the map, as the tensor and why.
+fn map_breaks(d2t: &[u8], t2d: &[u8], vocab: u64) -> Result<(), (&'static str, String)> {
+    let (chunks, _) = d2t.as_chunks::<8>();
+    let mut targets: Vec<u64> = Vec::with_capacity(chunks.len());
+    for (i, chunk) in chunks.iter().enumerate() {
+        let offset = i64::from_le_bytes(*chunk);
+        let target = i as i128 + i128::from(offset);
+        if target < 0 || target >= i128::from(vocab) {
+            return Err((D2T, format!("d2t[{i}] is {offset}: draft token {i} maps to target id {target}, outside the verifier's vocabulary of {vocab}")));
+        }
+        if let Some(&previous) = targets.last() {
+            if target <= i128::from(previous) {
+                return Err((D2T, format!("d2t[{i}] is {offset}: draft token {i} maps to target id {target}, not above draft token {}'s {previous}: the target ids i + d2t[i] must strictly increase", i - 1)));
+            }
+        }
+        targets.push(target as u64);
+    }
+    let trues = t2d.iter().filter(|&&b| b == 1).count();
+    let mut next = 0usize;
+    for (id, &b) in t2d.iter().enumerate() {
+        let mapped = targets.get(next) == Some(&(id as u64));
+        let why = match (b, mapped) {
+            (0, false) | (1, true) => None,
+            (0, true) => Some(format!("t2d[{id}] is false, but draft token {next} maps to target id {id} (d2t)")),
+            (1, false) => Some(format!("t2d[{id}] is true, but no draft token maps to target id {id} (t2d holds {trues} true, draft_vocab_size is {})", targets.len())),
+            (b, _) => Some(format!("t2d[{id}] is {b}, not a boolean (0 or 1)")),
+        };
+        if let Some(why) = why {
+            return Err((T2D, why));
+        }
+        next += usize::from(mapped);
+    }
+    Ok(())
 }
 
 /// MiMo's per-layer attention sink, under this form's spelling of the layer's attention.
@@ -331,7 +422,7 @@ fn complete(
                 note(&mut problems, t.name, "codebook_suffix", format!("{} is stored as {}: z-lab's MLX loader (load_draft) reads the released name {} and raises a KeyError on this one (Transformers reads either)", e.name, escape(t.name), e.name));
             } else if !e.optional {
                 let why = match e.required_by {
-                    Some(field) => format!("the config says {field}: true; {}", loader.missing),
+                    Some(field) => format!("the config says {field}; {}", loader.missing),
                     None => loader.missing.to_owned(),
                 };
                 note(
@@ -662,4 +753,36 @@ fn off(loader: &Loader, f: Feature, what: &str) -> Verdict {
             loader.declares
         )),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d2t(offsets: &[i64]) -> Vec<u8> {
+        offsets.iter().flat_map(|o| o.to_le_bytes()).collect()
+    }
+
+    /// The map's breaks the arms do not make: a target id past the vocabulary, below zero, a
+    /// target id `t2d` leaves false, and a `t2d` byte that is no boolean.
+    #[test]
+    fn a_vocabulary_map_is_held_entry_by_entry() {
+        // Draft tokens 0, 1, 2 are target ids 0, 2, 4 of 6.
+        let good = d2t(&[0, 1, 2]);
+        let mask = [1, 0, 1, 0, 1, 0];
+        assert_eq!(map_breaks(&good, &mask, 6), Ok(()));
+        let (name, why) = map_breaks(&d2t(&[0, 1, 4]), &mask, 6).unwrap_err();
+        assert_eq!(name, D2T);
+        assert!(why.contains("d2t[2]") && why.contains("outside"), "{why}");
+        let (_, why) = map_breaks(&d2t(&[-1, 1, 2]), &mask, 6).unwrap_err();
+        assert!(why.contains("d2t[0] is -1"), "{why}");
+        let (name, why) = map_breaks(&good, &[1, 0, 0, 0, 1, 0], 6).unwrap_err();
+        assert_eq!(name, T2D);
+        assert!(
+            why.contains("t2d[2] is false") && why.contains("draft token 1"),
+            "{why}"
+        );
+        let (_, why) = map_breaks(&good, &[1, 0, 1, 0, 2, 0], 6).unwrap_err();
+        assert!(why.contains("t2d[4] is 2"), "{why}");
+    }
 }

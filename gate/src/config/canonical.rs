@@ -99,11 +99,59 @@ pub struct Canonical {
     pub conflicted: BTreeMap<String, String>,
     /// Every other field it states, by dotted name (`dflash_config.X` for one nested).
     pub not_compared: BTreeSet<String>,
+    /// Fields whose stated value cannot be the reading at all (speculators' `aux_hidden_state_layer_ids`
+    /// holding a 0, a `mask_token_id` of null), by canonical name: where it was read, and why.
+    pub refused: BTreeMap<String, (String, String)>,
+    /// The schema the config is written in, which says where a missing field is asked for.
+    pub schema: Schema,
+    /// The speculators format's own fields (spec 18.1), by their path: `draft_vocab_size`,
+    /// `speculators_config.proposal_methods[0].speculative_tokens`,
+    /// `speculators_config.verifier.name_or_path` and `.architectures`. Not compared with a source:
+    /// they say how vLLM wraps the draft, not what the draft is.
+    pub speculators: BTreeMap<String, Reading>,
+}
+
+/// How a config is laid out: z-lab's (geometry at the top level, DFlash fields in `dflash_config`
+/// or at the top level), or the speculators library's (geometry in `transformer_layer_config`,
+/// DFlash fields at the top level, the taps as `aux_hidden_state_layer_ids`, each id plus one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Schema {
+    #[default]
+    Zlab,
+    Speculators,
+}
+
+/// Where the speculators format keeps the draft's geometry: a Hugging Face config of its own.
+pub const LAYER_CONFIG: &str = "transformer_layer_config";
+
+/// The speculators format's taps: z-lab's `target_layer_ids`, each plus one.
+pub const AUX_IDS: &str = "aux_hidden_state_layer_ids";
+
+/// The speculators format's own required fields, each a path into the config, in report order.
+pub const SPECULATIVE_TOKENS: &str = "speculators_config.proposal_methods[0].speculative_tokens";
+pub const VERIFIER_NAME: &str = "speculators_config.verifier.name_or_path";
+pub const VERIFIER_ARCHITECTURES: &str = "speculators_config.verifier.architectures";
+pub const DRAFT_VOCAB_SIZE: &str = "draft_vocab_size";
+
+/// The family a speculators config declares (`speculators_model_type` `dflash` or `dflash2`, and no
+/// `model_type`), or `None` for any other config.
+pub fn speculators_family(config: &Map<String, Value>) -> Option<Family> {
+    if config.contains_key("model_type") {
+        return None;
+    }
+    match config.get("speculators_model_type")?.as_str()? {
+        "dflash" => Some(Family::First),
+        "dflash2" => Some(Family::Second),
+        _ => None,
+    }
 }
 
 impl Canonical {
     /// Reads `config` (a config.json's top-level object).
     pub fn read(config: &Map<String, Value>) -> Canonical {
+        if speculators_family(config).is_some() {
+            return Canonical::read_speculators(config);
+        }
         let mut c = Canonical {
             family: Some(recognise(config).map(|(_, a)| match a {
                 Architecture::Dflash | Architecture::AssistantHead => Family::First,
@@ -132,7 +180,7 @@ impl Canonical {
             &EMBEDDING_SCALE,
             &mut used,
         );
-        c.rope(config, &mut used);
+        c.rope(config, "", &mut used);
         c.defaults();
         for (key, value) in config {
             if used.contains(key) {
@@ -152,6 +200,163 @@ impl Canonical {
             }
         }
         c
+    }
+
+    /// The speculators format (spec 18.1): the geometry from `transformer_layer_config` (a Hugging
+    /// Face config of its own), the DFlash fields from the top level, the taps from
+    /// `aux_hidden_state_layer_ids` minus one (the stored list beside the reading), and the format's
+    /// own fields where vLLM reads them.
+    fn read_speculators(config: &Map<String, Value>) -> Canonical {
+        let mut c = Canonical {
+            family: Some(recognise(config).map(|(_, a)| match a {
+                Architecture::Dflash | Architecture::AssistantHead => Family::First,
+                Architecture::Dflash2 => Family::Second,
+            })),
+            schema: Schema::Speculators,
+            ..Canonical::default()
+        };
+        let empty = Map::new();
+        let layer = match config.get(LAYER_CONFIG) {
+            Some(Value::Object(m)) => m,
+            _ => &empty,
+        };
+        let mut used: BTreeSet<String> = BTreeSet::new();
+        if config.get(LAYER_CONFIG).is_some_and(Value::is_object) {
+            used.insert(LAYER_CONFIG.to_owned());
+        }
+        for name in TOP {
+            if let Some(v) = layer.get(name) {
+                c.state(name, v.clone(), format!("{LAYER_CONFIG}.{name}"));
+            }
+        }
+        for name in EITHER {
+            if name == "target_layer_ids" {
+                continue;
+            }
+            // `layer_types` and `is_causal` are Hugging Face fields too: in either home, as z-lab's
+            // fields are in theirs.
+            let mut found = Vec::new();
+            if let Some(v) = layer.get(name) {
+                found.push((format!("{LAYER_CONFIG}.{name}"), v));
+            }
+            if let Some(v) = config.get(name) {
+                found.push((name.to_owned(), v));
+                used.insert(name.to_owned());
+            }
+            c.first_of(name, found);
+        }
+        c.either(config, None, "embedding_scale", &EMBEDDING_SCALE, &mut used);
+        c.rope(layer, &format!("{LAYER_CONFIG}."), &mut BTreeSet::new());
+        if let Some(v) = config.get(AUX_IDS) {
+            used.insert(AUX_IDS.to_owned());
+            c.aux_ids(v);
+        }
+        if config.get("mask_token_id") == Some(&Value::Null) {
+            c.fields.remove("mask_token_id");
+            c.refused.insert(
+                "mask_token_id".to_owned(),
+                (
+                    "mask_token_id".to_owned(),
+                    "is null: vLLM reads the mask id from it and has none to draft a block with"
+                        .to_owned(),
+                ),
+            );
+        }
+        let path = |steps: &[&str], index: Option<usize>| -> Option<Value> {
+            let mut v = config.get(steps[0])?;
+            for (i, step) in steps[1..].iter().enumerate() {
+                v = v.get(*step)?;
+                if i == 0 {
+                    if let Some(n) = index {
+                        v = v.get(n)?;
+                    }
+                }
+            }
+            Some(v.clone())
+        };
+        for (name, found) in [
+            (
+                SPECULATIVE_TOKENS,
+                path(
+                    &[
+                        "speculators_config",
+                        "proposal_methods",
+                        "speculative_tokens",
+                    ],
+                    Some(0),
+                ),
+            ),
+            (
+                VERIFIER_NAME,
+                path(&["speculators_config", "verifier", "name_or_path"], None),
+            ),
+            (
+                VERIFIER_ARCHITECTURES,
+                path(&["speculators_config", "verifier", "architectures"], None),
+            ),
+            (DRAFT_VOCAB_SIZE, config.get(DRAFT_VOCAB_SIZE).cloned()),
+        ] {
+            if let Some(value) = found {
+                c.speculators.insert(
+                    name.to_owned(),
+                    Reading {
+                        value,
+                        at: name.to_owned(),
+                        defaulted: false,
+                    },
+                );
+            }
+        }
+        c.defaults();
+        for (key, _) in config {
+            if !used.contains(key) {
+                c.not_compared.insert(key.clone());
+            }
+        }
+        for key in layer.keys() {
+            let read = TOP.contains(&key.as_str())
+                || EITHER.contains(&key.as_str())
+                || ["rope_theta", "rope_parameters", "rope_scaling"].contains(&key.as_str());
+            if !read {
+                c.not_compared.insert(format!("{LAYER_CONFIG}.{key}"));
+            }
+        }
+        c
+    }
+
+    /// `aux_hidden_state_layer_ids`, each id plus one: the reading is the list minus one, with the
+    /// stored list beside it. A 0 cannot be an id plus one: the file holds the raw ids, and vLLM,
+    /// subtracting one, would read the layer before every tap.
+    fn aux_ids(&mut self, stored: &Value) {
+        let Some(items) = stored.as_array() else {
+            // Not a list: typed (and refused) by the draft's reader under the stored name.
+            self.state("target_layer_ids", stored.clone(), AUX_IDS.to_owned());
+            return;
+        };
+        let ids: Option<Vec<u64>> = items.iter().map(Value::as_u64).collect();
+        let Some(ids) = ids.filter(|ids| !ids.is_empty()) else {
+            self.state("target_layer_ids", stored.clone(), AUX_IDS.to_owned());
+            return;
+        };
+        if ids.contains(&0) {
+            self.refused.insert(
+                "target_layer_ids".to_owned(),
+                (
+                    AUX_IDS.to_owned(),
+                    format!(
+                        "is {}, which holds 0: the speculators format stores each target_layer_id plus one (vLLM subtracts one), so 0 is no id plus one; a file holding the raw ids reads the layer before every tap",
+                        shown(stored)
+                    ),
+                ),
+            );
+            return;
+        }
+        let minus_one: Vec<Value> = ids.iter().map(|i| Value::from(i - 1)).collect();
+        self.state(
+            "target_layer_ids",
+            Value::Array(minus_one),
+            format!("{AUX_IDS} {} minus one", shown(stored).replace(',', ", ")),
+        );
     }
 
     fn conflict(&mut self, name: &str, what: String) {
@@ -219,18 +424,18 @@ impl Canonical {
     /// The RoPE: its base in `rope_parameters.rope_theta` (Transformers 5) else `rope_theta`; its
     /// scaling fields in `rope_parameters` else `rope_scaling` (`type` is `rope_type`'s older name),
     /// each as `rope.<field>`.
-    fn rope(&mut self, top: &Map<String, Value>, used: &mut BTreeSet<String>) {
+    fn rope(&mut self, top: &Map<String, Value>, prefix: &str, used: &mut BTreeSet<String>) {
         let parameters = match top.get("rope_parameters") {
             Some(Value::Object(m)) => Some(m),
             _ => None,
         };
         let mut base = Vec::new();
         if let Some(v) = parameters.and_then(|p| p.get("rope_theta")) {
-            base.push(("rope_parameters.rope_theta".to_owned(), v));
+            base.push((format!("{prefix}rope_parameters.rope_theta"), v));
         }
         if let Some(v) = top.get("rope_theta") {
-            base.push(("rope_theta".to_owned(), v));
-            used.insert("rope_theta".to_owned());
+            base.push((format!("{prefix}rope_theta"), v));
+            used.insert(format!("{prefix}rope_theta"));
         }
         self.first_of("rope_theta", base);
         let (home, scaling) = match (parameters, top.get("rope_scaling")) {
@@ -241,13 +446,13 @@ impl Canonical {
         // A `rope_scaling` of null is no scaling, as loaders read it; one of another type is a field
         // like any other, left for the not-compared list to name.
         if parameters.is_some() {
-            used.insert("rope_parameters".to_owned());
+            used.insert(format!("{prefix}rope_parameters"));
         }
         if matches!(
             top.get("rope_scaling"),
             Some(Value::Object(_) | Value::Null)
         ) {
-            used.insert("rope_scaling".to_owned());
+            used.insert(format!("{prefix}rope_scaling"));
         }
         if let (Some(_), Some(Value::Object(s))) = (parameters, top.get("rope_scaling")) {
             // Both homes: Transformers 5 reads rope_parameters; the older one's fields must agree.
@@ -288,7 +493,7 @@ impl Canonical {
                 }
                 continue;
             }
-            self.state(&name, v.clone(), format!("{home}.{key}"));
+            self.state(&name, v.clone(), format!("{prefix}{home}.{key}"));
         }
     }
 
@@ -469,6 +674,51 @@ mod tests {
             ]
         );
         assert!(c.conflicts.is_empty(), "{:?}", c.conflicts);
+    }
+
+    /// The speculators format (spec 18.1): the geometry from `transformer_layer_config`, the taps
+    /// from `aux_hidden_state_layer_ids` minus one with the stored list beside them, the format's
+    /// own fields kept apart from the compared ones.
+    #[test]
+    fn the_speculators_format_is_read_where_vllm_reads_it() {
+        let config = json!({
+            "speculators_model_type": "dflash2", "architectures": ["DFlash2DraftModel"],
+            "aux_hidden_state_layer_ids": [2, 4, 6], "mask_token_id": 7, "block_size": 8,
+            "draft_vocab_size": 1000, "conv_kernel_size": 2,
+            "speculators_config": {"proposal_methods": [{"speculative_tokens": 7}],
+                "verifier": {"name_or_path": "Org/Target", "architectures": ["Qwen3ForCausalLM"]}},
+            "transformer_layer_config": {"model_type": "qwen3", "hidden_size": 256,
+                "num_attention_heads": 4, "num_hidden_layers": 2, "rope_theta": 1e6,
+                "vocab_size": 1000, "eos_token_id": 2}
+        });
+        let c = read(config);
+        assert_eq!(c.schema, Schema::Speculators);
+        assert_eq!(c.family, Some(Ok(Family::Second)));
+        let at = |n: &str| c.fields[n].at.clone();
+        assert_eq!(at("hidden_size"), "transformer_layer_config.hidden_size");
+        assert_eq!(at("rope_theta"), "transformer_layer_config.rope_theta");
+        assert_eq!(at("block_size"), "block_size");
+        assert_eq!(c.fields["target_layer_ids"].value, json!([1, 3, 5]));
+        assert_eq!(
+            at("target_layer_ids"),
+            "aux_hidden_state_layer_ids [2, 4, 6] minus one"
+        );
+        assert_eq!(c.speculators[SPECULATIVE_TOKENS].value, json!(7));
+        assert_eq!(c.speculators[VERIFIER_NAME].value, json!("Org/Target"));
+        assert!(!c.fields.contains_key(DRAFT_VOCAB_SIZE));
+        assert!(c
+            .not_compared
+            .contains("transformer_layer_config.eos_token_id"));
+        // A 0 is no id plus one: refused, naming the stored list and the convention.
+        let raw = read(json!({"speculators_model_type": "dflash",
+            "aux_hidden_state_layer_ids": [0, 3], "mask_token_id": null}));
+        let (field, why) = &raw.refused["target_layer_ids"];
+        assert_eq!(field, AUX_IDS);
+        assert!(why.contains("[0,3]") && why.contains("plus one"), "{why}");
+        assert!(raw.refused["mask_token_id"].1.contains("null"));
+        // With a model_type it is z-lab's schema, whatever else it says.
+        let zlab = read(json!({"speculators_model_type": "dflash", "model_type": "dflash"}));
+        assert_eq!(zlab.schema, Schema::Zlab);
     }
 
     #[test]

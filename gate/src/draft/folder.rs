@@ -12,6 +12,7 @@ use crate::checkpoint::{Checkpoint, INDEX_FILE, SINGLE_FILE};
 use crate::checks::{self, IS_DFLASH, PARSES};
 use crate::config::DraftConfig;
 use crate::container::TensorInfo;
+use crate::dtype::Dtype;
 use crate::error::PackageError;
 use crate::evaluation::{Draft, Evaluation};
 use crate::files::Inside;
@@ -48,19 +49,22 @@ const LOADER: checks::inventory::Loader = checks::inventory::Loader {
 /// `inventory.complete` and `inventory.explained` through the one inventory: the folder's tensors
 /// are plain arrays whose declared shape is the logical one, read as weights when of a float type.
 fn inventory(config: &DraftConfig, tensors: &[&TensorInfo]) -> [Check; 2] {
+    let reduced = config.reduced_vocabulary().is_some();
     let held: Vec<checks::inventory::Held<'_>> = tensors
         .iter()
         .map(|t| checks::inventory::Held {
             name: &t.name,
             shape: t.shape.clone(),
             shown: format!("{} {}", t.dtype, t.shape_text()),
-            readable: if checks::finite::is_float(t.dtype) {
-                Ok(())
-            } else {
-                Err(format!(
+            readable: match (reduced, t.name.as_str()) {
+                // A reduced vocabulary's map: integers and a mask, as speculators writes them.
+                (true, checks::inventory::D2T) => map_type(t, Dtype::I64),
+                (true, checks::inventory::T2D) => map_type(t, Dtype::Bool),
+                _ if checks::finite::is_float(t.dtype) => Ok(()),
+                _ => Err(format!(
                     "{} is {}, not a float type a loader reads as weights (BF16, F16 or F32)",
                     t.name, t.dtype
-                ))
+                )),
             },
         })
         .collect();
@@ -73,6 +77,18 @@ fn inventory(config: &DraftConfig, tensors: &[&TensorInfo]) -> [Check; 2] {
         &LOADER,
         &held,
     )
+}
+
+/// A vocabulary map's tensor is of the one type vLLM reads it as.
+fn map_type(t: &TensorInfo, want: Dtype) -> Result<(), String> {
+    if t.dtype == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is {}, not {want}: the reduced vocabulary's map is read as {want}",
+            t.name, t.dtype
+        ))
+    }
 }
 
 /// Whether `names` (a directory's entries) hold a Hugging Face folder's weights.
@@ -92,28 +108,13 @@ pub fn evaluation(
 ) -> Result<(Evaluation<'static>, Option<Checkpoint>), PackageError> {
     let mut evaluation = Evaluation::start(package, Form::Safetensors, files, &NotChecked::FOLDER);
     let report = &mut evaluation.report;
-    let parsed = config.map_err(Ok).and_then(|bytes| {
-        if let Ok(serde_json::Value::Object(top)) = crate::strict_json::parse(&bytes) {
-            if let Some(why) = crate::config::speculators_format(&top) {
-                return Err(Err(why));
-            }
-        }
-        DraftConfig::from_json(&bytes).map_err(Ok)
-    });
+    let parsed = config.and_then(|bytes| DraftConfig::from_json(&bytes));
     let config = match parsed {
         Ok(c) => c,
-        Err(Ok(why)) => {
+        Err(why) => {
             report.checks.push(Check::fail(IS_DFLASH, why.clone()));
             not_run(report);
             evaluation.draft = Err(why);
-            return Ok((evaluation, None));
-        }
-        Err(Err(speculators)) => {
-            report
-                .checks
-                .push(Check::undecided(IS_DFLASH, speculators.clone()));
-            not_run(report);
-            evaluation.draft = Err(speculators);
             return Ok((evaluation, None));
         }
     };
@@ -245,7 +246,15 @@ fn weight_checks(
         );
         return Ok(());
     }
-    let [complete, explained] = inventory(config, &tensors);
+    let [mut complete, explained] = inventory(config, &tensors);
+    if let (Some((_, vocab)), Some((_, d2t)), Some((_, t2d))) = (
+        config.reduced_vocabulary(),
+        checkpoint.tensor(checks::inventory::D2T),
+        checkpoint.tensor(checks::inventory::T2D),
+    ) {
+        // Both are there with the config's shapes when `complete` passed: a few bytes per token.
+        complete = checks::inventory::vocabulary_map(complete, d2t, t2d, vocab);
+    }
     report.checks.push(complete);
     report.checks.push(explained);
     let data: Vec<(&TensorInfo, &[u8])> = tensors

@@ -1185,8 +1185,8 @@ fn all_counts_what_it_does_not_gate_and_gates_a_folder_of_ggufs_file_by_file() {
     let rows = [
         ("PASS", "/draft ", "18 of 18"),
         ("SKIPPED", "/empty ", "  empty: not a package"),
-        ("PASS", "/gguf/draft-f16.gguf ", " [gguf] 6 of 6"),
-        ("PASS", "/gguf/draft-q8.gguf ", " [gguf] 6 of 6"),
+        ("PASS", "/gguf/draft-f16.gguf ", " [gguf] 7 of 7"),
+        ("PASS", "/gguf/draft-q8.gguf ", " [gguf] 7 of 7"),
         ("SKIPPED", "/notes ", "  not a package: no config.json"),
     ];
     for (line, (label, name, words)) in lines.iter().zip(rows) {

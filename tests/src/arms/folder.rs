@@ -315,16 +315,111 @@ const ARMS: &[FolderArm] = &[
             &["not a DFlash draft", "Qwen3ForCausalLM"],
         ),
     ),
+    // The speculators format (spec 18.1): the same draft as vLLM's training writes it.
+    arm("folder::pass::speculators_dflash", speculators, Owed::Pass),
+    FolderArm {
+        base: Base::Dflash2,
+        ..arm("folder::pass::speculators_dflash2", speculators, Owed::Pass)
+    },
     arm(
-        "folder::control::speculators_format_named",
-        |d| config(d, |c| c["speculators_model_type"] = json!("dflash")),
-        Owed::Refused {
-            check: CheckId::CONFIG_IS_DFLASH,
-            outcome: Outcome::Undecided,
-            mentions: &["speculators", "not one the gate knows"],
-            also: &[],
-        },
+        "folder::pass::speculators_reduced_vocabulary",
+        reduced_vocabulary,
+        Owed::Pass,
     ),
+    arm(
+        "folder::control::speculators_d2t_not_increasing",
+        |d| {
+            reduced_vocabulary(d);
+            // Draft token 10 maps to target id 18, draft token 9's.
+            weights(d, |t| {
+                named(t, "d2t").3[80..88].copy_from_slice(&8i64.to_le_bytes())
+            })
+        },
+        fail(COMPLETE, &["d2t[10]", "target id 18", "strictly increase"]),
+    ),
+    arm(
+        "folder::control::speculators_t2d_count_wrong",
+        |d| {
+            reduced_vocabulary(d);
+            weights(d, |t| named(t, "t2d").3[1] = 1)
+        },
+        fail(COMPLETE, &["t2d[1]", "501 true", "draft_vocab_size is 500"]),
+    ),
+    arm(
+        "folder::control::speculators_draft_vocab_above_the_verifiers",
+        |d| {
+            speculators(d);
+            config(d, |c| c["draft_vocab_size"] = json!(1001))
+        },
+        fail(GEOMETRY, &["draft_vocab_size", "1001", "above the verifier's"]),
+    ),
+    FolderArm {
+        base: Base::Dflash2,
+        ..arm(
+            "folder::control::speculators_dflash2_draft_vocab_reduced",
+            |d| {
+                speculators(d);
+                config(d, |c| c["draft_vocab_size"] = json!(500))
+            },
+            fail(GEOMETRY, &["draft_vocab_size", "500", "whole vocabulary"]),
+        )
+    },
+    arm(
+        "folder::control::speculators_raw_ids",
+        |d| {
+            speculators(d);
+            config(d, |c| c["aux_hidden_state_layer_ids"] = json!([0, 3, 5]))
+        },
+        fail(GEOMETRY, &["aux_hidden_state_layer_ids", "[0,3,5]", "plus one"]),
+    ),
+    arm(
+        "folder::control::speculators_mask_null",
+        |d| {
+            speculators(d);
+            config(d, |c| c["mask_token_id"] = Value::Null)
+        },
+        fail(GEOMETRY, &["mask_token_id", "is null"]),
+    ),
+    arm(
+        "folder::control::speculators_mask_absent",
+        |d| {
+            speculators(d);
+            config(d, |c| {
+                c.as_object_mut().unwrap().remove("mask_token_id");
+            })
+        },
+        fail(GEOMETRY, &["mask_token_id", "KeyError"]),
+    ),
+    arm(
+        "folder::control::speculators_verifier_name_missing",
+        |d| {
+            speculators(d);
+            config(d, |c| {
+                c["speculators_config"]["verifier"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("name_or_path");
+            })
+        },
+        fail(
+            GEOMETRY,
+            &["speculators_config.verifier.name_or_path", "required"],
+        ),
+    ),
+    FolderArm {
+        base: Base::Dflash2,
+        ..arm(
+            "folder::control::speculators_dflash2_tokens_off_by_one",
+            |d| {
+                speculators(d);
+                config(d, |c| {
+                    let block = c["block_size"].clone();
+                    c["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = block;
+                })
+            },
+            fail(GEOMETRY, &["speculative_tokens", "block_size", "minus one"]),
+        )
+    },
     FolderArm {
         shards: 3,
         ..arm(
@@ -631,6 +726,86 @@ fn nemotron_like(dir: &Path) -> PathBuf {
     weights(dir, |t| {
         t.push(zeros("embed_tokens.weight", vec![1000, 256]));
         t.push(zeros("lm_head.weight", vec![1000, 256]));
+    })
+}
+
+/// Whether a z-lab config's top-level `key` is a DFlash field (the speculators format keeps those at
+/// its top level, outside `transformer_layer_config`) rather than the layers' geometry.
+fn dflash_field(key: &str) -> bool {
+    key.starts_with("conv_")
+        || key.starts_with("selector_")
+        || key.ends_with("embedding_scale")
+        || matches!(
+            key,
+            "block_size" | "num_target_layers" | "output_multiplier" | "final_logit_softcapping"
+        )
+}
+
+/// The folder's config rewritten as the speculators library writes one (vLLM's training output): no
+/// `model_type`, `speculators_model_type` naming the family, the geometry in
+/// `transformer_layer_config`, the taps as `aux_hidden_state_layer_ids` (each id plus one), the DFlash
+/// fields at the top level, the verifier and the proposal under `speculators_config`.
+fn speculators(dir: &Path) -> PathBuf {
+    config(dir, |c| {
+        let mut zlab = std::mem::take(c.as_object_mut().unwrap());
+        let second = zlab.get("architectures") == Some(&json!(["DFlash2DraftModel"]));
+        zlab.remove("architectures");
+        let mut top = serde_json::Map::new();
+        if let Some(Value::Object(nested)) = zlab.remove("dflash_config") {
+            for (k, v) in nested {
+                top.insert(k, v);
+            }
+        }
+        let moved: Vec<String> = zlab.keys().filter(|k| dflash_field(k)).cloned().collect();
+        for key in moved {
+            let v = zlab.remove(&key).unwrap();
+            top.insert(key, v);
+        }
+        let ids = top.remove("target_layer_ids").unwrap();
+        let aux: Vec<u64> = ids
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_u64().unwrap() + 1)
+            .collect();
+        let block = top["block_size"].as_u64().unwrap();
+        let vocab = zlab["vocab_size"].clone();
+        zlab.insert("model_type".into(), json!("qwen3"));
+        let (family, class) = if second {
+            ("dflash2", "DFlash2DraftModel")
+        } else {
+            ("dflash", "DFlashSpeculator")
+        };
+        top.insert("speculators_model_type".into(), json!(family));
+        top.insert("architectures".into(), json!([class]));
+        top.insert("aux_hidden_state_layer_ids".into(), json!(aux));
+        top.insert("draft_vocab_size".into(), vocab);
+        top.insert(
+            "speculators_config".into(),
+            json!({
+                "algorithm": family,
+                "default_proposal_method": "greedy",
+                "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": block - 1}],
+                "verifier": {"name_or_path": "Qwen/Qwen3-8B", "architectures": ["Qwen3ForCausalLM"]}
+            }),
+        );
+        top.insert("transformer_layer_config".into(), Value::Object(zlab));
+        *c = Value::Object(top);
+    })
+}
+
+/// A speculators draft with a reduced vocabulary: 500 of the verifier's 1000 tokens (the even
+/// ids), its own head over them, `d2t` (draft token i is target id i + d2t[i]) and `t2d` (true at the
+/// ids the draft scores).
+fn reduced_vocabulary(dir: &Path) -> PathBuf {
+    speculators(dir);
+    config(dir, |c| c["draft_vocab_size"] = json!(500));
+    weights(dir, |t| {
+        t.push(zeros("lm_head.weight", vec![500, 256]));
+        let d2t: Vec<u8> = (0..500i64).flat_map(|i| i.to_le_bytes()).collect();
+        t.push(("d2t".into(), "I64".into(), vec![500], d2t));
+        let t2d: Vec<u8> = (0..1000).map(|id| u8::from(id % 2 == 0)).collect();
+        t.push(("t2d".into(), "BOOL".into(), vec![1000], t2d));
     })
 }
 
