@@ -42,6 +42,8 @@ struct FolderArm {
     base: Base,
     dtype: Dtype,
     shards: usize,
+    /// One file and an index naming it (mlx-lm's `save_model`).
+    indexed: bool,
     /// Done to the written folder before it is gated; returns the path to gate (the folder, or a cache
     /// path that leads to it).
     bend: fn(&Path) -> PathBuf,
@@ -54,6 +56,7 @@ const fn arm(name: &'static str, bend: fn(&Path) -> PathBuf, owed: Owed) -> Fold
         base: Base::Small,
         dtype: Dtype::Bf16,
         shards: 1,
+        indexed: false,
         bend,
         owed,
     }
@@ -95,6 +98,10 @@ const ARMS: &[FolderArm] = &[
     FolderArm {
         dtype: Dtype::F32,
         ..arm("folder::pass::f32", as_is, Owed::Pass)
+    },
+    FolderArm {
+        indexed: true,
+        ..arm("folder::pass::mlx_one_file_indexed", as_is, Owed::Pass)
     },
     arm(
         "folder::pass::old_schema_top_level_fields",
@@ -284,6 +291,51 @@ const ARMS: &[FolderArm] = &[
             fail(PARSES, &["fc.weight", "not in the index"]),
         )
     },
+    FolderArm {
+        indexed: true,
+        ..arm(
+            "folder::control::mlx_index_names_another_file",
+            |d| {
+                index_edit(d, |m| {
+                    m["fc.weight"] = json!("model-00002-of-00002.safetensors")
+                })
+            },
+            fail(
+                PARSES,
+                &[
+                    "holds both model.safetensors and model.safetensors.index.json",
+                    "names model-00002-of-00002.safetensors",
+                ],
+            ),
+        )
+    },
+    FolderArm {
+        indexed: true,
+        ..arm(
+            "folder::control::mlx_index_lists_a_tensor_the_file_lacks",
+            |d| {
+                index_edit(d, |m| {
+                    m["layers.0.extra.weight"] = json!("model.safetensors")
+                })
+            },
+            fail(
+                PARSES,
+                &[
+                    "layers.0.extra.weight",
+                    "model.safetensors",
+                    "no such tensor",
+                ],
+            ),
+        )
+    },
+    FolderArm {
+        indexed: true,
+        ..arm(
+            "folder::control::mlx_index_omits_a_tensor_of_the_file",
+            unlisted_tensor,
+            fail(PARSES, &["fc.weight", "not in the index"]),
+        )
+    },
     arm(
         "folder::control::shard_no_index_names",
         |d| {
@@ -339,6 +391,7 @@ fn run(arm: &FolderArm) -> Result<(), String> {
     let options = SourceOptions {
         dtype: arm.dtype,
         shards: arm.shards,
+        index_one_file: arm.indexed,
         ..SourceOptions::default()
     };
     write_source(&mut package, &dir, options, SEED).map_err(|e| e.to_string())?;
@@ -643,15 +696,19 @@ fn old_schema(dir: &Path) -> PathBuf {
     })
 }
 
-fn unlisted_tensor(dir: &Path) -> PathBuf {
+/// The index's `weight_map`, edited in place.
+fn index_edit(dir: &Path, edit: impl FnOnce(&mut Value)) -> PathBuf {
     let path = dir.join("model.safetensors.index.json");
     let mut index: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    index["weight_map"]
-        .as_object_mut()
-        .unwrap()
-        .remove("fc.weight");
+    edit(&mut index["weight_map"]);
     std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
     dir.to_owned()
+}
+
+fn unlisted_tensor(dir: &Path) -> PathBuf {
+    index_edit(dir, |m| {
+        m.as_object_mut().unwrap().remove("fc.weight");
+    })
 }
 
 const COMMIT: &str = "4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a";
