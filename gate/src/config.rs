@@ -145,9 +145,9 @@ pub struct DraftConfig {
     /// Whether q, k, v and o carry a bias (`attention_bias`): a Hugging Face folder then holds the four
     /// bias vectors of every layer. Absent is false, as the model class reads it.
     pub attention_bias: Field<Option<bool>>,
-    /// The scheme `quantization_config` names (`quant_method`, else `format`), when it is there:
-    /// packed integers are not weights to read as floats.
-    pub quantization: Option<String>,
+    /// The scheme `quantization_config` (or MLX's `quantization`) states, when it is there: packed
+    /// integers are not weights to read as floats.
+    pub quantization: Option<crate::quant::Quantization>,
     /// Where every field above was read, and the fields it does not type: the one reading that the
     /// comparisons with a source or a target use too.
     pub canonical: canonical::Canonical,
@@ -160,21 +160,6 @@ pub fn speculators_format(top: &Map<String, Value>) -> Option<String> {
     let declared = top.get("speculators_model_type")?.as_str()?;
     (declared == "dflash").then(|| {
         "config.json declares the speculators format (speculators_model_type \"dflash\"): recognised, but its tensor layout is not one the gate knows, so nothing in it is checked".to_owned()
-    })
-}
-
-/// The scheme a `quantization_config` object names: `quant_method`, else `format`, else that it names
-/// none.
-fn quantization(top: &Map<String, Value>) -> Option<String> {
-    let Value::Object(q) = top.get("quantization_config")? else {
-        return Some("an unreadable quantization_config (not an object)".to_owned());
-    };
-    let named = ["quant_method", "format"]
-        .iter()
-        .find_map(|k| q.get(*k).and_then(Value::as_str));
-    Some(match named {
-        Some(n) => n.chars().take(64).collect(),
-        None => "an unnamed scheme".to_owned(),
     })
 }
 
@@ -251,7 +236,7 @@ impl DraftConfig {
             // Under its canonical name, wherever it was read (`rope_parameters` or the top level).
             rope_theta: optional(at.top("rope_theta"), positive_f32),
             attention_bias: optional(at.top("attention_bias"), boolean),
-            quantization: quantization(top),
+            quantization: crate::quant::read(top),
             hidden_size,
             num_attention_heads,
             head_dim,

@@ -8,15 +8,17 @@
 //! shards) is this draft's `container.parses` FAIL, naming it; a file that cannot be read at all is an
 //! error, as for a package.
 
+use super::pack_quantized;
 use crate::checkpoint::{Checkpoint, INDEX_FILE, SINGLE_FILE};
 use crate::checks::{self, IS_DFLASH, PARSES};
-use crate::config::DraftConfig;
+use crate::config::{Architecture, DraftConfig};
 use crate::container::TensorInfo;
 use crate::error::PackageError;
 use crate::evaluation::{Draft, Evaluation};
 use crate::files::Inside;
 use crate::form::Form;
 use crate::limits::MAX_CENSUS_TENSORS;
+use crate::quant::PackQuantized;
 use crate::report::{Check, FileCensus, NotChecked, Report, TensorCensus};
 use std::path::Path;
 
@@ -45,27 +47,44 @@ const LOADER: checks::inventory::Loader = checks::inventory::Loader {
 };
 
 /// `inventory.complete` and `inventory.explained` through the one inventory: the folder's tensors
-/// are plain arrays whose declared shape is the logical one, read as weights when of a float type.
-fn inventory(config: &DraftConfig, tensors: &[&TensorInfo]) -> [Check; 2] {
-    let held: Vec<checks::inventory::Held<'_>> = tensors
+/// are plain arrays whose declared shape is the logical one, read as weights when of a float type;
+/// under a `pack-quantized` scheme each quantized set is one tensor of its role (see
+/// [`pack_quantized`]).
+fn inventory(
+    config: &DraftConfig,
+    tensors: &[&TensorInfo],
+    checkpoint: &Checkpoint,
+    scheme: Option<&PackQuantized>,
+) -> [Check; 2] {
+    let dense = |t: &TensorInfo| pack_quantized::Folded {
+        name: t.name.clone(),
+        shape: t.shape.clone(),
+        shown: format!("{} {}", t.dtype, t.shape_text()),
+        readable: if checks::finite::is_float(t.dtype) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} is {}, not a float type a loader reads as weights (BF16, F16 or F32)",
+                t.name, t.dtype
+            ))
+        },
+    };
+    let folded: Vec<pack_quantized::Folded> = match scheme {
+        Some(scheme) => pack_quantized::fold(config, scheme, checkpoint, tensors, dense),
+        None => tensors.iter().map(|t| dense(t)).collect(),
+    };
+    let held: Vec<checks::inventory::Held<'_>> = folded
         .iter()
         .map(|t| checks::inventory::Held {
             name: &t.name,
             shape: t.shape.clone(),
-            shown: format!("{} {}", t.dtype, t.shape_text()),
-            readable: if checks::finite::is_float(t.dtype) {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{} is {}, not a float type a loader reads as weights (BF16, F16 or F32)",
-                    t.name, t.dtype
-                ))
-            },
+            shown: t.shown.clone(),
+            readable: t.readable.clone(),
         })
         .collect();
     let naming = config
         .family()
-        .naming(tensors.iter().map(|t| t.name.as_str()));
+        .naming(folded.iter().map(|t| t.name.as_str()));
     checks::inventory::run(
         config,
         checks::inventory::Spelling::Checkpoint(naming),
@@ -235,16 +254,28 @@ fn weight_checks(
         ),
     ));
     census(report, config, checkpoint, &tensors, file_bytes);
-    if let Some(scheme) = &config.quantization {
-        let why = format!("cannot decide: config.json's quantization_config names {scheme}: its tensors are packed, not weights to read as floats, and the gate does not decode {scheme}");
-        report.checks.extend(
-            WEIGHT_CHECKS
-                .into_iter()
-                .map(|id| Check::undecided(id, why.clone())),
-        );
-        return Ok(());
-    }
-    let [complete, explained] = inventory(config, &tensors);
+    let scheme = match config
+        .quantization
+        .as_ref()
+        .map(|q| (&q.scheme, config.architecture))
+    {
+        None => None,
+        Some((Ok(scheme), Architecture::Dflash)) => Some(scheme),
+        Some((read, _)) => {
+            let why = match read {
+                Ok(scheme) => format!("config.json's quantization_config is {}, which the gate reads for the first DFlash family only", scheme.describe()),
+                Err(why) => why.clone(),
+            };
+            let why = format!("cannot decide: {why}: its tensors are packed, not weights to read as floats, and the gate does not decode them");
+            report.checks.extend(
+                WEIGHT_CHECKS
+                    .into_iter()
+                    .map(|id| Check::undecided(id, why.clone())),
+            );
+            return Ok(());
+        }
+    };
+    let [complete, explained] = inventory(config, &tensors, checkpoint, scheme);
     report.checks.push(complete);
     report.checks.push(explained);
     let data: Vec<(&TensorInfo, &[u8])> = tensors
@@ -282,9 +313,15 @@ fn census(
     census.weight_file = Some(if sharded { INDEX_FILE } else { SINGLE_FILE }.to_owned());
     census.file_bytes = Some(file_bytes);
     census.header_bytes = Some(headers.shards.iter().map(|(_, t)| t.header_bytes).sum());
-    let naming = config
-        .family()
-        .naming(tensors.iter().map(|t| t.name.as_str()));
+    let quantized = matches!(&config.quantization, Some(q) if q.scheme.is_ok());
+    let names: Vec<std::borrow::Cow<'_, str>> = tensors
+        .iter()
+        .map(|t| match quantized {
+            true => pack_quantized::role_name(&t.name),
+            false => std::borrow::Cow::Borrowed(t.name.as_str()),
+        })
+        .collect();
+    let naming = config.family().naming(names.iter().map(|n| n.as_ref()));
     census.naming = Some(
         if naming.prefix.is_empty() {
             "bare"
@@ -304,7 +341,12 @@ fn census(
         } else {
             format!("{} {}", e.dtype, e.shape_text())
         };
-        let t = TensorCensus::of(e, naming.role(&e.name), form, None);
+        // A part of a quantized set plays its role's part (spec 17.1).
+        let role = match quantized {
+            true => naming.role(&pack_quantized::role_name(&e.name)),
+            false => naming.role(&e.name),
+        };
+        let t = TensorCensus::of(e, role, form, None);
         census.list(t);
     }
 }

@@ -5,6 +5,9 @@
 //! other check still passes or was stopped by that one.
 
 use super::{Base, SEED};
+use crate::synth::pack_quantized::{
+    pack_quantize, read_tensors, write_tensors, PackOptions, Tensor,
+};
 use crate::synth::source::{write_source, SourceOptions};
 use crate::synth::{Encoding, Package};
 use dflash_gate::__private::dtype::Dtype;
@@ -251,6 +254,203 @@ const ARMS: &[FolderArm] = &[
             check: COMPLETE,
             outcome: Outcome::Undecided,
             mentions: &["compressed-tensors", "quantization_config"],
+            also: &[EXPLAINED, FINITE],
+        },
+    ),
+    arm(
+        "folder::pass::pack_quantized_w4_group",
+        |d| packed(d, PackOptions::default()),
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::pack_quantized_w8_channel",
+        |d| {
+            packed(
+                d,
+                PackOptions {
+                    bits: 8,
+                    group: None,
+                    ..PackOptions::default()
+                },
+            )
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::pack_quantized_w4_asymmetric",
+        |d| packed(d, ASYMMETRIC),
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::pack_quantized_fc_ignored_by_pattern",
+        |d| {
+            packed(d, FC_DENSE);
+            config(d, |c| {
+                c["quantization_config"]["ignore"] = json!(["re:.*fc$"])
+            })
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::pack_quantized_hostile_ignore_list",
+        |d| {
+            packed(d, PackOptions::default());
+            config(d, |c| {
+                let mut ignore: Vec<String> = (0..100_000).map(|i| format!("m{i}")).collect();
+                ignore.push(format!("re:(a|aa)+(a+)+${}", "(x?)".repeat(64)));
+                c["quantization_config"]["ignore"] = json!(ignore);
+            })
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::control::pack_quantized_group_not_dividing_k",
+        |d| {
+            packed(d, PackOptions::default());
+            config(d, |c| {
+                c["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] =
+                    json!(48)
+            })
+        },
+        fail(COMPLETE, &["group size 48 does not divide", "K = 256"]),
+    ),
+    arm(
+        "folder::control::pack_quantized_packed_width_one_short",
+        |d| {
+            packed(d, PackOptions::default());
+            weights(d, |t| {
+                let p = named(t, "layers.0.mlp.down_proj.weight_packed");
+                let rows = p.2[0] as usize;
+                p.2[1] -= 1;
+                p.3.truncate(p.3.len() - rows * 4);
+            })
+        },
+        fail(
+            COMPLETE,
+            &["layers.0.mlp.down_proj.weight_packed is I32", "packs into"],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_zero_point_missing",
+        |d| {
+            packed(d, ASYMMETRIC);
+            weights(d, |t| t.retain(|t| t.0 != "fc.weight_zero_point"))
+        },
+        fail(COMPLETE, &["fc.weight_zero_point is missing", "asymmetric"]),
+    ),
+    arm(
+        "folder::control::pack_quantized_zero_point_when_symmetric",
+        |d| {
+            packed(d, ASYMMETRIC);
+            config(d, |c| {
+                c["quantization_config"]["config_groups"]["group_0"]["weights"]["symmetric"] =
+                    json!(true)
+            })
+        },
+        fail(
+            COMPLETE,
+            &["weight_zero_point is there, but the scheme is symmetric"],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_weight_shape_disagrees",
+        |d| {
+            packed(d, PackOptions::default());
+            weights(d, |t| {
+                let s = named(t, "fc.weight_shape");
+                let k = i64::from_le_bytes(s.3[8..16].try_into().unwrap());
+                s.3[8..16].copy_from_slice(&(2 * k).to_le_bytes());
+            })
+        },
+        fail(COMPLETE, &["fc.weight_shape holds", "packs into"]),
+    ),
+    arm(
+        "folder::control::pack_quantized_weight_shape_of_2_63",
+        |d| {
+            packed(d, PackOptions::default());
+            weights(d, |t| {
+                named(t, "fc.weight_shape").3[..8].copy_from_slice(&i64::MAX.to_le_bytes())
+            })
+        },
+        fail(
+            COMPLETE,
+            &["fc.weight_shape holds 9223372036854775807, not a dimension"],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_but_ignored",
+        |d| {
+            packed(d, PackOptions::default());
+            config(d, |c| {
+                c["quantization_config"]["ignore"] = json!(["re:.*fc$"])
+            })
+        },
+        fail(
+            COMPLETE,
+            &[
+                "fc.weight_packed: fc is stored quantized",
+                "ignore lists it (re:.*fc$)",
+            ],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_dense_but_quantized_by_config",
+        |d| {
+            packed(d, FC_DENSE);
+            config(d, |c| c["quantization_config"]["ignore"] = json!([]))
+        },
+        fail(
+            COMPLETE,
+            &[
+                "fc.weight is stored dense (BF16)",
+                "quantizes fc (targets Linear)",
+            ],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_norm",
+        |d| {
+            packed(d, PackOptions::default());
+            weights(d, |t| {
+                named(t, "norm.weight").0 = "norm.weight_packed".into()
+            })
+        },
+        fail(
+            COMPLETE,
+            &[
+                "norm.weight_packed: norm is stored quantized",
+                "never quantized",
+            ],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_unknown_format",
+        |d| {
+            packed(d, PackOptions::default());
+            config(d, |c| {
+                c["quantization_config"]["format"] = json!("marlin-24")
+            })
+        },
+        Owed::Refused {
+            check: COMPLETE,
+            outcome: Outcome::Undecided,
+            mentions: &["format \"marlin-24\"", "compressed-tensors"],
+            also: &[EXPLAINED, FINITE],
+        },
+    ),
+    arm(
+        "folder::control::pack_quantized_too_many_patterns",
+        |d| {
+            packed(d, PackOptions::default());
+            config(d, |c| {
+                let ignore: Vec<String> = (0..300).map(|i| format!("re:m{i}")).collect();
+                c["quantization_config"]["ignore"] = json!(ignore);
+            })
+        },
+        Owed::Refused {
+            check: COMPLETE,
+            outcome: Outcome::Undecided,
+            mentions: &["more than the 256 re: patterns"],
             also: &[EXPLAINED, FINITE],
         },
     ),
@@ -535,63 +735,37 @@ fn config(dir: &Path, edit: impl FnOnce(&mut Value)) -> PathBuf {
     dir.to_owned()
 }
 
-/// One tensor of a safetensors file: name, dtype, shape, bytes.
-type Tensor = (String, String, Vec<u64>, Vec<u8>);
-
 /// One safetensors file's tensors, in file order.
 type Tensors = Vec<Tensor>;
 
 /// `model.safetensors` (or `file`), rewritten after `edit`.
 fn weights_in(dir: &Path, file: &str, edit: impl FnOnce(&mut Tensors)) -> PathBuf {
     let path = dir.join(file);
-    let bytes = std::fs::read(&path).unwrap();
-    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let header: serde_json::Map<String, Value> = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
-    let data = &bytes[8 + n..];
-    let mut placed: Vec<(usize, Tensor)> = header
-        .iter()
-        .filter(|(k, _)| *k != "__metadata__")
-        .map(|(name, v)| {
-            let [b, e] = [0, 1].map(|i| v["data_offsets"][i].as_u64().unwrap() as usize);
-            let shape = v["shape"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_u64().unwrap())
-                .collect();
-            (
-                b,
-                (
-                    name.clone(),
-                    v["dtype"].as_str().unwrap().to_owned(),
-                    shape,
-                    data[b..e].to_vec(),
-                ),
-            )
-        })
-        .collect();
-    placed.sort_by_key(|(b, _)| *b);
-    let mut tensors: Tensors = placed.into_iter().map(|(_, t)| t).collect();
+    let mut tensors = read_tensors(&path);
     edit(&mut tensors);
-    let mut offset = 0usize;
-    let mut head = serde_json::Map::new();
-    for (name, dtype, shape, data) in &tensors {
-        head.insert(
-            name.clone(),
-            json!({"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + data.len()]}),
-        );
-        offset += data.len();
-    }
-    let mut header = serde_json::to_vec(&Value::Object(head)).unwrap();
-    while !header.len().is_multiple_of(8) {
-        header.push(b' ');
-    }
-    let mut out = (header.len() as u64).to_le_bytes().to_vec();
-    out.extend(header);
-    for t in &tensors {
-        out.extend(&t.3);
-    }
-    std::fs::write(&path, out).unwrap();
+    write_tensors(&path, &tensors);
+    dir.to_owned()
+}
+
+/// The asymmetric W4A16 scheme (zero points stored).
+const ASYMMETRIC: PackOptions = PackOptions {
+    bits: 4,
+    group: Some(32),
+    symmetric: false,
+    ignore: &[],
+};
+
+/// W4A16 with fc left dense and listed in `ignore`.
+const FC_DENSE: PackOptions = PackOptions {
+    bits: 4,
+    group: Some(32),
+    symmetric: true,
+    ignore: &["fc"],
+};
+
+/// The folder quantized by compressed-tensors' pack-quantized format.
+fn packed(dir: &Path, options: PackOptions) -> PathBuf {
+    pack_quantize(dir, options);
     dir.to_owned()
 }
 
