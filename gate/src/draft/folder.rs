@@ -150,6 +150,7 @@ pub fn evaluation(
             let why = format!("the safetensors weights do not read: {e}");
             report.checks.push(Check::fail(PARSES, why));
             blocked(report, "the weights were not read");
+            quantized_blocked(report, &config, "the weights were not read");
             None
         }
         Err(e) => return Err(e),
@@ -203,6 +204,16 @@ pub(super) fn blocked(report: &mut Report, why: &str) {
     );
 }
 
+/// `quant.scales`, blocked by `container.parses`, in the report of a draft whose config states a
+/// quantization: such a draft counts one check more whatever the damage.
+fn quantized_blocked(report: &mut Report, config: &DraftConfig, why: &str) {
+    if config.quantization.is_some() {
+        report
+            .checks
+            .push(Check::blocked(checks::scales::ID, PARSES, why));
+    }
+}
+
 fn weight_checks(
     dir: &Path,
     report: &mut Report,
@@ -235,6 +246,7 @@ fn weight_checks(
         );
         report.checks.push(Check::fail(PARSES, why));
         blocked(report, "the folder holds weights no index names");
+        quantized_blocked(report, config, "the folder holds weights no index names");
         return Ok(());
     }
     report.checks.push(Check::pass(
@@ -270,6 +282,7 @@ fn weight_checks(
             report.checks.extend(
                 WEIGHT_CHECKS
                     .into_iter()
+                    .chain([checks::scales::ID])
                     .map(|id| Check::undecided(id, why.clone())),
             );
             return Ok(());
@@ -290,8 +303,22 @@ fn weight_checks(
             message: "a tensor's bytes were not where its shard's header put them".to_owned(),
         });
     }
-    let finite = checks::finite::run_tensors(&data).map_err(|p| PackageError::internal(dir, p))?;
+    // A quantized set's scales are quant.scales's to read (a NaN scale is that check's finding,
+    // not bf16.finite's); every other float tensor is bf16.finite's.
+    let scale_names = match scheme {
+        Some(_) => pack_quantized::scales(&tensors),
+        None => Default::default(),
+    };
+    let (scales, dense): (Vec<_>, Vec<_>) = data
+        .into_iter()
+        .partition(|(t, _)| scale_names.contains(t.name.as_str()));
+    let finite = checks::finite::run_tensors(&dense).map_err(|p| PackageError::internal(dir, p))?;
     report.checks.push(finite);
+    if let Some(scheme) = scheme {
+        report
+            .checks
+            .push(checks::scales::run(&scheme.describe(), &scales));
+    }
     Ok(())
 }
 

@@ -103,6 +103,23 @@ pub fn fold(
     out
 }
 
+/// The scales of the quantized sets among `tensors`: each `X.weight_scale` beside an
+/// `X.weight_packed` (one pass over the names, whatever their number).
+pub fn scales<'t>(tensors: &[&'t TensorInfo]) -> HashSet<&'t str> {
+    let modules: HashSet<&str> = tensors
+        .iter()
+        .filter_map(|t| t.name.strip_suffix(PACKED))
+        .collect();
+    tensors
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|n| {
+            n.strip_suffix(".weight_scale")
+                .is_some_and(|m| modules.contains(m))
+        })
+        .collect()
+}
+
 /// The name of the role a stored tensor is a part of: `X.weight` for every part of a quantized set
 /// (`X.weight_packed`, `X.weight_scale`, ...), the name itself otherwise.
 pub fn role_name(name: &str) -> std::borrow::Cow<'_, str> {

@@ -79,6 +79,7 @@ const PARSES: &str = CheckId::CONTAINER_PARSES;
 const COMPLETE: &str = CheckId::INVENTORY_COMPLETE;
 const EXPLAINED: &str = CheckId::INVENTORY_EXPLAINED;
 const FINITE: &str = CheckId::BF16_FINITE;
+const SCALES: &str = CheckId::QUANT_SCALES;
 
 fn as_is(dir: &Path) -> PathBuf {
     dir.to_owned()
@@ -254,7 +255,7 @@ const ARMS: &[FolderArm] = &[
             check: COMPLETE,
             outcome: Outcome::Undecided,
             mentions: &["compressed-tensors", "quantization_config"],
-            also: &[EXPLAINED, FINITE],
+            also: &[EXPLAINED, FINITE, SCALES],
         },
     ),
     arm(
@@ -435,7 +436,7 @@ const ARMS: &[FolderArm] = &[
             check: COMPLETE,
             outcome: Outcome::Undecided,
             mentions: &["format \"marlin-24\"", "compressed-tensors"],
-            also: &[EXPLAINED, FINITE],
+            also: &[EXPLAINED, FINITE, SCALES],
         },
     ),
     arm(
@@ -451,8 +452,26 @@ const ARMS: &[FolderArm] = &[
             check: COMPLETE,
             outcome: Outcome::Undecided,
             mentions: &["more than the 256 re: patterns"],
-            also: &[EXPLAINED, FINITE],
+            also: &[EXPLAINED, FINITE, SCALES],
         },
+    ),
+    arm(
+        "folder::control::pack_quantized_scale_zero",
+        |d| scale_set(d, "layers.0.self_attn.q_proj.weight_scale", 5, 0.0),
+        fail(
+            SCALES,
+            &["layers.0.self_attn.q_proj.weight_scale[5] is 0", "> 0"],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_scale_negative",
+        |d| scale_set(d, "layers.1.mlp.up_proj.weight_scale", 0, -0.5),
+        fail(SCALES, &["layers.1.mlp.up_proj.weight_scale[0] is -0.5"]),
+    ),
+    arm(
+        "folder::control::pack_quantized_scale_nan",
+        |d| scale_set(d, "fc.weight_scale", 3, f32::NAN),
+        fail(SCALES, &["fc.weight_scale[3] is NaN", "finite"]),
     ),
     arm(
         "folder::control::not_a_draft_config",
@@ -614,7 +633,17 @@ fn run(arm: &FolderArm) -> Result<(), String> {
         }
         None => gate(&path, &options),
     };
-    judge(Form::Safetensors, arm.owed, result)
+    // A draft whose config states a quantization counts quant.scales too, whatever the damage.
+    let quantized = std::fs::read(dir.join("config.json"))
+        .ok()
+        .and_then(|c| serde_json::from_slice::<Value>(&c).ok())
+        .is_some_and(|c| c.get("quantization_config").is_some() || c.get("quantization").is_some());
+    judge_counted(
+        Form::Safetensors,
+        arm.owed,
+        result,
+        if quantized { 7 } else { 6 },
+    )
 }
 
 /// What the gate said of a draft in `form`, against what it owes it: six checks whatever the damage.
@@ -762,6 +791,15 @@ const FC_DENSE: PackOptions = PackOptions {
     symmetric: true,
     ignore: &["fc"],
 };
+
+/// The W4A16 folder with one scale (BF16) of `tensor` set to `value`.
+fn scale_set(dir: &Path, tensor: &str, index: usize, value: f32) -> PathBuf {
+    packed(dir, PackOptions::default());
+    weights(dir, |t| {
+        let bits = half::bf16::from_f32(value).to_bits().to_le_bytes();
+        named(t, tensor).3[2 * index..2 * index + 2].copy_from_slice(&bits)
+    })
+}
 
 /// The folder quantized by compressed-tensors' pack-quantized format.
 fn packed(dir: &Path, options: PackOptions) -> PathBuf {
