@@ -340,7 +340,11 @@ fn census(
     census.weight_file = Some(if sharded { INDEX_FILE } else { SINGLE_FILE }.to_owned());
     census.file_bytes = Some(file_bytes);
     census.header_bytes = Some(headers.shards.iter().map(|(_, t)| t.header_bytes).sum());
-    let quantized = matches!(&config.quantization, Some(q) if q.scheme.is_ok());
+    let scheme = config
+        .quantization
+        .as_ref()
+        .and_then(|q| q.scheme.as_ref().ok());
+    let quantized = scheme.is_some();
     let names: Vec<std::borrow::Cow<'_, str>> = tensors
         .iter()
         .map(|t| match quantized {
@@ -363,11 +367,15 @@ fn census(
         .iter()
         .flat_map(|(shard, table)| table.entries.iter().map(move |e| (shard, e)))
     {
-        let form = if sharded {
+        let mut form = if sharded {
             format!("{} {} in {shard}", e.dtype, e.shape_text())
         } else {
             format!("{} {}", e.dtype, e.shape_text())
         };
+        // A quantized role's packed weight names its scheme, bits and grouping.
+        if let (Some(scheme), true) = (scheme, e.name.ends_with(".weight_packed")) {
+            form = format!("{form}, {}", scheme.describe());
+        }
         // A part of a quantized set plays its role's part (spec 17.1).
         let role = match quantized {
             true => naming.role(&pack_quantized::role_name(&e.name)),

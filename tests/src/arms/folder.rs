@@ -32,6 +32,11 @@ pub(crate) enum Owed {
     },
     /// No report: an error (exit 2) whose message names each of these.
     Error(&'static [&'static str]),
+    /// Every check passes, and the census's `tensor` is described with each of `mentions`.
+    CensusSaying {
+        tensor: &'static str,
+        mentions: &'static [&'static str],
+    },
     /// Every check passes, and `check`'s message names each of `mentions`.
     PassSaying {
         check: &'static str,
@@ -262,6 +267,16 @@ const ARMS: &[FolderArm] = &[
         "folder::pass::pack_quantized_w4_group",
         |d| packed(d, PackOptions::default()),
         Owed::Pass,
+    ),
+    arm(
+        "folder::pass::pack_quantized_census_names_the_scheme",
+        |d| packed(d, ASYMMETRIC),
+        Owed::CensusSaying {
+            tensor: "fc.weight_packed",
+            mentions: &[
+                "I32 [256, 96], compressed-tensors pack-quantized W4A16 group 32, asymmetric",
+            ],
+        },
     ),
     arm(
         "folder::pass::pack_quantized_w8_channel",
@@ -695,6 +710,20 @@ pub(crate) fn judge_counted(
                 ));
             }
             Ok(())
+        }
+        Owed::CensusSaying { tensor, mentions } => {
+            judge_counted(form, Owed::Pass, Ok(report.clone()), count)?;
+            let said = report
+                .census()
+                .tensors
+                .iter()
+                .find(|t| t.name == tensor)
+                .map(|t| t.form_text.clone())
+                .ok_or_else(|| format!("no {tensor} in the census:\n{text}"))?;
+            match mentions.iter().find(|m| !said.contains(**m)) {
+                None => Ok(()),
+                Some(m) => Err(format!("the census's {tensor} does not say {m:?}: {said}")),
+            }
         }
         Owed::PassSaying { check, mentions } => {
             judge_counted(form, Owed::Pass, Ok(report.clone()), count)?;
