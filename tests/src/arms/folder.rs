@@ -489,6 +489,20 @@ const ARMS: &[FolderArm] = &[
         fail(SCALES, &["fc.weight_scale[3] is NaN", "finite"]),
     ),
     arm(
+        "folder::control::mlx_quantization_named",
+        |d| {
+            config(d, |c| {
+                c["quantization"] = json!({"group_size": 64, "bits": 4})
+            })
+        },
+        Owed::Refused {
+            check: COMPLETE,
+            outcome: Outcome::Undecided,
+            mentions: &["MLX's quantization", "does not decode"],
+            also: &[EXPLAINED, FINITE, SCALES],
+        },
+    ),
+    arm(
         "folder::control::not_a_draft_config",
         |d| config(d, |c| c["architectures"] = json!(["Qwen3ForCausalLM"])),
         fail(
