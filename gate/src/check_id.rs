@@ -37,6 +37,7 @@ impl CheckId {
     pub const INVENTORY_COMPLETE: &'static str = "inventory.complete";
     pub const INVENTORY_EXPLAINED: &'static str = "inventory.explained";
     pub const BF16_FINITE: &'static str = "bf16.finite";
+    pub const QUANT_SCALES: &'static str = "quant.scales";
     pub const TARGET_HIDDEN_SIZE: &'static str = "target.hidden_size";
     pub const TARGET_DEPTH: &'static str = "target.depth";
     pub const TARGET_VOCAB: &'static str = "target.vocab";
@@ -50,7 +51,7 @@ impl CheckId {
     pub const SOURCE_Q4_1: &'static str = "source.q4_1";
 
     /// Every id, in report order (a package, then `--target`, `--manifest`, `--source`).
-    pub const ALL: [&'static str; 40] = [
+    pub const ALL: [&'static str; 41] = [
         CheckId::CONFIG_IS_DFLASH,
         CheckId::CONFIG_GEOMETRY,
         CheckId::CONFIG_MASK_TOKEN,
@@ -80,6 +81,7 @@ impl CheckId {
         CheckId::INVENTORY_COMPLETE,
         CheckId::INVENTORY_EXPLAINED,
         CheckId::BF16_FINITE,
+        CheckId::QUANT_SCALES,
         CheckId::TARGET_HIDDEN_SIZE,
         CheckId::TARGET_DEPTH,
         CheckId::TARGET_VOCAB,

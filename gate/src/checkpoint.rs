@@ -5,7 +5,8 @@
 //! input: every shard it names must be a plain file name inside the directory, every tensor must sit in
 //! exactly one shard, and the index's names and the shards' headers must agree both ways (checked shard
 //! by shard, as each header is read). A directory holding both `model.safetensors` and an index is
-//! refused: loaders differ on which they read. Anything else is a [`PackageError`] (exit 2): a
+//! read as that one file when the index names exactly it and its tensors (mlx-lm's layout), and
+//! refused otherwise: loaders differ on which they read. Anything else is a [`PackageError`] (exit 2): a
 //! checkpoint that cannot be read is not a verdict on a package.
 
 use crate::container::{self, parse_header_only, Table, TensorInfo};
@@ -273,10 +274,7 @@ fn layout(
         Err(e) => e.kind() != std::io::ErrorKind::NotFound,
     };
     match (there(SINGLE_FILE), there(INDEX_FILE)) {
-        (true, true) => Err(malformed(
-            dir,
-            format!("holds both {SINGLE_FILE} and {INDEX_FILE}: a loader may read either (transformers reads {SINGLE_FILE} first), so the gate does not pick one"),
-        )),
+        (true, true) => one_file_indexed(dir, how, max_tensors, inside),
         (true, false) => Ok(Layout::Single),
         (false, true) => sharded(dir, how, max_tensors, inside),
         (false, false) => Err(PackageError::Missing {
@@ -284,6 +282,41 @@ fn layout(
             why: no_weights(dir, how),
         }),
     }
+}
+
+/// A folder holding both `model.safetensors` and an index, as mlx-lm's `save_model` writes every
+/// model (its index names the one file even when there is no other). Read as that one file when the
+/// index names it and nothing else: whichever a loader reads, it then reads the same tensors (that
+/// the index lists exactly the file's tensors is [`agrees`]'s, as for any shard). An index naming any
+/// other file is refused naming it: then a loader that reads the index and one that reads
+/// `model.safetensors` first (transformers) load different files, and the gate does not pick one.
+fn one_file_indexed(
+    dir: &Path,
+    how: Read,
+    max_tensors: usize,
+    inside: Option<&files::Inside>,
+) -> Result<Layout, PackageError> {
+    let layout = sharded(dir, how, max_tensors, inside)?;
+    let Layout::Sharded { shards, .. } = &layout else {
+        return Ok(layout);
+    };
+    let others: Vec<&str> = shards
+        .iter()
+        .map(String::as_str)
+        .filter(|s| *s != SINGLE_FILE)
+        .collect();
+    if others.is_empty() {
+        return Ok(layout);
+    }
+    let first = others.first().copied().unwrap_or_default();
+    let more = match others.len() {
+        1 => String::new(),
+        n => format!(" and {} other file{}", n - 1, if n == 2 { "" } else { "s" }),
+    };
+    Err(malformed(
+        dir,
+        format!("holds both {SINGLE_FILE} and {INDEX_FILE}, and the index names {first}{more}, not only {SINGLE_FILE}: a loader may read either (transformers reads {SINGLE_FILE} first), so the gate does not pick one"),
+    ))
 }
 
 /// The index and the shards it names. Its tensor count is the checkpoint's (each shard must hold

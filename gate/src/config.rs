@@ -158,9 +158,9 @@ pub struct DraftConfig {
     /// The draft's own `bos_token_id`, `eos_token_id` and `pad_token_id` as config.json states them
     /// (an object of just those keys): the mask must be none of them, in every form.
     pub own_token_ids: Value,
-    /// The scheme `quantization_config` names (`quant_method`, else `format`), when it is there:
-    /// packed integers are not weights to read as floats.
-    pub quantization: Option<String>,
+    /// The scheme `quantization_config` (or MLX's `quantization`) states, when it is there: packed
+    /// integers are not weights to read as floats.
+    pub quantization: Option<crate::quant::Quantization>,
     /// The speculators format's own fields, for a config in that format (spec 18.1).
     pub speculators: Option<Speculators>,
     /// Where every field above was read, and the fields it does not type: the one reading that the
@@ -244,21 +244,6 @@ impl Speculators {
             draft_vocab_size: count(canonical::DRAFT_VOCAB_SIZE),
         }
     }
-}
-
-/// The scheme a `quantization_config` object names: `quant_method`, else `format`, else that it names
-/// none.
-fn quantization(top: &Map<String, Value>) -> Option<String> {
-    let Value::Object(q) = top.get("quantization_config")? else {
-        return Some("an unreadable quantization_config (not an object)".to_owned());
-    };
-    let named = ["quant_method", "format"]
-        .iter()
-        .find_map(|k| q.get(*k).and_then(Value::as_str));
-    Some(match named {
-        Some(n) => n.chars().take(64).collect(),
-        None => "an unnamed scheme".to_owned(),
-    })
 }
 
 impl DraftConfig {
@@ -356,7 +341,7 @@ impl DraftConfig {
                     })
                     .collect(),
             ),
-            quantization: quantization(top),
+            quantization: crate::quant::read(top),
             hidden_size,
             num_attention_heads,
             head_dim,

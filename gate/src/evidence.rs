@@ -44,6 +44,7 @@ pub enum Evidence {
     InventoryComplete(InventoryComplete),
     InventoryExplained(InventoryExplained),
     Bf16Finite(Bf16Finite),
+    QuantScales(QuantScales),
     TargetHiddenSize(TargetHiddenSize),
     TargetDepth(TargetDepth),
     TargetVocab(TargetVocab),
@@ -85,6 +86,7 @@ evidence!(
     InventoryComplete,
     InventoryExplained,
     Bf16Finite,
+    QuantScales,
     TargetHiddenSize,
     TargetDepth,
     TargetVocab,
@@ -353,6 +355,26 @@ pub struct Bf16Finite {
     #[serde(skip_serializing_if = "is_zero")]
     pub not_listed: u64,
     pub first: Option<FirstNonFinite>,
+}
+
+/// `quant.scales`: how many scale tensors and scales were read, and the first that is not finite and
+/// `> 0`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct QuantScales {
+    pub tensors: usize,
+    pub elements: u64,
+    pub first: Option<FirstBadScale>,
+}
+
+/// The first bad scale: its tensor, its index in the tensor's row-major order, and its value as
+/// text (`NaN`, `inf`, `0`, `-0.5`: JSON has no NaN).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct FirstBadScale {
+    pub tensor: String,
+    pub index: u64,
+    pub value: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

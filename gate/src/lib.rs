@@ -46,6 +46,7 @@ mod limits;
 mod manifest;
 mod package;
 mod parallel;
+mod quant;
 mod report;
 mod role_class;
 mod source;

@@ -19,6 +19,7 @@ use std::path::Path;
 pub mod blocks;
 pub mod ggml;
 pub mod gguf;
+pub mod pack_quantized;
 pub mod source;
 
 /// A draft's geometry and config values.

@@ -11,6 +11,7 @@ mod geometry;
 pub mod inventory;
 mod projections;
 mod scalars;
+pub mod scales;
 
 pub use geometry::{check_draft_geometry, check_geometry, Geometry, MAX_KNOWN_BLOCK};
 pub use projections::{HEADERS, SCAN_STEP};

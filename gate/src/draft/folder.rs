@@ -8,9 +8,10 @@
 //! shards) is this draft's `container.parses` FAIL, naming it; a file that cannot be read at all is an
 //! error, as for a package.
 
+use super::pack_quantized;
 use crate::checkpoint::{Checkpoint, INDEX_FILE, SINGLE_FILE};
 use crate::checks::{self, IS_DFLASH, PARSES};
-use crate::config::DraftConfig;
+use crate::config::{Architecture, DraftConfig};
 use crate::container::TensorInfo;
 use crate::dtype::Dtype;
 use crate::error::PackageError;
@@ -18,6 +19,7 @@ use crate::evaluation::{Draft, Evaluation};
 use crate::files::Inside;
 use crate::form::Form;
 use crate::limits::MAX_CENSUS_TENSORS;
+use crate::quant::PackQuantized;
 use crate::report::{Check, FileCensus, NotChecked, Report, TensorCensus};
 use std::path::Path;
 
@@ -47,30 +49,47 @@ const LOADER: checks::inventory::Loader = checks::inventory::Loader {
 };
 
 /// `inventory.complete` and `inventory.explained` through the one inventory: the folder's tensors
-/// are plain arrays whose declared shape is the logical one, read as weights when of a float type.
-fn inventory(config: &DraftConfig, tensors: &[&TensorInfo]) -> [Check; 2] {
+/// are plain arrays whose declared shape is the logical one, read as weights when of a float type;
+/// under a `pack-quantized` scheme each quantized set is one tensor of its role (see
+/// [`pack_quantized`]).
+fn inventory(
+    config: &DraftConfig,
+    tensors: &[&TensorInfo],
+    checkpoint: &Checkpoint,
+    scheme: Option<&PackQuantized>,
+) -> [Check; 2] {
     let reduced = config.reduced_vocabulary().is_some();
-    let held: Vec<checks::inventory::Held<'_>> = tensors
+    let dense = |t: &TensorInfo| pack_quantized::Folded {
+        name: t.name.clone(),
+        shape: t.shape.clone(),
+        shown: format!("{} {}", t.dtype, t.shape_text()),
+        readable: match (reduced, t.name.as_str()) {
+            // A reduced vocabulary's map: integers and a mask, as speculators writes them.
+            (true, checks::inventory::D2T) => map_type(t, Dtype::I64),
+            (true, checks::inventory::T2D) => map_type(t, Dtype::Bool),
+            _ if checks::finite::is_float(t.dtype) => Ok(()),
+            _ => Err(format!(
+                "{} is {}, not a float type a loader reads as weights (BF16, F16 or F32)",
+                t.name, t.dtype
+            )),
+        },
+    };
+    let folded: Vec<pack_quantized::Folded> = match scheme {
+        Some(scheme) => pack_quantized::fold(config, scheme, checkpoint, tensors, dense),
+        None => tensors.iter().map(|t| dense(t)).collect(),
+    };
+    let held: Vec<checks::inventory::Held<'_>> = folded
         .iter()
         .map(|t| checks::inventory::Held {
             name: &t.name,
             shape: t.shape.clone(),
-            shown: format!("{} {}", t.dtype, t.shape_text()),
-            readable: match (reduced, t.name.as_str()) {
-                // A reduced vocabulary's map: integers and a mask, as speculators writes them.
-                (true, checks::inventory::D2T) => map_type(t, Dtype::I64),
-                (true, checks::inventory::T2D) => map_type(t, Dtype::Bool),
-                _ if checks::finite::is_float(t.dtype) => Ok(()),
-                _ => Err(format!(
-                    "{} is {}, not a float type a loader reads as weights (BF16, F16 or F32)",
-                    t.name, t.dtype
-                )),
-            },
+            shown: t.shown.clone(),
+            readable: t.readable.clone(),
         })
         .collect();
     let naming = config
         .family()
-        .naming(tensors.iter().map(|t| t.name.as_str()));
+        .naming(folded.iter().map(|t| t.name.as_str()));
     checks::inventory::run(
         config,
         checks::inventory::Spelling::Checkpoint(naming),
@@ -133,6 +152,7 @@ pub fn evaluation(
             let why = format!("the safetensors weights do not read: {e}");
             report.checks.push(Check::fail(PARSES, why));
             blocked(report, "the weights were not read");
+            quantized_blocked(report, &config, "the weights were not read");
             None
         }
         Err(e) => return Err(e),
@@ -186,6 +206,16 @@ pub(super) fn blocked(report: &mut Report, why: &str) {
     );
 }
 
+/// `quant.scales`, blocked by `container.parses`, in the report of a draft whose config states a
+/// quantization: such a draft counts one check more whatever the damage.
+fn quantized_blocked(report: &mut Report, config: &DraftConfig, why: &str) {
+    if config.quantization.is_some() {
+        report
+            .checks
+            .push(Check::blocked(checks::scales::ID, PARSES, why));
+    }
+}
+
 fn weight_checks(
     dir: &Path,
     report: &mut Report,
@@ -218,6 +248,7 @@ fn weight_checks(
         );
         report.checks.push(Check::fail(PARSES, why));
         blocked(report, "the folder holds weights no index names");
+        quantized_blocked(report, config, "the folder holds weights no index names");
         return Ok(());
     }
     report.checks.push(Check::pass(
@@ -237,16 +268,29 @@ fn weight_checks(
         ),
     ));
     census(report, config, checkpoint, &tensors, file_bytes);
-    if let Some(scheme) = &config.quantization {
-        let why = format!("cannot decide: config.json's quantization_config names {scheme}: its tensors are packed, not weights to read as floats, and the gate does not decode {scheme}");
-        report.checks.extend(
-            WEIGHT_CHECKS
-                .into_iter()
-                .map(|id| Check::undecided(id, why.clone())),
-        );
-        return Ok(());
-    }
-    let [mut complete, explained] = inventory(config, &tensors);
+    let scheme = match config
+        .quantization
+        .as_ref()
+        .map(|q| (&q.scheme, config.architecture))
+    {
+        None => None,
+        Some((Ok(scheme), Architecture::Dflash)) => Some(scheme),
+        Some((read, _)) => {
+            let why = match read {
+                Ok(scheme) => format!("config.json's quantization_config is {}, which the gate reads for the first DFlash family only", scheme.describe()),
+                Err(why) => why.clone(),
+            };
+            let why = format!("cannot decide: {why}: its tensors are packed, not weights to read as floats, and the gate does not decode them");
+            report.checks.extend(
+                WEIGHT_CHECKS
+                    .into_iter()
+                    .chain([checks::scales::ID])
+                    .map(|id| Check::undecided(id, why.clone())),
+            );
+            return Ok(());
+        }
+    };
+    let [mut complete, explained] = inventory(config, &tensors, checkpoint, scheme);
     if let (Some((_, vocab)), Some((_, d2t)), Some((_, t2d))) = (
         config.reduced_vocabulary(),
         checkpoint.tensor(checks::inventory::D2T),
@@ -269,8 +313,22 @@ fn weight_checks(
             message: "a tensor's bytes were not where its shard's header put them".to_owned(),
         });
     }
-    let finite = checks::finite::run_tensors(&data).map_err(|p| PackageError::internal(dir, p))?;
+    // A quantized set's scales are quant.scales's to read (a NaN scale is that check's finding,
+    // not bf16.finite's); every other float tensor is bf16.finite's.
+    let scale_names = match scheme {
+        Some(_) => pack_quantized::scales(&tensors),
+        None => Default::default(),
+    };
+    let (scales, dense): (Vec<_>, Vec<_>) = data
+        .into_iter()
+        .partition(|(t, _)| scale_names.contains(t.name.as_str()));
+    let finite = checks::finite::run_tensors(&dense).map_err(|p| PackageError::internal(dir, p))?;
     report.checks.push(finite);
+    if let Some(scheme) = scheme {
+        report
+            .checks
+            .push(checks::scales::run(&scheme.describe(), &scales));
+    }
     Ok(())
 }
 
@@ -292,9 +350,19 @@ fn census(
     census.weight_file = Some(if sharded { INDEX_FILE } else { SINGLE_FILE }.to_owned());
     census.file_bytes = Some(file_bytes);
     census.header_bytes = Some(headers.shards.iter().map(|(_, t)| t.header_bytes).sum());
-    let naming = config
-        .family()
-        .naming(tensors.iter().map(|t| t.name.as_str()));
+    let scheme = config
+        .quantization
+        .as_ref()
+        .and_then(|q| q.scheme.as_ref().ok());
+    let quantized = scheme.is_some();
+    let names: Vec<std::borrow::Cow<'_, str>> = tensors
+        .iter()
+        .map(|t| match quantized {
+            true => pack_quantized::role_name(&t.name),
+            false => std::borrow::Cow::Borrowed(t.name.as_str()),
+        })
+        .collect();
+    let naming = config.family().naming(names.iter().map(|n| n.as_ref()));
     census.naming = Some(
         if naming.prefix.is_empty() {
             "bare"
@@ -309,12 +377,21 @@ fn census(
         .iter()
         .flat_map(|(shard, table)| table.entries.iter().map(move |e| (shard, e)))
     {
-        let form = if sharded {
+        let mut form = if sharded {
             format!("{} {} in {shard}", e.dtype, e.shape_text())
         } else {
             format!("{} {}", e.dtype, e.shape_text())
         };
-        let t = TensorCensus::of(e, naming.role(&e.name), form, None);
+        // A quantized role's packed weight names its scheme, bits and grouping.
+        if let (Some(scheme), true) = (scheme, e.name.ends_with(".weight_packed")) {
+            form = format!("{form}, {}", scheme.describe());
+        }
+        // A part of a quantized set plays its role's part (spec 17.1).
+        let role = match quantized {
+            true => naming.role(&pack_quantized::role_name(&e.name)),
+            false => naming.role(&e.name),
+        };
+        let t = TensorCensus::of(e, role, form, None);
         census.list(t);
     }
 }

@@ -5,6 +5,9 @@
 //! other check still passes or was stopped by that one.
 
 use super::{Base, SEED};
+use crate::synth::pack_quantized::{
+    pack_quantize, read_tensors, write_tensors, PackOptions, Tensor,
+};
 use crate::synth::source::{write_source, SourceOptions};
 use crate::synth::{Encoding, Package};
 use dflash_gate::__private::dtype::Dtype;
@@ -29,6 +32,11 @@ pub(crate) enum Owed {
     },
     /// No report: an error (exit 2) whose message names each of these.
     Error(&'static [&'static str]),
+    /// Every check passes, and the census's `tensor` is described with each of `mentions`.
+    CensusSaying {
+        tensor: &'static str,
+        mentions: &'static [&'static str],
+    },
     /// Every check passes, and `check`'s message names each of `mentions`.
     PassSaying {
         check: &'static str,
@@ -42,6 +50,8 @@ struct FolderArm {
     base: Base,
     dtype: Dtype,
     shards: usize,
+    /// One file and an index naming it (mlx-lm's `save_model`).
+    indexed: bool,
     /// Done to the written folder before it is gated; returns the path to gate (the folder, or a cache
     /// path that leads to it).
     bend: fn(&Path) -> PathBuf,
@@ -54,6 +64,7 @@ const fn arm(name: &'static str, bend: fn(&Path) -> PathBuf, owed: Owed) -> Fold
         base: Base::Small,
         dtype: Dtype::Bf16,
         shards: 1,
+        indexed: false,
         bend,
         owed,
     }
@@ -73,6 +84,7 @@ const PARSES: &str = CheckId::CONTAINER_PARSES;
 const COMPLETE: &str = CheckId::INVENTORY_COMPLETE;
 const EXPLAINED: &str = CheckId::INVENTORY_EXPLAINED;
 const FINITE: &str = CheckId::BF16_FINITE;
+const SCALES: &str = CheckId::QUANT_SCALES;
 
 fn as_is(dir: &Path) -> PathBuf {
     dir.to_owned()
@@ -95,6 +107,10 @@ const ARMS: &[FolderArm] = &[
     FolderArm {
         dtype: Dtype::F32,
         ..arm("folder::pass::f32", as_is, Owed::Pass)
+    },
+    FolderArm {
+        indexed: true,
+        ..arm("folder::pass::mlx_one_file_indexed", as_is, Owed::Pass)
     },
     arm(
         "folder::pass::old_schema_top_level_fields",
@@ -304,7 +320,246 @@ const ARMS: &[FolderArm] = &[
             check: COMPLETE,
             outcome: Outcome::Undecided,
             mentions: &["compressed-tensors", "quantization_config"],
-            also: &[EXPLAINED, FINITE],
+            also: &[EXPLAINED, FINITE, SCALES],
+        },
+    ),
+    arm(
+        "folder::pass::pack_quantized_w4_group",
+        |d| packed(d, PackOptions::default()),
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::pack_quantized_census_names_the_scheme",
+        |d| packed(d, ASYMMETRIC),
+        Owed::CensusSaying {
+            tensor: "fc.weight_packed",
+            mentions: &[
+                "I32 [256, 96], compressed-tensors pack-quantized W4A16 group 32, asymmetric",
+            ],
+        },
+    ),
+    arm(
+        "folder::pass::pack_quantized_w8_channel",
+        |d| {
+            packed(
+                d,
+                PackOptions {
+                    bits: 8,
+                    group: None,
+                    ..PackOptions::default()
+                },
+            )
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::pack_quantized_w4_asymmetric",
+        |d| packed(d, ASYMMETRIC),
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::pack_quantized_fc_ignored_by_pattern",
+        |d| {
+            packed(d, FC_DENSE);
+            config(d, |c| {
+                c["quantization_config"]["ignore"] = json!(["re:.*fc$"])
+            })
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::pack_quantized_hostile_ignore_list",
+        |d| {
+            packed(d, PackOptions::default());
+            config(d, |c| {
+                let mut ignore: Vec<String> = (0..100_000).map(|i| format!("m{i}")).collect();
+                ignore.push(format!("re:(a|aa)+(a+)+${}", "(x?)".repeat(64)));
+                c["quantization_config"]["ignore"] = json!(ignore);
+            })
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::control::pack_quantized_group_not_dividing_k",
+        |d| {
+            packed(d, PackOptions::default());
+            config(d, |c| {
+                c["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] =
+                    json!(48)
+            })
+        },
+        fail(COMPLETE, &["group size 48 does not divide", "K = 256"]),
+    ),
+    arm(
+        "folder::control::pack_quantized_packed_width_one_short",
+        |d| {
+            packed(d, PackOptions::default());
+            weights(d, |t| {
+                let p = named(t, "layers.0.mlp.down_proj.weight_packed");
+                let rows = p.2[0] as usize;
+                p.2[1] -= 1;
+                p.3.truncate(p.3.len() - rows * 4);
+            })
+        },
+        fail(
+            COMPLETE,
+            &["layers.0.mlp.down_proj.weight_packed is I32", "packs into"],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_zero_point_missing",
+        |d| {
+            packed(d, ASYMMETRIC);
+            weights(d, |t| t.retain(|t| t.0 != "fc.weight_zero_point"))
+        },
+        fail(COMPLETE, &["fc.weight_zero_point is missing", "asymmetric"]),
+    ),
+    arm(
+        "folder::control::pack_quantized_zero_point_when_symmetric",
+        |d| {
+            packed(d, ASYMMETRIC);
+            config(d, |c| {
+                c["quantization_config"]["config_groups"]["group_0"]["weights"]["symmetric"] =
+                    json!(true)
+            })
+        },
+        fail(
+            COMPLETE,
+            &["weight_zero_point is there, but the scheme is symmetric"],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_weight_shape_disagrees",
+        |d| {
+            packed(d, PackOptions::default());
+            weights(d, |t| {
+                let s = named(t, "fc.weight_shape");
+                let k = i64::from_le_bytes(s.3[8..16].try_into().unwrap());
+                s.3[8..16].copy_from_slice(&(2 * k).to_le_bytes());
+            })
+        },
+        fail(COMPLETE, &["fc.weight_shape holds", "packs into"]),
+    ),
+    arm(
+        "folder::control::pack_quantized_weight_shape_of_2_63",
+        |d| {
+            packed(d, PackOptions::default());
+            weights(d, |t| {
+                named(t, "fc.weight_shape").3[..8].copy_from_slice(&i64::MAX.to_le_bytes())
+            })
+        },
+        fail(
+            COMPLETE,
+            &["fc.weight_shape holds 9223372036854775807, not a dimension"],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_but_ignored",
+        |d| {
+            packed(d, PackOptions::default());
+            config(d, |c| {
+                c["quantization_config"]["ignore"] = json!(["re:.*fc$"])
+            })
+        },
+        fail(
+            COMPLETE,
+            &[
+                "fc.weight_packed: fc is stored quantized",
+                "ignore lists it (re:.*fc$)",
+            ],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_dense_but_quantized_by_config",
+        |d| {
+            packed(d, FC_DENSE);
+            config(d, |c| c["quantization_config"]["ignore"] = json!([]))
+        },
+        fail(
+            COMPLETE,
+            &[
+                "fc.weight is stored dense (BF16)",
+                "quantizes fc (targets Linear)",
+            ],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_norm",
+        |d| {
+            packed(d, PackOptions::default());
+            weights(d, |t| {
+                named(t, "norm.weight").0 = "norm.weight_packed".into()
+            })
+        },
+        fail(
+            COMPLETE,
+            &[
+                "norm.weight_packed: norm is stored quantized",
+                "never quantized",
+            ],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_unknown_format",
+        |d| {
+            packed(d, PackOptions::default());
+            config(d, |c| {
+                c["quantization_config"]["format"] = json!("marlin-24")
+            })
+        },
+        Owed::Refused {
+            check: COMPLETE,
+            outcome: Outcome::Undecided,
+            mentions: &["format \"marlin-24\"", "compressed-tensors"],
+            also: &[EXPLAINED, FINITE, SCALES],
+        },
+    ),
+    arm(
+        "folder::control::pack_quantized_too_many_patterns",
+        |d| {
+            packed(d, PackOptions::default());
+            config(d, |c| {
+                let ignore: Vec<String> = (0..300).map(|i| format!("re:m{i}")).collect();
+                c["quantization_config"]["ignore"] = json!(ignore);
+            })
+        },
+        Owed::Refused {
+            check: COMPLETE,
+            outcome: Outcome::Undecided,
+            mentions: &["more than the 256 re: patterns"],
+            also: &[EXPLAINED, FINITE, SCALES],
+        },
+    ),
+    arm(
+        "folder::control::pack_quantized_scale_zero",
+        |d| scale_set(d, "layers.0.self_attn.q_proj.weight_scale", 5, 0.0),
+        fail(
+            SCALES,
+            &["layers.0.self_attn.q_proj.weight_scale[5] is 0", "> 0"],
+        ),
+    ),
+    arm(
+        "folder::control::pack_quantized_scale_negative",
+        |d| scale_set(d, "layers.1.mlp.up_proj.weight_scale", 0, -0.5),
+        fail(SCALES, &["layers.1.mlp.up_proj.weight_scale[0] is -0.5"]),
+    ),
+    arm(
+        "folder::control::pack_quantized_scale_nan",
+        |d| scale_set(d, "fc.weight_scale", 3, f32::NAN),
+        fail(SCALES, &["fc.weight_scale[3] is NaN", "finite"]),
+    ),
+    arm(
+        "folder::control::mlx_quantization_named",
+        |d| {
+            config(d, |c| {
+                c["quantization"] = json!({"group_size": 64, "bits": 4})
+            })
+        },
+        Owed::Refused {
+            check: COMPLETE,
+            outcome: Outcome::Undecided,
+            mentions: &["MLX's quantization", "does not decode"],
+            also: &[EXPLAINED, FINITE, SCALES],
         },
     ),
     arm(
@@ -439,6 +694,51 @@ const ARMS: &[FolderArm] = &[
             fail(PARSES, &["fc.weight", "not in the index"]),
         )
     },
+    FolderArm {
+        indexed: true,
+        ..arm(
+            "folder::control::mlx_index_names_another_file",
+            |d| {
+                index_edit(d, |m| {
+                    m["fc.weight"] = json!("model-00002-of-00002.safetensors")
+                })
+            },
+            fail(
+                PARSES,
+                &[
+                    "holds both model.safetensors and model.safetensors.index.json",
+                    "names model-00002-of-00002.safetensors",
+                ],
+            ),
+        )
+    },
+    FolderArm {
+        indexed: true,
+        ..arm(
+            "folder::control::mlx_index_lists_a_tensor_the_file_lacks",
+            |d| {
+                index_edit(d, |m| {
+                    m["layers.0.extra.weight"] = json!("model.safetensors")
+                })
+            },
+            fail(
+                PARSES,
+                &[
+                    "layers.0.extra.weight",
+                    "model.safetensors",
+                    "no such tensor",
+                ],
+            ),
+        )
+    },
+    FolderArm {
+        indexed: true,
+        ..arm(
+            "folder::control::mlx_index_omits_a_tensor_of_the_file",
+            unlisted_tensor,
+            fail(PARSES, &["fc.weight", "not in the index"]),
+        )
+    },
     arm(
         "folder::control::shard_no_index_names",
         |d| {
@@ -494,6 +794,7 @@ fn run(arm: &FolderArm) -> Result<(), String> {
     let options = SourceOptions {
         dtype: arm.dtype,
         shards: arm.shards,
+        index_one_file: arm.indexed,
         ..SourceOptions::default()
     };
     write_source(&mut package, &dir, options, SEED).map_err(|e| e.to_string())?;
@@ -516,7 +817,17 @@ fn run(arm: &FolderArm) -> Result<(), String> {
         }
         None => gate(&path, &options),
     };
-    judge(Form::Safetensors, arm.owed, result)
+    // A draft whose config states a quantization counts quant.scales too, whatever the damage.
+    let quantized = std::fs::read(dir.join("config.json"))
+        .ok()
+        .and_then(|c| serde_json::from_slice::<Value>(&c).ok())
+        .is_some_and(|c| c.get("quantization_config").is_some() || c.get("quantization").is_some());
+    judge_counted(
+        Form::Safetensors,
+        arm.owed,
+        result,
+        if quantized { 7 } else { 6 },
+    )
 }
 
 /// What the gate said of a draft in `form`, against what it owes it: six checks whatever the damage
@@ -570,6 +881,20 @@ pub(crate) fn judge_counted(
                 ));
             }
             Ok(())
+        }
+        Owed::CensusSaying { tensor, mentions } => {
+            judge_counted(form, Owed::Pass, Ok(report.clone()), count)?;
+            let said = report
+                .census()
+                .tensors
+                .iter()
+                .find(|t| t.name == tensor)
+                .map(|t| t.form_text.clone())
+                .ok_or_else(|| format!("no {tensor} in the census:\n{text}"))?;
+            match mentions.iter().find(|m| !said.contains(**m)) {
+                None => Ok(()),
+                Some(m) => Err(format!("the census's {tensor} does not say {m:?}: {said}")),
+            }
         }
         Owed::PassSaying { check, mentions } => {
             judge_counted(form, Owed::Pass, Ok(report.clone()), count)?;
@@ -639,63 +964,46 @@ fn config(dir: &Path, edit: impl FnOnce(&mut Value)) -> PathBuf {
     dir.to_owned()
 }
 
-/// One tensor of a safetensors file: name, dtype, shape, bytes.
-type Tensor = (String, String, Vec<u64>, Vec<u8>);
-
 /// One safetensors file's tensors, in file order.
 type Tensors = Vec<Tensor>;
 
 /// `model.safetensors` (or `file`), rewritten after `edit`.
 fn weights_in(dir: &Path, file: &str, edit: impl FnOnce(&mut Tensors)) -> PathBuf {
     let path = dir.join(file);
-    let bytes = std::fs::read(&path).unwrap();
-    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let header: serde_json::Map<String, Value> = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
-    let data = &bytes[8 + n..];
-    let mut placed: Vec<(usize, Tensor)> = header
-        .iter()
-        .filter(|(k, _)| *k != "__metadata__")
-        .map(|(name, v)| {
-            let [b, e] = [0, 1].map(|i| v["data_offsets"][i].as_u64().unwrap() as usize);
-            let shape = v["shape"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_u64().unwrap())
-                .collect();
-            (
-                b,
-                (
-                    name.clone(),
-                    v["dtype"].as_str().unwrap().to_owned(),
-                    shape,
-                    data[b..e].to_vec(),
-                ),
-            )
-        })
-        .collect();
-    placed.sort_by_key(|(b, _)| *b);
-    let mut tensors: Tensors = placed.into_iter().map(|(_, t)| t).collect();
+    let mut tensors = read_tensors(&path);
     edit(&mut tensors);
-    let mut offset = 0usize;
-    let mut head = serde_json::Map::new();
-    for (name, dtype, shape, data) in &tensors {
-        head.insert(
-            name.clone(),
-            json!({"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + data.len()]}),
-        );
-        offset += data.len();
-    }
-    let mut header = serde_json::to_vec(&Value::Object(head)).unwrap();
-    while !header.len().is_multiple_of(8) {
-        header.push(b' ');
-    }
-    let mut out = (header.len() as u64).to_le_bytes().to_vec();
-    out.extend(header);
-    for t in &tensors {
-        out.extend(&t.3);
-    }
-    std::fs::write(&path, out).unwrap();
+    write_tensors(&path, &tensors);
+    dir.to_owned()
+}
+
+/// The asymmetric W4A16 scheme (zero points stored).
+const ASYMMETRIC: PackOptions = PackOptions {
+    bits: 4,
+    group: Some(32),
+    symmetric: false,
+    ignore: &[],
+};
+
+/// W4A16 with fc left dense and listed in `ignore`.
+const FC_DENSE: PackOptions = PackOptions {
+    bits: 4,
+    group: Some(32),
+    symmetric: true,
+    ignore: &["fc"],
+};
+
+/// The W4A16 folder with one scale (BF16) of `tensor` set to `value`.
+fn scale_set(dir: &Path, tensor: &str, index: usize, value: f32) -> PathBuf {
+    packed(dir, PackOptions::default());
+    weights(dir, |t| {
+        let bits = half::bf16::from_f32(value).to_bits().to_le_bytes();
+        named(t, tensor).3[2 * index..2 * index + 2].copy_from_slice(&bits)
+    })
+}
+
+/// The folder quantized by compressed-tensors' pack-quantized format.
+fn packed(dir: &Path, options: PackOptions) -> PathBuf {
+    pack_quantize(dir, options);
     dir.to_owned()
 }
 
@@ -955,15 +1263,19 @@ fn old_schema(dir: &Path) -> PathBuf {
     })
 }
 
-fn unlisted_tensor(dir: &Path) -> PathBuf {
+/// The index's `weight_map`, edited in place.
+fn index_edit(dir: &Path, edit: impl FnOnce(&mut Value)) -> PathBuf {
     let path = dir.join("model.safetensors.index.json");
     let mut index: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    index["weight_map"]
-        .as_object_mut()
-        .unwrap()
-        .remove("fc.weight");
+    edit(&mut index["weight_map"]);
     std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
     dir.to_owned()
+}
+
+fn unlisted_tensor(dir: &Path) -> PathBuf {
+    index_edit(dir, |m| {
+        m.as_object_mut().unwrap().remove("fc.weight");
+    })
 }
 
 const COMMIT: &str = "4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a";

@@ -45,6 +45,7 @@ pub const FAITHFUL: Source = Source {
         shards: 1,
         quantizer: Quantizer::MinMax,
         omit: None,
+        index_one_file: false,
     },
     after: untouched,
     gguf: None,

@@ -47,6 +47,8 @@ pub struct SourceOptions {
     pub quantizer: Quantizer,
     /// A bare tensor name left out of the checkpoint (a negative control's source).
     pub omit: Option<&'static str>,
+    /// With one file, an index naming it too, as mlx-lm's `save_model` writes every model.
+    pub index_one_file: bool,
 }
 
 impl Default for SourceOptions {
@@ -56,6 +58,7 @@ impl Default for SourceOptions {
             shards: 1,
             quantizer: Quantizer::MinMax,
             omit: None,
+            index_one_file: false,
         }
     }
 }
@@ -196,7 +199,7 @@ pub fn write_source(
         }
         file.flush()?;
     }
-    if shards > 1 {
+    if shards > 1 || options.index_one_file {
         let index = serde_json::json!({ "metadata": {}, "weight_map": weight_map });
         std::fs::write(
             dir.join("model.safetensors.index.json"),
