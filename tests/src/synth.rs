@@ -20,6 +20,7 @@ pub mod blocks;
 pub mod ggml;
 pub mod gguf;
 pub mod source;
+pub mod torch;
 
 /// A draft's geometry and config values.
 #[derive(Clone, Debug, PartialEq)]

@@ -7,3 +7,4 @@
 pub mod folder;
 pub mod gguf;
 pub mod gguf_source;
+pub mod mask_embedding;
