@@ -1,6 +1,6 @@
 //! `mask_embedding.pt` beside a Hugging Face draft (spec section 18.2, MiMo): vLLM and SGLang load
 //! it with `torch.load` and raise when its `mask_token_id` differs from the config's. The gate reads
-//! it without executing it ([`crate::torch_archive`]) and reports under `scalars.mask_token_id`, the
+//! it without executing it (`torch_archive.rs`) and reports under `scalars.mask_token_id`, the
 //! check that holds a stored mask id to config.json's: its id equals the config's, its embedding is
 //! `[hidden_size]`, and every value is finite. The check is listed only when the file is there.
 
