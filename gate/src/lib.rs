@@ -46,6 +46,7 @@ mod limits;
 mod manifest;
 mod package;
 mod parallel;
+mod pickle;
 mod quant;
 mod report;
 mod role_class;
@@ -56,6 +57,7 @@ mod target;
 mod testing;
 mod tile;
 mod tokenizer;
+mod torch_archive;
 
 pub use check_id::CheckId;
 pub use error::PackageError;
@@ -105,6 +107,8 @@ pub mod __private {
         strict_json,
         target,
         tile,
+        torch_archive,
+        pickle,
     );
 }
 

@@ -110,3 +110,34 @@ pub const MAX_TOKENIZER_BYTES: u64 = 64 * 1024 * 1024;
 /// The most entries a tokenizer's `added_tokens` may hold. Real ones hold from a few dozen to a few
 /// thousand (reserved and unused slots).
 pub const MAX_ADDED_TOKENS: usize = 1 << 16;
+
+/// The largest `mask_embedding.pt` read (spec section 18.2). It holds one id and one `[hidden]`
+/// embedding: 4 bytes a value at [`MAX_DIMENSION`] is 4 MiB, and torch's archive adds a few KiB.
+pub const MAX_TORCH_ARCHIVE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The most entries a torch archive's central directory may declare. torch.save writes its pickle,
+/// `version`, `byteorder`, `.format_version`, `.storage_alignment`, `.data/serialization_id` and one
+/// entry per storage: under ten for a mask embedding.
+pub const MAX_ZIP_ENTRIES: usize = 64;
+
+/// The longest entry name a torch archive may hold (torch's are `<archive>/data/<key>`).
+pub const MAX_ZIP_NAME_BYTES: usize = 256;
+
+/// The longest string a pickle may hold (a dict key, a global's module or name, a storage key).
+pub const MAX_PICKLE_STRING_BYTES: usize = 256;
+
+/// How deep a pickle's values may nest (a tuple in a tuple is depth 2) and how many marks may be
+/// open at once. A tensor dict nests four deep (dict, the rebuild's arguments, the storage's
+/// persistent id, a size tuple).
+pub const MAX_PICKLE_DEPTH: usize = 16;
+
+/// The most values a pickle's stack may hold at once. A tensor dict's largest moment is a few
+/// dozen (the rebuild's arguments above two open marks).
+pub const MAX_PICKLE_STACK: usize = 256;
+
+/// The most memo entries a pickle may store, and the bound on a memo key (torch's pickler numbers
+/// them from 0, a tensor dict uses about twenty).
+pub const MAX_PICKLE_MEMO: usize = 1024;
+
+/// The most elements a tuple, list or dict of a pickle may hold (a shape, a dict of two keys).
+pub const MAX_PICKLE_ITEMS: usize = 64;

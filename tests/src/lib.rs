@@ -31,6 +31,7 @@ pub fn unit_tests() -> impl Iterator<Item = (&'static str, fn())> {
         synth::blocks::tests::UNIT_TESTS,
         synth::ggml::tests::UNIT_TESTS,
         synth::gguf::tests::UNIT_TESTS,
+        synth::torch::tests::UNIT_TESTS,
     ]
     .into_iter()
     .flatten()

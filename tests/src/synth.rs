@@ -21,6 +21,7 @@ pub mod ggml;
 pub mod gguf;
 pub mod pack_quantized;
 pub mod source;
+pub mod torch;
 
 /// A draft's geometry and config values.
 #[derive(Clone, Debug, PartialEq)]

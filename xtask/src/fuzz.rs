@@ -1,4 +1,4 @@
-//! `cargo xtask fuzz <container|package|checkpoint|gguf> [seconds]`: seeds a corpus from synthetic packages (and
+//! `cargo xtask fuzz <container|package|checkpoint|gguf|torch> [seconds]`: seeds a corpus from synthetic packages (and
 //! the GGUFs they are converted from) and runs
 //! `cargo fuzz` (installed with `cargo install cargo-fuzz`). The toolchain here is stable, so the
 //! sanitizer flags cargo-fuzz passes are allowed with RUSTC_BOOTSTRAP=1.
@@ -11,13 +11,17 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
         [t, s] => (t.as_str(), s.as_str()),
         _ => {
             return Err(
-                "usage: cargo xtask fuzz <container|package|checkpoint|gguf> [seconds]".to_owned(),
+                "usage: cargo xtask fuzz <container|package|checkpoint|gguf|torch> [seconds]"
+                    .to_owned(),
             )
         }
     };
-    if !matches!(target, "container" | "package" | "checkpoint" | "gguf") {
+    if !matches!(
+        target,
+        "container" | "package" | "checkpoint" | "gguf" | "torch"
+    ) {
         return Err(format!(
-            "unknown fuzz target {target:?}: container, package, checkpoint or gguf"
+            "unknown fuzz target {target:?}: container, package, checkpoint, gguf or torch"
         ));
     }
     let sh = crate::shell()?;
@@ -25,6 +29,14 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
     let root = crate::root();
     let corpus = root.join("fuzz/corpus").join(target);
     std::fs::create_dir_all(&corpus).map_err(|e| e.to_string())?;
+    // The torch target's seed is the committed mask_embedding.pt (torch.save's layout, which the
+    // generator's writer holds it to), not a package.
+    if target == "torch" {
+        let seed =
+            std::fs::read(root.join("fixtures/mask_embedding.pt")).map_err(|e| e.to_string())?;
+        std::fs::write(corpus.join("seed-mask_embedding"), seed).map_err(|e| e.to_string())?;
+        return fuzz(&sh, &cargo, &root, target, seconds);
+    }
     let seeds = root.join("target/fuzz-seeds");
     for geometry in ["micro", "tiny", "padded"] {
         let dir = seeds.join(geometry);
@@ -56,6 +68,17 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
         };
         std::fs::write(corpus.join(format!("seed-{geometry}")), seed).map_err(|e| e.to_string())?;
     }
+    fuzz(&sh, &cargo, &root, target, seconds)
+}
+
+/// `cargo fuzz run TARGET` for `seconds`, from the fuzz directory.
+fn fuzz(
+    sh: &xshell::Shell,
+    cargo: &str,
+    root: &std::path::Path,
+    target: &str,
+    seconds: &str,
+) -> Result<ExitCode, String> {
     let fuzz_dir = root.join("fuzz");
     let _dir = sh.push_dir(&fuzz_dir);
     let _bootstrap = sh.push_env("RUSTC_BOOTSTRAP", "1");

@@ -129,8 +129,8 @@ const TASKS: &[Task] = &[
     Task {
         name: "fuzz",
         run: fuzz::run,
-        usage: "fuzz <container|package|checkpoint|gguf> [seconds]",
-        about: "seed a corpus from synthetic packages and run cargo fuzz (default 60 s)",
+        usage: "fuzz <container|package|checkpoint|gguf|torch> [seconds]",
+        about: "seed a corpus from synthetic packages (torch: the fixture archive) and run cargo fuzz (default 60 s)",
         options: &[],
     },
     Task {

@@ -160,6 +160,15 @@ pub fn evaluation(
     if let Some(checkpoint) = &checkpoint {
         weight_checks(dir, report, &config, checkpoint)?;
     }
+    let names: Vec<&str> = report
+        .census
+        .files
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    if let Some(check) = super::mask_embedding::check(dir, inside, &names, &config) {
+        report.checks.push(check);
+    }
     evaluation.draft = Ok(Draft { config });
     Ok((evaluation, checkpoint))
 }

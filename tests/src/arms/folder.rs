@@ -9,6 +9,7 @@ use crate::synth::pack_quantized::{
     pack_quantize, read_tensors, write_tensors, PackOptions, Tensor,
 };
 use crate::synth::source::{write_source, SourceOptions};
+use crate::synth::torch;
 use crate::synth::{Encoding, Package};
 use dflash_gate::__private::dtype::Dtype;
 use dflash_gate::{gate, CheckId, Form, Options, Outcome, Report};
@@ -56,6 +57,8 @@ struct FolderArm {
     /// path that leads to it).
     bend: fn(&Path) -> PathBuf,
     owed: Owed,
+    /// Checks the report lists: a folder's six, and `scalars.mask_token_id` with `mask_embedding.pt`.
+    checks: usize,
 }
 
 const fn arm(name: &'static str, bend: fn(&Path) -> PathBuf, owed: Owed) -> FolderArm {
@@ -67,6 +70,15 @@ const fn arm(name: &'static str, bend: fn(&Path) -> PathBuf, owed: Owed) -> Fold
         indexed: false,
         bend,
         owed,
+        checks: 6,
+    }
+}
+
+/// An arm of a folder holding `mask_embedding.pt`: seven checks.
+const fn mask_arm(name: &'static str, bend: fn(&Path) -> PathBuf, owed: Owed) -> FolderArm {
+    FolderArm {
+        checks: 7,
+        ..arm(name, bend, owed)
     }
 }
 
@@ -85,6 +97,7 @@ const COMPLETE: &str = CheckId::INVENTORY_COMPLETE;
 const EXPLAINED: &str = CheckId::INVENTORY_EXPLAINED;
 const FINITE: &str = CheckId::BF16_FINITE;
 const SCALES: &str = CheckId::QUANT_SCALES;
+const MASK: &str = CheckId::SCALARS_MASK_TOKEN_ID;
 
 fn as_is(dir: &Path) -> PathBuf {
     dir.to_owned()
@@ -772,7 +785,143 @@ const ARMS: &[FolderArm] = &[
         },
         Owed::Error(&["no snapshot for revision v9", "downloads nothing"]),
     ),
+    mask_arm(
+        "folder::pass::mask_embedding",
+        |d| mask_embedding(d, |_, _| {}),
+        Owed::PassSaying {
+            check: MASK,
+            mentions: &[
+                "mask_embedding.pt holds mask_token_id",
+                "read without executing",
+            ],
+        },
+    ),
+    mask_arm(
+        "folder::control::mask_embedding_wrong_id",
+        |d| mask_embedding(d, |id, _| *id += 1),
+        fail(
+            MASK,
+            &[
+                "mask_embedding.pt holds mask_token_id",
+                "where config.json states",
+                "raise",
+            ],
+        ),
+    ),
+    mask_arm(
+        "folder::control::mask_embedding_wrong_length",
+        |d| mask_embedding(d, |_, v| v.push(0.5)),
+        fail(
+            MASK,
+            &[
+                "mask_embedding.pt's embedding is F32 [",
+                "not [hidden_size]",
+            ],
+        ),
+    ),
+    mask_arm(
+        "folder::control::mask_embedding_nan",
+        |d| mask_embedding(d, |_, v| v[3] = f32::NAN),
+        fail(
+            MASK,
+            &["mask_embedding.pt's embedding is not finite: element 3 is NaN"],
+        ),
+    ),
+    mask_arm(
+        "folder::control::mask_embedding_malicious_global",
+        |d| mask_embedding_bytes(d, system_pt(&d.join("executed"))),
+        fail(
+            MASK,
+            &[
+                "mask_embedding.pt",
+                "mask_embedding/data.pkl",
+                "the global posix.system",
+                "refused unread",
+            ],
+        ),
+    ),
+    mask_arm(
+        "folder::control::mask_embedding_legacy",
+        |d| mask_embedding_bytes(d, torch::legacy_pt()),
+        fail(MASK, &["mask_embedding.pt", "a legacy torch file"]),
+    ),
+    mask_arm(
+        "folder::control::mask_embedding_compressed",
+        |d| {
+            let (id, values) = mask_of(d);
+            let pkl = torch::mask_embedding_pickle(id, values.len(), torch::Payload::Tensor, "");
+            let bytes = torch::archive("mask_embedding", &torch::records(&pkl, &values), true);
+            mask_embedding_bytes(d, bytes)
+        },
+        fail(
+            MASK,
+            &[
+                "mask_embedding.pt",
+                "mask_embedding/data.pkl is compressed (method 8)",
+            ],
+        ),
+    ),
 ];
+
+/// The config's mask id and a faithful embedding of its hidden size.
+fn mask_of(dir: &Path) -> (i64, Vec<f32>) {
+    let c: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+    let id = c["dflash_config"]["mask_token_id"].as_i64().unwrap();
+    let hidden = c["hidden_size"].as_u64().unwrap() as usize;
+    (
+        id,
+        (0..hidden)
+            .map(|i| (i as f32 * 0.37).sin() * 0.02)
+            .collect(),
+    )
+}
+
+/// `mask_embedding.pt` as torch.save writes it, of the config's id and hidden size bent by `edit`.
+fn mask_embedding(dir: &Path, edit: fn(&mut i64, &mut Vec<f32>)) -> PathBuf {
+    let (mut id, mut values) = mask_of(dir);
+    edit(&mut id, &mut values);
+    mask_embedding_bytes(dir, torch::mask_embedding_pt(id, &values))
+}
+
+fn mask_embedding_bytes(dir: &Path, bytes: Vec<u8>) -> PathBuf {
+    std::fs::write(dir.join("mask_embedding.pt"), bytes).unwrap();
+    dir.to_owned()
+}
+
+/// An archive whose pickle, if executed, would run `touch <path>` through `posix.system`.
+fn system_pt(path: &Path) -> Vec<u8> {
+    let pkl = torch::mask_embedding_pickle(7, 0, torch::Payload::System, &path.to_string_lossy());
+    torch::archive("mask_embedding", &torch::records(&pkl, &[]), false)
+}
+
+/// The gate meets a pickle that would create a file if it were executed: it refuses it naming the
+/// global, and the file is not there afterwards (nor was it before).
+fn executes_nothing() -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = root.path().join("draft");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let mut package = Package::generate(&Base::Small.geometry(), Encoding::default(), SEED);
+    write_source(&mut package, &dir, SourceOptions::default(), SEED).map_err(|e| e.to_string())?;
+    let witness = root.path().join("executed");
+    mask_embedding_bytes(&dir, system_pt(&witness));
+    let report = gate(&dir, &Options::default()).map_err(|e| e.to_string())?;
+    let check = report
+        .checks()
+        .iter()
+        .find(|c| c.id() == MASK)
+        .ok_or("no scalars.mask_token_id")?;
+    if check.outcome() != Outcome::Fail || !check.message().contains("posix.system") {
+        return Err(format!(
+            "not refused naming posix.system: {}",
+            check.message()
+        ));
+    }
+    if witness.exists() {
+        return Err(format!("{} exists: the pickle ran", witness.display()));
+    }
+    Ok(())
+}
 
 /// Each arm, as a named trial.
 pub fn trials() -> Vec<(String, Trial)> {
@@ -783,6 +932,10 @@ pub fn trials() -> Vec<(String, Trial)> {
                 Box::new(move || run(a)) as Trial,
             )
         })
+        .chain([(
+            "arms::folder::control::mask_embedding_executes_nothing".to_owned(),
+            Box::new(executes_nothing) as Trial,
+        )])
         .collect()
 }
 
@@ -826,7 +979,7 @@ fn run(arm: &FolderArm) -> Result<(), String> {
         Form::Safetensors,
         arm.owed,
         result,
-        if quantized { 7 } else { 6 },
+        arm.checks + usize::from(quantized),
     )
 }
 
