@@ -71,6 +71,15 @@ pub const COMPARED_KEYS: [&str; 22] = [
     "selector_top_k",
 ];
 
+/// DFlash2's four keys after `{a}.` (spec 18.3), in the order a config states their fields: kept with
+/// the geometry, all or none.
+pub const DFLASH2_KEYS: [&str; 4] = [
+    "conv_kernel_size",
+    "conv_group_size",
+    "selector_rank",
+    "selector_top_k",
+];
+
 /// Whether a name is a GGUF file's by its extension (any case), as every reader that tells the form
 /// from a path does: the draft, `--all`, a target, a source, the hub lookup's wording.
 pub fn is_gguf_name(name: &std::ffi::OsStr) -> bool {

@@ -84,13 +84,7 @@ pub struct Meta {
     pub dflash2: Option<((u64, u64), (u64, u64))>,
 }
 
-/// DFlash2's four keys after `{a}.`, in the order the config states their fields.
-pub const DFLASH2_KEYS: [&str; 4] = [
-    "conv_kernel_size",
-    "conv_group_size",
-    "selector_rank",
-    "selector_top_k",
-];
+pub use crate::gguf::DFLASH2_KEYS;
 
 /// The GGUF's checks. `path` is the `.gguf` file; the file comes back open with the evaluation so the
 /// caller can prove, when the report is done, that it still holds what was read.

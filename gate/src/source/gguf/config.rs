@@ -194,7 +194,7 @@ pub fn compare(config: &DraftConfig, header: &Header, name: &str) -> Check {
     }
     // A DFlash2 folder converted without its features' keys is a first-family file: each feature
     // field the config states and the file lost is a difference.
-    for field in crate::draft::gguf::DFLASH2_KEYS {
+    for field in crate::gguf::DFLASH2_KEYS {
         let key = format!("{prefix}.{field}");
         if header.get(&key).is_none() {
             lost(config, field, &escape(&key), &mut found, name);
