@@ -54,7 +54,9 @@ typedef enum dflash_gate_status {
   /* Nothing to return: no check objected. */
   DFLASH_GATE_NOT_FOUND = 5,
   /* The library panicked (a bug): the call did nothing the caller can use. */
-  DFLASH_GATE_PANIC = 6
+  DFLASH_GATE_PANIC = 6,
+  /* A name the library does not know (an engine for --loader): nothing was set. */
+  DFLASH_GATE_UNKNOWN_NAME = 7
 } dflash_gate_status;
 
 /* A verdict or a check's outcome; each value is the exit status the command-line gate gives for it. */
@@ -130,6 +132,10 @@ dflash_gate_status dflash_gate_options_set_source(dflash_gate_options *options, 
 
 /* Also verifies MANIFEST.sha256 (--manifest) when manifest is true. */
 dflash_gate_status dflash_gate_options_set_manifest(dflash_gate_options *options, bool manifest);
+
+/* Also answers for these engines (--loader): names is a comma-separated list ("vllm,sglang"), each
+ * engine's verdict a loader.NAME check. An unknown name sets nothing (DFLASH_GATE_UNKNOWN_NAME). */
+dflash_gate_status dflash_gate_options_set_loaders(dflash_gate_options *options, const char *names, size_t names_len);
 
 /* Frees options; a second free of the same handle is refused (DFLASH_GATE_INVALID_HANDLE). */
 dflash_gate_status dflash_gate_options_free(dflash_gate_options *options);

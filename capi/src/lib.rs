@@ -49,6 +49,8 @@ pub enum dflash_gate_status {
     DFLASH_GATE_NOT_FOUND = 5,
     /// The library panicked (a bug): the call did nothing the caller can use.
     DFLASH_GATE_PANIC = 6,
+    /// A name the library does not know (an engine for `--loader`): nothing was set.
+    DFLASH_GATE_UNKNOWN_NAME = 7,
 }
 
 use dflash_gate_status::*;
@@ -453,6 +455,35 @@ pub unsafe extern "C" fn dflash_gate_options_set_manifest(
         // SAFETY: live, and not shared while being set.
         let options = unsafe { &mut *options };
         options.options = std::mem::take(&mut options.options).with_manifest(manifest);
+        Ok(())
+    })
+}
+
+/// Also answers for these engines (`--loader`): `names` is a comma-separated list (`vllm,sglang`),
+/// each engine's verdict a `loader.NAME` check. An unknown name sets nothing
+/// (`DFLASH_GATE_UNKNOWN_NAME`).
+///
+/// # Safety
+/// `options` is null or a handle; `names` points at `names_len` bytes (or is null with length 0).
+#[no_mangle]
+pub unsafe extern "C" fn dflash_gate_options_set_loaders(
+    options: *mut dflash_gate_options,
+    names: *const c_char,
+    names_len: usize,
+) -> dflash_gate_status {
+    boundary(|| {
+        // SAFETY: the caller's promises.
+        let names = unsafe {
+            handle(options, Kind::Options)?;
+            text(names, names_len)?
+        };
+        let engines = names
+            .split(',')
+            .map(|n| dflash_gate::Engine::from_name(n.trim()).ok_or(DFLASH_GATE_UNKNOWN_NAME))
+            .collect::<Result<Vec<_>, _>>()?;
+        // SAFETY: live, and not shared while being set.
+        let options = unsafe { &mut *options };
+        options.options = std::mem::take(&mut options.options).with_loaders(engines);
         Ok(())
     })
 }

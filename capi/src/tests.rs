@@ -417,3 +417,46 @@ fn an_empty_config_held_in_a_vector_is_an_empty_file_not_an_absent_one() {
     assert!(message.contains("no config.json"), "{message}");
     assert_eq!(free(report), DFLASH_GATE_OK);
 }
+
+#[test]
+fn loaders_reach_the_library_and_an_unknown_name_sets_nothing() {
+    let mut options = null_mut();
+    assert_eq!(
+        // SAFETY: a valid out-pointer.
+        unsafe { dflash_gate_options_new(&mut options) },
+        DFLASH_GATE_OK
+    );
+    let unknown = b"vllm,nope";
+    assert_eq!(
+        // SAFETY: a live options handle and a valid buffer.
+        unsafe { dflash_gate_options_set_loaders(options, unknown.as_ptr().cast(), unknown.len()) },
+        DFLASH_GATE_UNKNOWN_NAME
+    );
+    let report = gate_dir(tiny().to_str().unwrap().as_bytes(), options);
+    let ids = |doc: &serde_json::Value| -> Vec<String> {
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_owned())
+            .filter(|id| id.starts_with("loader."))
+            .collect()
+    };
+    assert_eq!(ids(&json(report)), Vec::<String>::new());
+    assert_eq!(free(report), DFLASH_GATE_OK);
+    let names = b"vllm, llama.cpp";
+    assert_eq!(
+        // SAFETY: a live options handle and a valid buffer.
+        unsafe { dflash_gate_options_set_loaders(options, names.as_ptr().cast(), names.len()) },
+        DFLASH_GATE_OK
+    );
+    let report = gate_dir(tiny().to_str().unwrap().as_bytes(), options);
+    let doc = json(report);
+    assert_eq!(ids(&doc), ["loader.vllm", "loader.llama.cpp"]);
+    // The Q4NX package is no form of either: each loader check fails, and the section says why.
+    assert_eq!(verdict(report), DFLASH_GATE_FAIL);
+    assert_eq!(doc["loaders"][0]["outcome"], "not_its_form");
+    assert_eq!(free(report), DFLASH_GATE_OK);
+    // SAFETY: a live options handle.
+    assert_eq!(unsafe { dflash_gate_options_free(options) }, DFLASH_GATE_OK);
+}

@@ -49,9 +49,15 @@ impl CheckId {
     pub const SOURCE_INVENTORY: &'static str = "source.inventory";
     pub const SOURCE_BF16: &'static str = "source.bf16";
     pub const SOURCE_Q4_1: &'static str = "source.q4_1";
+    pub const LOADER_VLLM: &'static str = "loader.vllm";
+    pub const LOADER_SGLANG: &'static str = "loader.sglang";
+    pub const LOADER_LLAMA_CPP: &'static str = "loader.llama.cpp";
+    pub const LOADER_TRANSFORMERS: &'static str = "loader.transformers";
+    pub const LOADER_MLX: &'static str = "loader.mlx";
+    pub const LOADER_DFLASH_MLX: &'static str = "loader.dflash-mlx";
 
-    /// Every id, in report order (a package, then `--target`, `--manifest`, `--source`).
-    pub const ALL: [&'static str; 41] = [
+    /// Every id, in report order (a package, then `--target`, `--manifest`, `--source`, `--loader`).
+    pub const ALL: [&'static str; 47] = [
         CheckId::CONFIG_IS_DFLASH,
         CheckId::CONFIG_GEOMETRY,
         CheckId::CONFIG_MASK_TOKEN,
@@ -93,6 +99,12 @@ impl CheckId {
         CheckId::SOURCE_INVENTORY,
         CheckId::SOURCE_BF16,
         CheckId::SOURCE_Q4_1,
+        CheckId::LOADER_VLLM,
+        CheckId::LOADER_SGLANG,
+        CheckId::LOADER_LLAMA_CPP,
+        CheckId::LOADER_TRANSFORMERS,
+        CheckId::LOADER_MLX,
+        CheckId::LOADER_DFLASH_MLX,
     ];
 }
 

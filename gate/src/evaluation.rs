@@ -21,7 +21,11 @@ pub fn evaluate(
     weights: Result<(&str, &[u8]), String>,
     files: Vec<FileCensus>,
 ) -> Result<Report, PackageError> {
-    evaluation(package, config, weights, files, false).map(|e| e.report)
+    evaluation(package, config, weights, files, false).map(|mut e| {
+        let config = e.draft.as_ref().ok().map(|d| &d.config);
+        crate::loaders::judge(&mut e.report, config, &[]);
+        e.report
+    })
 }
 
 /// A draft config the gate recognised (`config.is_dflash` passed). Every later step reads its fields,
@@ -68,6 +72,7 @@ impl Evaluation<'_> {
                 given: Default::default(),
                 against: Default::default(),
                 elapsed: Default::default(),
+                loaders: Vec::new(),
             },
             draft: Err(String::new()),
             container: None,

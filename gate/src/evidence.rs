@@ -56,6 +56,8 @@ pub enum Evidence {
     SourceInventory(SourceInventory),
     SourceBf16(SourceBf16),
     SourceQ41(SourceQ41),
+    /// Every `loader.*` check: the engine's verdict, as the report's `loaders` section holds it.
+    Loader(Loader),
 }
 
 macro_rules! evidence {
@@ -98,7 +100,11 @@ evidence!(
     SourceInventory,
     SourceBf16,
     SourceQ41,
+    Loader,
 );
+
+/// `loader.*`: one engine's verdict on the draft (spec 19).
+pub type Loader = crate::engine::LoaderVerdict;
 
 /// One thing a check refused or could not decide: what it is called, and why as a token (each
 /// list's tokens are enumerated in the schema). The sentence with the values is in the message.
@@ -410,6 +416,9 @@ pub struct TargetVocab {
 pub struct ConfigMaskToken {
     pub mask_token_id: u64,
     pub token_type: Option<i32>,
+    /// The metadata key the id was read from: `tokenizer.ggml.mask_token_id`, the key llama.cpp
+    /// reads, or the older `dflash.mask_token_id`, which it does not.
+    pub key: String,
 }
 
 /// `target.mask_token`, once both numbers are known: the draft's mask token, the vocabulary size it

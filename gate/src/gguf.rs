@@ -92,10 +92,13 @@ pub fn is_gguf_name(name: &std::ffi::OsStr) -> bool {
 /// shard of several is refused naming why.
 pub const SPLIT_COUNT_KEY: &str = "split.count";
 
+/// The key llama.cpp reads a draft's mask id from (`llama_vocab_mask`), the only one.
+pub const MASK_KEY: &str = "tokenizer.ggml.mask_token_id";
+
 /// Keys outside the architecture's prefix that [`Header::kept`] holds: the mask id, which llama.cpp's
 /// converter writes as the tokenizer's, and the special tokens a mask must not be.
 pub const KEPT_TOKENIZER_KEYS: [&str; 5] = [
-    "tokenizer.ggml.mask_token_id",
+    MASK_KEY,
     "tokenizer.ggml.bos_token_id",
     "tokenizer.ggml.eos_token_id",
     "tokenizer.ggml.padding_token_id",

@@ -33,6 +33,7 @@ mod config;
 mod container;
 mod draft;
 mod dtype;
+mod engine;
 mod error;
 mod escape;
 mod evaluation;
@@ -43,6 +44,7 @@ mod form;
 mod gguf;
 mod hub;
 mod limits;
+mod loaders;
 mod manifest;
 mod package;
 mod parallel;
@@ -60,6 +62,7 @@ mod tokenizer;
 mod torch_archive;
 
 pub use check_id::CheckId;
+pub use engine::{Engine, LoaderOutcome, LoaderReason, LoaderVerdict};
 pub use error::PackageError;
 pub use evaluation::evaluate;
 pub use files::FileError;
@@ -99,6 +102,7 @@ pub mod __private {
         gguf,
         hub,
         limits,
+        loaders,
         manifest,
         package,
         parallel,

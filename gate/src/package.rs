@@ -30,6 +30,9 @@ pub struct Options {
     /// The revision of a Hugging Face cache repository to gate (a branch, tag or commit; `main` when
     /// none is given), when the path names a repository rather than a folder.
     pub revision: Option<String>,
+    /// Engines whose verdict on the draft is a check of its own (`loader.NAME`): what they refuse,
+    /// crash on, serve wrong or do not read fails it (`--loader`).
+    pub loaders: Vec<crate::engine::Engine>,
 }
 
 impl Options {
@@ -49,6 +52,20 @@ impl Options {
     /// `models--ORG--NAME` directory or an `ORG/NAME` id looked up in the hub cache.
     pub fn with_revision(mut self, revision: impl Into<String>) -> Options {
         self.revision = Some(revision.into());
+        self
+    }
+
+    /// Also answers for these engines (`--loader`): each one's verdict becomes a `loader.NAME`
+    /// check, in the order given, each engine once.
+    pub fn with_loaders(
+        mut self,
+        engines: impl IntoIterator<Item = crate::engine::Engine>,
+    ) -> Options {
+        for engine in engines {
+            if !self.loaders.contains(&engine) {
+                self.loaders.push(engine);
+            }
+        }
         self
     }
 
@@ -232,6 +249,7 @@ fn gate_resolved(dir: &Path, options: &Options, start: Instant) -> Result<Report
     for file in judged(&config_file, &held) {
         file.unchanged()?;
     }
+    judge_loaders(&mut evaluation, options);
     let mut report = evaluation.report;
     report.elapsed = start.elapsed();
     Ok(report)
@@ -278,6 +296,7 @@ fn gate_folder(
     if let Some(checkpoint) = &checkpoint {
         checkpoint.unchanged()?;
     }
+    judge_loaders(&mut evaluation, options);
     let mut report = evaluation.report;
     report.elapsed = start.elapsed();
     Ok(report)
@@ -448,9 +467,17 @@ fn gate_gguf(
         }
         gguf.unchanged()?;
     }
+    judge_loaders(&mut evaluation, options);
     let mut report = evaluation.report;
     report.elapsed = start.elapsed();
     Ok(report)
+}
+
+/// The report's `loaders` section, once every check of the draft has run, and the `loader.NAME`
+/// checks `--loader` asked for.
+fn judge_loaders(evaluation: &mut crate::evaluation::Evaluation<'_>, options: &Options) {
+    let config = evaluation.draft.as_ref().ok().map(|d| &d.config);
+    crate::loaders::judge(&mut evaluation.report, config, &options.loaders);
 }
 
 /// A weight file that parsed, with other `*.q4nx` files beside it: the gate read one, but a loader

@@ -662,6 +662,9 @@ pub struct Report {
     pub(crate) given: std::collections::BTreeMap<NotChecked, String>,
     pub(crate) elapsed: Duration,
     pub(crate) against: Against,
+    /// What each engine would do with the draft (spec 19), by its rules; empty for a draft whose
+    /// config was refused.
+    pub(crate) loaders: Vec<crate::engine::LoaderVerdict>,
 }
 
 /// The report as the document prints it: the verdict and the counts are derived here, from the
@@ -682,6 +685,7 @@ impl Serialize for Report {
             checks: &'a [Check],
             not_checked: Vec<String>,
             census: &'a Census,
+            loaders: &'a [crate::engine::LoaderVerdict],
             #[serde(skip_serializing_if = "Option::is_none")]
             target: Option<&'a Named>,
             #[serde(skip_serializing_if = "Option::is_none")]
@@ -703,6 +707,7 @@ impl Serialize for Report {
             checks: &self.checks,
             not_checked: self.not_checked_text(),
             census: &self.census,
+            loaders: &self.loaders,
             target: self.against.target.as_ref(),
             source: self.against.source.as_ref(),
             repository: self.against.repository.as_deref(),
@@ -741,6 +746,47 @@ impl Report {
 
     pub fn census(&self) -> &Census {
         &self.census
+    }
+
+    /// What each engine would do with the draft, by the rules read from its code (spec 19), in
+    /// [`crate::Engine::ALL`]'s order; empty when the config was refused.
+    pub fn loaders(&self) -> &[crate::engine::LoaderVerdict] {
+        &self.loaders
+    }
+
+    /// The human report's loader lines: one per engine whose form the draft is, and one naming the
+    /// engines that do not read it at all.
+    pub fn loader_lines(&self) -> Vec<String> {
+        use crate::engine::LoaderOutcome;
+        let mut out: Vec<String> = self
+            .loaders
+            .iter()
+            .filter(|v| {
+                v.outcome != LoaderOutcome::NotItsForm
+                    || v.reasons.first().is_some_and(|r| r.rule != "form")
+            })
+            .map(|v| v.line())
+            .collect();
+        let others: Vec<&crate::engine::LoaderVerdict> = self
+            .loaders
+            .iter()
+            .filter(|v| {
+                v.outcome == LoaderOutcome::NotItsForm
+                    && v.reasons.first().is_none_or(|r| r.rule == "form")
+            })
+            .collect();
+        if let Some(first) = others.first() {
+            let names: Vec<&str> = others.iter().map(|v| v.engine.name()).collect();
+            let what = first
+                .reasons
+                .first()
+                .map_or("this form", |r| r.found.as_str());
+            out.push(format!(
+                "loader       not its form for {}: {what}",
+                names.join(", ")
+            ));
+        }
+        out
     }
 
     /// What the gate cannot know (less what `--target`, `--source` and `--manifest` answered), in
@@ -872,6 +918,9 @@ impl Report {
                     g.name, g.max_error_steps, g.relative_rms, g.out_of_bound, g.elements
                 ));
             }
+        }
+        for loader in self.loader_lines() {
+            line(loader);
         }
         for item in self.not_checked_text() {
             line(format!("NOT CHECKED  {item}"));

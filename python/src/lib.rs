@@ -49,10 +49,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// Gates the draft at `path` (the library's `gate`), with the GIL released while it runs: a Q4NX
 /// package, a Hugging Face folder, a hub cache repository directory or an `ORG/NAME` id looked up
-/// offline in the hub cache. `target`, `source`, `manifest` and `revision` are `--target`,
-/// `--source`, `--manifest` and `--revision`.
+/// offline in the hub cache. `target`, `source`, `manifest`, `revision` and `loader` (a list of
+/// engine names) are `--target`, `--source`, `--manifest`, `--revision` and `--loader`.
 #[pyfunction]
-#[pyo3(signature = (path, *, target=None, source=None, manifest=false, revision=None))]
+#[pyo3(signature = (path, *, target=None, source=None, manifest=false, revision=None, loader=None))]
 fn gate(
     py: Python<'_>,
     path: PathBuf,
@@ -60,8 +60,18 @@ fn gate(
     source: Option<PathBuf>,
     manifest: bool,
     revision: Option<String>,
+    loader: Option<Vec<String>>,
 ) -> PyResult<Report> {
     let mut options = Options::default().with_manifest(manifest);
+    for name in loader.unwrap_or_default() {
+        let engine = dflash_gate::Engine::from_name(&name).ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "loader: unknown engine {name:?} (known: {})",
+                dflash_gate::Engine::names()
+            ))
+        })?;
+        options = options.with_loaders([engine]);
+    }
     if let Some(target) = target {
         options = options.with_target(target);
     }
@@ -179,6 +189,13 @@ impl Report {
     #[getter]
     fn census<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         python_value(py, self.field("census"))
+    }
+
+    /// What each engine would do with the draft, as the document's `loaders` array (dicts): its
+    /// `engine`, `version`, `outcome` and `reasons`.
+    #[getter]
+    fn loaders<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        python_value(py, self.field("loaders"))
     }
 
     /// What the gate cannot know from what it was given, one sentence each.

@@ -362,3 +362,24 @@ def test_an_error_s_paths_are_the_paths_given_even_when_not_utf8(tmp_path: Path)
     assert error.reason == "no_such_directory"
     assert (error.path, error.package) == (named, named)
     assert os.fsencode(error.path) == raw
+
+
+def test_loaders_say_what_each_engine_would_do(in_packages: Packages) -> None:
+    report = dflash_gate.gate(in_packages.passing)
+    loaders = report.loaders
+    assert [v["engine"] for v in loaders] == [
+        "vllm", "sglang", "llama.cpp", "transformers", "mlx", "dflash-mlx"
+    ]
+    # A Q4NX package is none of their forms; the section says so and the verdict does not change.
+    assert all(v["outcome"] == "not_its_form" for v in loaders)
+    assert report.verdict == "PASS"
+    asked = dflash_gate.gate(in_packages.passing, loader=["vllm", "llama.cpp"])
+    ids = [c.id for c in asked.checks if c.id.startswith("loader.")]
+    assert ids == ["loader.vllm", "loader.llama.cpp"]
+    assert asked.verdict == "FAIL"
+    assert asked.checks[-1].evidence["engine"] == "llama.cpp"
+
+
+def test_an_unknown_loader_is_refused_naming_the_known_ones(in_packages: Packages) -> None:
+    with pytest.raises(ValueError, match="known: vllm, sglang, llama.cpp"):
+        dflash_gate.gate(in_packages.passing, loader=["vllm", "nope"])

@@ -21,6 +21,7 @@ pub mod arms;
 pub mod campaign;
 pub mod defects;
 pub mod fixture;
+pub mod loaders;
 pub mod schema;
 pub mod synth;
 

@@ -71,6 +71,22 @@ impl From<String> for Refused {
     }
 }
 
+/// The engines `--loader NAME[,NAME]` names, or a refusal listing those it knows.
+fn engines(names: &str) -> Result<Vec<dflash_gate::Engine>, String> {
+    names
+        .split(',')
+        .map(|name| {
+            dflash_gate::Engine::from_name(name.trim()).ok_or_else(|| {
+                format!(
+                    "--loader: unknown engine {:?} (known: {})",
+                    name.trim(),
+                    dflash_gate::Engine::names()
+                )
+            })
+        })
+        .collect()
+}
+
 fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
     let parsed = cli::parse(raw, cli::OPTIONS)?;
     if parsed.has("--help") {
@@ -88,6 +104,9 @@ fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
     }
     if let Some(rev) = parsed.value("--revision") {
         options = options.with_revision(rev.to_string_lossy());
+    }
+    for names in parsed.values("--loader") {
+        options = options.with_loaders(engines(&names.to_string_lossy())?);
     }
     let colour = match parsed.value("--color") {
         Some(v) => print::When::parse(&v.to_string_lossy())?,

@@ -132,6 +132,9 @@ pub const SPECULATIVE_TOKENS: &str = "speculators_config.proposal_methods[0].spe
 pub const VERIFIER_NAME: &str = "speculators_config.verifier.name_or_path";
 pub const VERIFIER_ARCHITECTURES: &str = "speculators_config.verifier.architectures";
 pub const DRAFT_VOCAB_SIZE: &str = "draft_vocab_size";
+/// Kept for the loader rules, not the draft's geometry: vLLM builds every layer causal from
+/// `sliding_window_non_causal: false`, full-attention layers too.
+pub const SLIDING_WINDOW_NON_CAUSAL: &str = "sliding_window_non_causal";
 
 /// The family a speculators config declares (`speculators_model_type` `dflash` or `dflash2`, and no
 /// `model_type`), or `None` for any other config.
@@ -295,6 +298,10 @@ impl Canonical {
                 path(&["speculators_config", "verifier", "architectures"], None),
             ),
             (DRAFT_VOCAB_SIZE, config.get(DRAFT_VOCAB_SIZE).cloned()),
+            (
+                SLIDING_WINDOW_NON_CAUSAL,
+                config.get(SLIDING_WINDOW_NON_CAUSAL).cloned(),
+            ),
         ] {
             if let Some(value) = found {
                 c.speculators.insert(

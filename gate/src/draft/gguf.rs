@@ -412,7 +412,7 @@ pub fn read_meta(header: &Header, a: &str) -> Result<Meta, Vec<String>> {
         }
     };
     let mask_key = [
-        "tokenizer.ggml.mask_token_id".to_owned(),
+        crate::gguf::MASK_KEY.to_owned(),
         format!("{a}.mask_token_id"),
     ]
     .into_iter()
@@ -630,7 +630,20 @@ fn mask_type(gguf: &Gguf, meta: &Result<Meta, Vec<String>>) -> Check {
     let evidence = |token_type| ConfigMaskToken {
         mask_token_id: mask,
         token_type,
+        key: at.clone(),
     };
+    if at != crate::gguf::MASK_KEY {
+        let ty = gguf.token_type(mask).and_then(|(_, ty)| ty);
+        return Check::fail(
+            MASK_TOKEN,
+            format!(
+                "the mask id is stated only as {at} {mask}: llama.cpp reads {} alone, finds none and drafts with mask id -1 (it aborts at the first draft: common_batch::get_sub_batch: failed to add embedding); write it under {}, as llama.cpp's converter does",
+                crate::gguf::MASK_KEY,
+                crate::gguf::MASK_KEY
+            ),
+        )
+        .with_evidence(evidence(ty));
+    }
     let Some((_, Some(ty))) = gguf.token_type(mask) else {
         return Check::undecided(
             MASK_TOKEN,

@@ -940,6 +940,29 @@ pub fn trials() -> Vec<(String, Trial)> {
 }
 
 fn run(arm: &FolderArm) -> Result<(), String> {
+    let (result, quantized) = gate_arm(arm)?;
+    judge_counted(
+        Form::Safetensors,
+        arm.owed,
+        result,
+        arm.checks + usize::from(quantized),
+    )
+}
+
+/// The report the gate gives the folder arm `name` (as its trial gates it), for trials that ask
+/// more of the same draft.
+pub(crate) fn report_of(name: &str) -> Result<Report, String> {
+    let arm = ARMS
+        .iter()
+        .find(|a| a.name == name)
+        .ok_or_else(|| format!("no folder arm {name}"))?;
+    gate_arm(arm)?
+        .0
+        .map_err(|e| format!("{name}: no report: {e}"))
+}
+
+/// Writes the arm's folder and gates it: the result, and whether its config states a quantization.
+fn gate_arm(arm: &FolderArm) -> Result<(Result<Report, dflash_gate::PackageError>, bool), String> {
     let root = tempfile::tempdir().map_err(|e| e.to_string())?;
     let dir = root.path().join("draft");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -975,12 +998,7 @@ fn run(arm: &FolderArm) -> Result<(), String> {
         .ok()
         .and_then(|c| serde_json::from_slice::<Value>(&c).ok())
         .is_some_and(|c| c.get("quantization_config").is_some() || c.get("quantization").is_some());
-    judge_counted(
-        Form::Safetensors,
-        arm.owed,
-        result,
-        arm.checks + usize::from(quantized),
-    )
+    Ok((result, quantized))
 }
 
 /// What the gate said of a draft in `form`, against what it owes it: six checks whatever the damage
@@ -1021,6 +1039,7 @@ pub(crate) fn judge_counted(
     if report.census().form != form {
         return Err(format!("census.form is {:?}", report.census().form));
     }
+    crate::loaders::stricter_than_every_engine(&report)?;
     let text = report.to_text(false);
     match owed {
         Owed::Pass => {
@@ -1109,7 +1128,7 @@ pub(crate) fn judge_counted(
 }
 
 /// config.json, edited in place.
-fn config(dir: &Path, edit: impl FnOnce(&mut Value)) -> PathBuf {
+pub(crate) fn config(dir: &Path, edit: impl FnOnce(&mut Value)) -> PathBuf {
     let path = dir.join("config.json");
     let mut c: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     edit(&mut c);
@@ -1118,7 +1137,7 @@ fn config(dir: &Path, edit: impl FnOnce(&mut Value)) -> PathBuf {
 }
 
 /// One safetensors file's tensors, in file order.
-type Tensors = Vec<Tensor>;
+pub(crate) type Tensors = Vec<Tensor>;
 
 /// `model.safetensors` (or `file`), rewritten after `edit`.
 fn weights_in(dir: &Path, file: &str, edit: impl FnOnce(&mut Tensors)) -> PathBuf {
@@ -1160,18 +1179,18 @@ fn packed(dir: &Path, options: PackOptions) -> PathBuf {
     dir.to_owned()
 }
 
-fn weights(dir: &Path, edit: impl FnOnce(&mut Tensors)) -> PathBuf {
+pub(crate) fn weights(dir: &Path, edit: impl FnOnce(&mut Tensors)) -> PathBuf {
     weights_in(dir, "model.safetensors", edit)
 }
 
-fn named<'t>(t: &'t mut Tensors, name: &str) -> &'t mut Tensor {
+pub(crate) fn named<'t>(t: &'t mut Tensors, name: &str) -> &'t mut Tensor {
     t.iter_mut()
         .find(|t| t.0 == name)
         .unwrap_or_else(|| panic!("no {name}"))
 }
 
 /// A zero BF16 tensor of `shape`.
-fn zeros(name: &str, shape: Vec<u64>) -> Tensor {
+pub(crate) fn zeros(name: &str, shape: Vec<u64>) -> Tensor {
     let bytes = shape.iter().product::<u64>() as usize * 2;
     (name.into(), "BF16".into(), shape, vec![0; bytes])
 }
@@ -1206,7 +1225,7 @@ fn dflash_field(key: &str) -> bool {
 /// `model_type`, `speculators_model_type` naming the family, the geometry in
 /// `transformer_layer_config`, the taps as `aux_hidden_state_layer_ids` (each id plus one), the DFlash
 /// fields at the top level, the verifier and the proposal under `speculators_config`.
-fn speculators(dir: &Path) -> PathBuf {
+pub(crate) fn speculators(dir: &Path) -> PathBuf {
     config(dir, |c| {
         let mut zlab = std::mem::take(c.as_object_mut().unwrap());
         let second = zlab.get("architectures") == Some(&json!(["DFlash2DraftModel"]));

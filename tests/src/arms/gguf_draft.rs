@@ -200,19 +200,15 @@ const ARMS: &[GgufArm] = &[
         },
         ..arm("gguf_draft::pass::q8_0_f16_gains_f32_fc", as_is, Owed::Pass)
     },
+    // llama.cpp reads the mask from tokenizer.ggml.mask_token_id alone (llama_vocab_mask): under the
+    // older key only, it drafts with mask id -1 and aborts at the first draft.
     arm(
-        "gguf_draft::pass::mask_under_the_older_key",
-        |f| {
-            let (_, ty, value) = f
-                .metadata
-                .iter()
-                .find(|(k, _, _)| k == "tokenizer.ggml.mask_token_id")
-                .cloned()
-                .expect("mask");
-            f.remove("tokenizer.ggml.mask_token_id");
-            f.raw("dflash.mask_token_id", ty, &value);
-        },
-        Owed::Pass,
+        "gguf_draft::control::mask_under_the_older_key_only",
+        older_mask_key,
+        fail(
+            MASK_TOKEN,
+            &["the mask id is stated only as dflash.mask_token_id 999", "llama.cpp reads tokenizer.ggml.mask_token_id alone"],
+        ),
     ),
     arm(
         "gguf_draft::control::tensor_missing",
@@ -884,24 +880,61 @@ pub(crate) fn tensor<'f>(
         .unwrap_or_else(|| panic!("no {name}"))
 }
 
+/// The mask id moved from `tokenizer.ggml.mask_token_id` to the older `dflash.mask_token_id`.
+pub(crate) fn older_mask_key(f: &mut GgufFile) {
+    let (_, ty, value) = f
+        .metadata
+        .iter()
+        .find(|(k, _, _)| k == "tokenizer.ggml.mask_token_id")
+        .cloned()
+        .expect("mask");
+    f.remove("tokenizer.ggml.mask_token_id");
+    f.raw("dflash.mask_token_id", ty, &value);
+}
+
 fn architecture(f: &mut GgufFile, name: &str) {
     let mut value = (name.len() as u64).to_le_bytes().to_vec();
     value.extend_from_slice(name.as_bytes());
     assert!(f.replace("general.architecture", 8, &value));
 }
 
-fn run(arm: &GgufArm) -> Result<(), String> {
+/// The report the gate gives the GGUF arm `name`, against the target `target` writes beside it
+/// when one is given (its path is handed to `--target`).
+pub(crate) fn report_of(
+    name: &str,
+    target: Option<&dyn Fn(&Path) -> PathBuf>,
+) -> Result<dflash_gate::Report, String> {
+    let arm = ARMS
+        .iter()
+        .find(|a| a.name == name)
+        .ok_or_else(|| format!("no GGUF arm {name}"))?;
     let root = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let dir = root.path().join("draft");
+    let path = write_arm(arm, root.path())?;
+    let options = match target {
+        Some(write) => Options::default().with_target(write(root.path())),
+        None => Options::default(),
+    };
+    gate(&path, &options).map_err(|e| format!("{name}: no report: {e}"))
+}
+
+/// Writes the arm's GGUF under `root`: the path to gate.
+fn write_arm(arm: &GgufArm, root: &Path) -> Result<PathBuf, String> {
+    let dir = root.join("draft");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut package = Package::generate(&Base::Small.geometry(), Encoding::default(), SEED);
     let mut file = gguf_for(&mut package, arm.options, SEED).map_err(|e| e.to_string())?;
     (arm.bend)(&mut file);
     std::fs::write(dir.join(FILE), file.bytes()).map_err(|e| e.to_string())?;
-    let path = (arm.place)(&dir);
+    Ok((arm.place)(&dir))
+}
+
+fn run(arm: &GgufArm) -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let path = write_arm(arm, root.path())?;
     let result = gate(&path, &Options::default());
     if let Ok(report) = &result {
         crate::schema::validate(&report.to_json())?;
+        crate::loaders::stricter_than_every_engine(report)?;
         let quantized = report
             .census()
             .tensors

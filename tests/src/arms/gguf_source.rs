@@ -568,6 +568,7 @@ fn run(arm: &SourceArm) -> Result<(), String> {
     let result = gate(&draft, &Options::default().with_source(named));
     if let Ok(report) = &result {
         crate::schema::validate(&report.to_json())?;
+        crate::loaders::stricter_than_every_engine(report)?;
         // --source was given: no line asks for it; once it passed, the right-weights line is gone.
         let text = report.not_checked_text().join("\n");
         let weights = text.contains("whether these are the right weights");

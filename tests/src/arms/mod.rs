@@ -11,6 +11,7 @@ pub mod gguf;
 pub mod gguf_draft;
 pub mod gguf_source;
 mod hostile;
+pub mod loader_rules;
 
 use crate::defects::{
     bf16_to_f16_bits, data_start, gain, half_float_fill, proj, set_element, set_header, stray,
@@ -994,6 +995,7 @@ pub fn run(arm: &Arm) -> Result<(), String> {
     let report = gate_arm(arm.base, arm.encoding, arm.defect, arm.extra)?;
     // Every arm's report, passing or refused, is also a test of the published JSON schema.
     crate::schema::validate(&report.to_json())?;
+    crate::loaders::stricter_than_every_engine(&report)?;
     match &arm.expect {
         Expect::Pass { facts } => {
             if report.verdict() != Outcome::Pass {

@@ -4,7 +4,7 @@
 //! single-valued option given twice is refused rather than silently overridden. Errors quote the
 //! command line as given: the caller escapes them where it prints them.
 //!
-//! Hand-written on purpose: eleven options do not pay for an argument-parser crate in a tool that sits
+//! Hand-written on purpose: a dozen options do not pay for an argument-parser crate in a tool that sits
 //! in front of a loader (every dependency is one more thing to audit), and this table is both the
 //! parser's input and the help text, so the two cannot drift.
 
@@ -61,6 +61,12 @@ pub const OPTIONS: &[Opt] = &[
         short: None,
         takes: Takes::One("REV"),
         help: "for a Hugging Face cache repository (a models--ORG--NAME directory, or ORG/NAME looked up offline in HF_HUB_CACHE): gate this branch, tag or commit's snapshot instead of main's",
+    },
+    Opt {
+        long: "--loader",
+        short: None,
+        takes: Takes::Many("NAME[,NAME]"),
+        help: "also answer for these engines (vllm, sglang, llama.cpp, transformers, mlx, dflash-mlx): what each refuses, crashes on, serves wrong or does not read fails its loader.NAME check",
     },
     Opt {
         long: "--manifest",

@@ -1,0 +1,130 @@
+//! `dflash-mlx` 0.1.8 (the PyPI wheel): `dflash_mlx/runtime/loading.py` (`load_draft_bundle`, and its
+//! lm_head inspection), `dflash_mlx/model.py` (`DFlashDraftModelArgs`, the mask and taps it reads),
+//! through mlx-lm's `utils.py` `load_model(strict=True)` (0.31.3). Each row was also run on small
+//! drafts on MLX's CPU backend.
+
+use crate::engine::{Engine, LoaderOutcome::*};
+use crate::loaders::{Rule, Shape, Table, When};
+
+pub static TABLE: Table = Table {
+    engine: Engine::DflashMlx,
+    version: "0.1.8",
+    reads: &[Shape::Folder],
+    other_forms: (
+        "not loaded: a speculators config lacks the keys DFlashDraftModelArgs requires (TypeError: missing 13 required positional arguments); a GGUF or Q4NX directory has no model*.safetensors (FileNotFoundError: No safetensors found)",
+        "dflash_mlx/model.py (DFlashDraftModelArgs); mlx-lm utils.py (load_model)",
+    ),
+    rules: &[
+        Rule {
+            id: "own_head_refused",
+            reads: "lm_head.* (in the index, or the safetensors)",
+            when: When::OwnHead,
+            outcome: NotItsForm,
+            words: "ValueError: DFlash draft checkpoint ... contains draft-owned lm_head weights ... does not load a draft lm_head yet",
+            source: "dflash_mlx/runtime/loading.py (load_draft_bundle)",
+        },
+        Rule {
+            id: "own_embedding_refused",
+            reads: "embed_tokens.weight",
+            when: When::OwnEmbedding,
+            outcome: NotItsForm,
+            words: "ValueError: Received 1 parameters not in model: embed_tokens.weight (strict)",
+            source: "mlx-lm utils.py (load_model, strict=True)",
+        },
+        Rule {
+            id: "compressed_tensors_refused",
+            reads: "weight_packed, weight_scale, weight_shape",
+            when: When::QuantizedCompressedTensors,
+            outcome: NotItsForm,
+            words: "ValueError: Received N parameters not in model: ... (it loads MLX's quantization, not compressed-tensors')",
+            source: "mlx-lm utils.py (load_model, strict=True)",
+        },
+        Rule {
+            id: "bare_names_only",
+            reads: "every tensor's name",
+            when: When::ModelPrefixed,
+            outcome: NotItsForm,
+            words: "ValueError: Received N parameters not in model: model.... (strict, bare names only)",
+            source: "mlx-lm utils.py (load_model, strict=True)",
+        },
+        Rule {
+            id: "config_keys_at_the_top",
+            reads: "model_type, rope_theta, block_size, tie_word_embeddings, num_target_layers, head_dim (top level)",
+            when: When::TopLevelAbsent(&[
+                "model_type",
+                "rope_theta",
+                "block_size",
+                "tie_word_embeddings",
+                "num_target_layers",
+                "head_dim",
+            ]),
+            outcome: NotItsForm,
+            words: "TypeError: DFlashDraftModelArgs.__init__() missing 1 required positional argument (it reads these at the top level only)",
+            source: "dflash_mlx/model.py (DFlashDraftModelArgs)",
+        },
+        Rule {
+            id: "missing_weight",
+            reads: "every tensor the model builds",
+            when: When::TensorMissing,
+            outcome: Refuses,
+            words: "ValueError: Missing N parameters: ...",
+            source: "mlx-lm utils.py (load_model, strict=True)",
+        },
+        Rule {
+            id: "unexpected_weight",
+            reads: "any tensor the model does not build",
+            when: When::TensorUnexplained,
+            outcome: Refuses,
+            words: "ValueError: Received N parameters not in model: ...",
+            source: "mlx-lm utils.py (load_model, strict=True)",
+        },
+        Rule {
+            id: "fc_shape",
+            reads: "fc.weight",
+            when: When::FcMisshapen,
+            outcome: Refuses,
+            words: "ValueError: Expected shape ... but received shape ... for parameter fc.weight",
+            source: "mlx-lm utils.py (load_model, strict=True)",
+        },
+        Rule {
+            id: "weight_shape",
+            reads: "every tensor's shape",
+            when: When::TensorMisshapen,
+            outcome: Refuses,
+            words: "ValueError: Expected shape ... but received shape ... for parameter ...",
+            source: "mlx-lm utils.py (load_model, strict=True)",
+        },
+        Rule {
+            id: "mask_id_read_from_dflash_config_only",
+            reads: "dflash_config.mask_token_id",
+            when: When::IdsOutsideDflashConfig,
+            outcome: LoadsWrongly,
+            words: "a mask id or taps outside dflash_config are ignored: the mask id becomes 0 and the taps are built by build_target_layer_ids",
+            source: "dflash_mlx/model.py (DFlashDraftModel.__init__)",
+        },
+        Rule {
+            id: "mask_token_id_absent",
+            reads: "dflash_config.mask_token_id",
+            when: When::MaskTokenIdAbsent,
+            outcome: LoadsWrongly,
+            words: "the mask id silently becomes 0",
+            source: "dflash_mlx/model.py (DFlashDraftModel.__init__)",
+        },
+        Rule {
+            id: "taps_beyond_the_target",
+            reads: "target_layer_ids against the target's layers",
+            when: When::TapBeyondTarget,
+            outcome: Crashes,
+            words: "KeyError on the captured hidden states (at generation: no check against the target)",
+            source: "dflash_mlx/engine/spec_epoch.py",
+        },
+        Rule {
+            id: "values_unchecked",
+            reads: "every weight's values",
+            when: When::NonFinite,
+            outcome: LoadsWrongly,
+            words: "weights are loaded without a look at their values: it drafts from NaN",
+            source: "mlx-lm utils.py (load_model)",
+        },
+    ],
+};

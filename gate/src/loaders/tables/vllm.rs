@@ -1,0 +1,125 @@
+//! vLLM 0.33.0 (the PyPI wheel `vllm-0.33.0`, commit g4ba787ec9, the V2 model runner it defaults
+//! to): `transformers_utils/configs/speculators/algos.py` (`update_dflash`),
+//! `model_executor/models/qwen3_dflash.py` (`DFlashQwen3ForCausalLM.load_weights`,
+//! `combine_hidden_states`, `_dflash_layer_causal`), `model_executor/models/utils.py`
+//! (`AutoWeightsLoader`), `model_executor/model_loader/weight_utils.py` (`default_weight_loader`),
+//! `model_executor/layers/linear.py` and `v1/worker/gpu/spec_decode/utils.py`.
+
+use crate::engine::{Engine, LoaderOutcome::*};
+use crate::loaders::{Rule, Shape, Table, When};
+
+pub static TABLE: Table = Table {
+    engine: Engine::Vllm,
+    version: "0.33.0",
+    reads: &[Shape::Folder, Shape::Speculators],
+    other_forms: (
+        "not loaded: the DFlash paths read a Hugging Face folder (z-lab's schema or the speculators format); none reads a GGUF or a Q4NX package",
+        "transformers_utils/config.py (maybe_override_with_speculators, get_config)",
+    ),
+    rules: &[
+        Rule {
+            id: "mask_token_id_required",
+            reads: "mask_token_id",
+            when: When::MaskTokenIdAbsent,
+            outcome: Refuses,
+            words: "KeyError: 'mask_token_id' (speculators format); ValueError: Model config must specify `dflash_config.mask_token_id`, ... for parallel drafting",
+            source: "transformers_utils/configs/speculators/algos.py (update_dflash); v1/worker/gpu/spec_decode/utils.py",
+        },
+        Rule {
+            id: "bare_names_only",
+            reads: "every tensor's name",
+            when: When::ModelPrefixed,
+            outcome: NotItsForm,
+            words: "load_weights prepends model. to every name but lm_head and d2t, so a model.-prefixed folder fails: ValueError: There is no module or parameter named 'model' in DFlashQwen3Model",
+            source: "model_executor/models/qwen3_dflash.py (DFlashQwen3ForCausalLM.load_weights)",
+        },
+        Rule {
+            id: "unexpected_weight",
+            reads: "any tensor the model does not build (but a .bias)",
+            when: When::UnexplainedNotBias,
+            outcome: Refuses,
+            words: "ValueError: There is no module or parameter named '...' in DFlashQwen3ForCausalLM",
+            source: "model_executor/models/utils.py (AutoWeightsLoader._load_module)",
+        },
+        Rule {
+            id: "fc_shape",
+            reads: "fc.weight",
+            when: When::FcMisshapen,
+            outcome: Crashes,
+            words: "AssertionError: Tried to load weights of size ... to a parameter of size ...",
+            source: "model_executor/layers/linear.py (ReplicatedLinear.weight_loader)",
+        },
+        Rule {
+            id: "weight_shape",
+            reads: "every tensor's shape",
+            when: When::TensorMisshapen,
+            outcome: Crashes,
+            words: "AssertionError: Attempted to load weight (...) into parameter (...)",
+            source: "model_executor/model_loader/weight_utils.py (default_weight_loader)",
+        },
+        Rule {
+            id: "mask_embedding_id",
+            reads: "mask_embedding.pt's mask_token_id",
+            when: When::MaskEmbeddingDiffers,
+            outcome: Refuses,
+            words: "ValueError: mask_embedding.pt mask_token_id does not match dflash_config.mask_token_id",
+            source: "model_executor/models/qwen3_dflash.py (_read_mask_embedding)",
+        },
+        Rule {
+            id: "taps_beyond_the_target",
+            reads: "target_layer_ids against the target's layers",
+            when: When::TapBeyondTarget,
+            outcome: Refuses,
+            words: "ValueError: DFlash drafter expects ... concatenated aux hidden features but received ... (at start-up)",
+            source: "model_executor/models/qwen3_dflash.py (combine_hidden_states)",
+        },
+        Rule {
+            id: "hidden_size_of_the_target",
+            reads: "hidden_size against the target's",
+            when: When::HiddenDiffers,
+            outcome: Refuses,
+            words: "ValueError: DFlash drafter expects ... concatenated aux hidden features but received ... (at start-up)",
+            source: "model_executor/models/qwen3_dflash.py (combine_hidden_states)",
+        },
+        Rule {
+            id: "every_layer_causal",
+            reads: "sliding_window_non_causal (speculators format)",
+            when: When::AllLayersCausal,
+            outcome: LoadsWrongly,
+            words: "causal = not sliding_window_non_causal applies to every layer: full-attention layers trained non-causal run causal (vllm-project/vllm#56692)",
+            source: "transformers_utils/configs/speculators/algos.py (update_dflash); qwen3_dflash.py (_dflash_layer_causal)",
+        },
+        Rule {
+            id: "target_layer_ids_guessed",
+            reads: "target_layer_ids (aux_hidden_state_layer_ids)",
+            when: When::TargetLayerIdsAbsent,
+            outcome: LoadsWrongly,
+            words: "the taps fall back to the target's default layers (2, n // 2, n - 3), without a word",
+            source: "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py",
+        },
+        Rule {
+            id: "missing_weight_uninitialised",
+            reads: "every tensor the model builds",
+            when: When::TensorMissing,
+            outcome: LoadsWrongly,
+            words: "load_weights returns None, so no missing-weight check runs: the parameter keeps torch.empty (norms ones, d2t zeros)",
+            source: "model_executor/models/qwen3_dflash.py (load_weights); model_loader/default_loader.py",
+        },
+        Rule {
+            id: "unexpected_bias_ignored",
+            reads: "a .bias the model does not build",
+            when: When::UnexplainedBias,
+            outcome: LoadsWrongly,
+            words: "unexpected .bias tensors are ignored without a word (AutoWeightsLoader.load_weights)",
+            source: "model_executor/models/utils.py (AutoWeightsLoader.load_weights)",
+        },
+        Rule {
+            id: "values_unchecked",
+            reads: "every weight's values",
+            when: When::NonFinite,
+            outcome: LoadsWrongly,
+            words: "weights are copied without a look at their values: it drafts from NaN",
+            source: "model_executor/model_loader/weight_utils.py (default_weight_loader)",
+        },
+    ],
+};
