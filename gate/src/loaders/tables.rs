@@ -57,3 +57,31 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod docs {
+    use super::TABLES;
+
+    /// docs/loaders.md prints every table: each row's id stands in its engine's section, so a row
+    /// added or renamed without the docs fails here.
+    #[test]
+    fn every_row_is_in_the_docs_under_its_engine() {
+        let docs = include_str!("../../../docs/loaders.md");
+        for t in TABLES {
+            let heading = format!("(`--loader {}`)", t.engine);
+            let start = docs
+                .find(&heading)
+                .unwrap_or_else(|| panic!("docs/loaders.md has no section {heading}"));
+            let section = &docs[start..];
+            let section = &section[..section[1..].find("\n### ").map_or(section.len(), |e| e + 1)];
+            for r in t.rules {
+                assert!(
+                    section.contains(&format!("| `{}` |", r.id)),
+                    "docs/loaders.md's {} section lacks {}",
+                    t.engine,
+                    r.id
+                );
+            }
+        }
+    }
+}
