@@ -164,7 +164,16 @@ fn snapshot(repo: &Path, revision: &str) -> Result<PathBuf, PackageError> {
             shown(revision)
         )));
     }
+    // A ref is held inside the repository before it is read, step by step (`refs`, then the ref): a
+    // link out of it is refused unread, so no text from outside reaches a message. The snapshot's
+    // steps, and `blobs`, are held by the link rule of the folder read (`files::Inside::package`).
+    let home = std::fs::canonicalize(repo).map_err(|source| files::FileError::Unreadable {
+        path: repo.to_owned(),
+        source,
+    })?;
     let reference = repo.join("refs").join(revision);
+    files::stays_in(&home, &repo.join("refs"))?;
+    files::stays_in(&home, &reference)?;
     let commit = if reference.symlink_metadata().is_ok() {
         let bytes = files::read_capped(&reference, MAX_REF_BYTES)?;
         let text = String::from_utf8_lossy(&bytes).trim().to_owned();

@@ -373,8 +373,13 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "inventory GGUF DFlash2 read as the second family", file: "gate/src/draft/gguf.rs", from: "            dflash2,\n        })", to: "            dflash2: dflash2.and(None),\n        })", filter: "gguf_draft::pass::dflash2_f16" },
     Mutant { check: "inventory GGUF DFlash2 llama.cpp names", file: "gate/src/family/gguf_names.rs", from: "    (\"attn_conv_base\", \"attention_conv.base_kernel\"),", to: "    (\"attn_conv_base_\", \"attention_conv.base_kernel\"),", filter: "gguf_draft::pass::dflash2_f16" },
     Mutant { check: "source.config GGUF DFlash2 keys the converter dropped", file: "gate/src/source/gguf/config.rs", from: "            lost(config, field, &escape(&key), &mut found, name);", to: "            let _ = (field, &key);", filter: "arms::gguf::dflash2_package_undecided" },
+    Mutant { check: "hub cache blobs a link out of the repository", file: "gate/src/files.rs", from: "        stays_in(&home, &blobs)?;\n", to: "", filter: "folder::control::cache_blobs_leave_the_repository" },
+    Mutant { check: "hub cache snapshots a link out of the repository", file: "gate/src/files.rs", from: "        stays_in(&home, &repo.join(\"snapshots\"))?;\n", to: "", filter: "folder::control::cache_snapshots_leave_the_repository" },
+    Mutant { check: "hub cache snapshot a link out of the repository", file: "gate/src/files.rs", from: "        stays_in(&home, dir)?;\n", to: "", filter: "folder::control::cache_snapshot_leaves_the_repository" },
+    Mutant { check: "hub cache refs a link out of the repository", file: "gate/src/hub.rs", from: "    files::stays_in(&home, &repo.join(\"refs\"))?;\n", to: "", filter: "folder::control::cache_refs_leave_the_repository" },
+    Mutant { check: "hub cache ref a link out of the repository", file: "gate/src/hub.rs", from: "    files::stays_in(&home, &reference)?;\n", to: "", filter: "folder::control::cache_ref_leaves_the_repository" },
+    Mutant { check: "--all reads a config under the link rule", file: "gate/src/bin/dflash-gate/tree.rs", from: "    let inside = dflash_gate::__private::files::Inside::package(dir).ok()?;\n    let file = inside.open(&dir.join(CONFIG_FILE)).ok()?;", to: "    let file = dflash_gate::__private::files::open(&dir.join(CONFIG_FILE)).ok()?;", filter: "cli::all_reads_nothing_a_cache_repositorys_link_out_reaches" },
 ];
-
 /// `cargo xtask mutants [--jobs N] [--changed-since REV [--sample N] [--seed S]] [WORD...]`: every
 /// row, or only the rows whose check or filter contains one of the words (to see one check go red
 /// without breaking all the others). With `--jobs N`, N copies of the tree each take the next row as

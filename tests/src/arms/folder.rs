@@ -777,6 +777,41 @@ const ARMS: &[FolderArm] = &[
         cache_link_out,
         Owed::Error(&["config.json", "leads out of the package"]),
     ),
+    // A link that leaves the repository is refused at the step that leaves, whichever it is; a
+    // cache that is itself reached through a link (moved to another disk) is read.
+    arm(
+        "folder::pass::cache_reached_through_a_linked_cache",
+        cache_through_a_link,
+        Owed::Pass,
+    ),
+    arm(
+        "folder::control::cache_blobs_leave_the_repository",
+        |d| cache_step_out(d, "blobs"),
+        Owed::Error(&["/blobs: is a symbolic link to", "leads out of the package"]),
+    ),
+    arm(
+        "folder::control::cache_snapshots_leave_the_repository",
+        |d| cache_step_out(d, "snapshots"),
+        Owed::Error(&["/snapshots: is a symbolic link to", "leads out of the package"]),
+    ),
+    arm(
+        "folder::control::cache_snapshot_leaves_the_repository",
+        |d| cache_step_out(d, &format!("snapshots/{COMMIT}")),
+        Owed::Error(&[
+            "/snapshots/4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a: is a symbolic link to",
+            "leads out of the package",
+        ]),
+    ),
+    arm(
+        "folder::control::cache_refs_leave_the_repository",
+        |d| cache_step_out(d, "refs"),
+        Owed::Error(&["/refs: is a symbolic link to", "leads out of the package"]),
+    ),
+    arm(
+        "folder::control::cache_ref_leaves_the_repository",
+        |d| cache_step_out(d, "refs/main"),
+        Owed::Error(&["/refs/main: is a symbolic link to", "leads out of the package"]),
+    ),
     arm(
         "folder::control::cache_revision_not_held",
         |d| {
@@ -1468,6 +1503,28 @@ fn cache_repository_id(dir: &Path) -> PathBuf {
     let repo = cache_repository(dir);
     let cache = repo.parent().unwrap();
     PathBuf::from(format!("id:{}|z-lab/synthetic-dflash", cache.display()))
+}
+
+/// The folder moved into a hub cache whose `step` (`blobs`, `snapshots`, a snapshot, `refs` or a
+/// ref, a path in the repository) is then moved out of the repository and linked back: everything is
+/// still reachable, through a link that leaves. Returns the repository directory.
+fn cache_step_out(dir: &Path, step: &str) -> PathBuf {
+    let repo = cache_repository(dir);
+    let outside = dir.parent().unwrap().join("elsewhere");
+    std::fs::rename(repo.join(step), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.join(step)).unwrap();
+    repo
+}
+
+/// The hub cache itself moved and linked where it was (a cache on another disk): every step of the
+/// repository stays inside it, so it is read. Returns the repository through the link.
+fn cache_through_a_link(dir: &Path) -> PathBuf {
+    let repo = cache_repository(dir);
+    let cache = repo.parent().unwrap().to_owned();
+    let moved = dir.parent().unwrap().join("hub-on-another-disk");
+    std::fs::rename(&cache, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &cache).unwrap();
+    repo
 }
 
 /// A snapshot whose config.json links to a file outside the repository (a `--local-dir` download
