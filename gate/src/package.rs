@@ -125,6 +125,16 @@ fn gate_resolved(dir: &Path, options: &Options, start: Instant) -> Result<Report
         .filter(|n| files::is_weight_file(n))
         .map(|n| escape::name(n))
         .collect();
+    // No weights of any form beside a Hugging Face release's config (a download that stopped after
+    // config.json): its weights are the safetensors its loaders read, so the folder's checks name
+    // what is missing, where a Q4NX package's would name a Q4NX file it never had.
+    let unweighted = q4nx.is_empty()
+        && !names
+            .iter()
+            .any(|n| n.as_encoded_bytes().ends_with(b".safetensors"));
+    if unweighted && folder::released_as_a_folder(dir, &config) {
+        return gate_folder(dir, &inside, options, (config, config_file), files, start);
+    }
     if folder::holds_weights(&names) {
         if !q4nx.is_empty() {
             return Err(PackageError::Malformed {

@@ -812,6 +812,56 @@ const ARMS: &[FolderArm] = &[
         |d| cache_step_out(d, "refs/main"),
         Owed::Error(&["/refs/main: is a symbolic link to", "leads out of the package"]),
     ),
+    // A download that stopped before the weights: the folder's checks name what is missing, and the
+    // repository's unfinished blob says the download is incomplete; an unfinished blob of another
+    // file beside a whole snapshot changes nothing.
+    arm(
+        "folder::control::cache_download_interrupted",
+        |d| cache_interrupted(d, "model.safetensors"),
+        fail(
+            PARSES,
+            &[
+                "neither model.safetensors nor model.safetensors.index.json is there",
+                "the download is incomplete",
+                ".incomplete)",
+                "`huggingface-cli download z-lab/synthetic-dflash` resumes it",
+            ],
+        ),
+    ),
+    FolderArm {
+        shards: 3,
+        ..arm(
+            "folder::control::cache_shard_download_interrupted",
+            |d| cache_interrupted(d, "model-00002-of-00003.safetensors"),
+            fail(
+                PARSES,
+                &[
+                    "model-00002-of-00003.safetensors",
+                    "the download is incomplete",
+                ],
+            ),
+        )
+    },
+    arm(
+        "folder::pass::cache_with_another_files_download_unfinished",
+        |d| {
+            let repo = cache_repository(d);
+            std::fs::write(repo.join("blobs").join(format!("{:064x}.incomplete", 99)), b"").unwrap();
+            repo
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::control::weights_missing_beside_a_transformers_config",
+        |d| {
+            std::fs::remove_file(d.join("model.safetensors")).unwrap();
+            d.to_owned()
+        },
+        fail(
+            PARSES,
+            &["neither model.safetensors nor model.safetensors.index.json is there"],
+        ),
+    ),
     arm(
         "folder::control::cache_revision_not_held",
         |d| {
@@ -1513,6 +1563,27 @@ fn cache_step_out(dir: &Path, step: &str) -> PathBuf {
     let outside = dir.parent().unwrap().join("elsewhere");
     std::fs::rename(repo.join(step), &outside).unwrap();
     std::os::unix::fs::symlink(&outside, repo.join(step)).unwrap();
+    repo
+}
+
+/// The folder moved into a hub cache as a download that stopped before `name`: the snapshot has no
+/// link for it (the hub client links a file once it is whole), and its blob, cut short, is named
+/// `<digest>.incomplete`, as the client leaves one it is still writing. Returns the repository.
+fn cache_interrupted(dir: &Path, name: &str) -> PathBuf {
+    let repo = cache_repository(dir);
+    let link = repo.join("snapshots").join(COMMIT).join(name);
+    let blob = repo
+        .join("snapshots")
+        .join(COMMIT)
+        .join(std::fs::read_link(&link).unwrap());
+    let bytes = std::fs::read(&blob).unwrap();
+    let unfinished = blob.with_file_name(format!(
+        "{}.incomplete",
+        blob.file_name().unwrap().to_str().unwrap()
+    ));
+    std::fs::write(&unfinished, &bytes[..bytes.len() / 3]).unwrap();
+    std::fs::remove_file(&blob).unwrap();
+    std::fs::remove_file(&link).unwrap();
     repo
 }
 
