@@ -440,7 +440,7 @@ fn gate_gguf(
             .and_then(|g| {
                 let meta =
                     crate::draft::gguf::read_meta(&g.header, crate::draft::gguf::ARCHITECTURE);
-                meta.ok().map(|m| (m, &g.header))
+                meta.ok().map(|m| (m, g))
             });
         let checks = crate::target::of_gguf(
             meta.as_ref().map(|(m, h)| (m, *h)),

@@ -383,6 +383,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "container.parses an unfinished hub download named", file: "gate/src/hub.rs", from: ".filter(|n| n.as_encoded_bytes().ends_with(INCOMPLETE.as_bytes()))", to: ".filter(|_| false)", filter: "folder::control::cache_download_interrupted" },
     Mutant { check: "container.parses a Transformers config without weights", file: "gate/src/draft/folder.rs", from: "            if top.contains_key(\"transformers_version\") || top.contains_key(\"auto_map\")", to: "            if false", filter: "folder::control::weights_missing_beside_a_transformers_config" },
     Mutant { check: "container.parses a folder with no weights FAILs", file: "gate/src/draft/folder.rs", from: "            | PackageError::Missing { .. }),", to: "),", filter: "folder::control::weights_missing_beside_a_transformers_config" },
+    Mutant { check: "target.vocab a converted GGUF's token count", file: "gate/src/target/mod.rs", from: "match (m.vocab, gguf.token_count()) {", to: "match (m.vocab, gguf.token_count().filter(|_| false)) {", filter: "target_gguf_draft::config_only_target_of_another_vocabulary" },
 ];
 /// `cargo xtask mutants [--jobs N] [--changed-since REV [--sample N] [--seed S]] [WORD...]`: every
 /// row, or only the rows whose check or filter contains one of the words (to see one check go red
