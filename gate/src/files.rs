@@ -369,6 +369,13 @@ impl Inside {
         })
     }
 
+    /// Whether `path` (a directory or file named in the package, links on the way followed) resolves
+    /// inside the roots: where a reader may look at what it holds.
+    pub fn holds(&self, path: &Path) -> bool {
+        std::fs::canonicalize(path)
+            .is_ok_and(|real| self.roots.iter().any(|root| real.starts_with(root)))
+    }
+
     /// Opens `path` (a name in the package) under the link rule: see [`Inside::admits`].
     pub fn open(&self, path: &Path) -> Result<RegularFile, FileError> {
         self.check(path)?;

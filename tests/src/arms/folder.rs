@@ -862,6 +862,18 @@ const ARMS: &[FolderArm] = &[
             &["neither model.safetensors nor model.safetensors.index.json is there"],
         ),
     ),
+    // A folder holding the draft in a subdirectory (a models folder) is no draft of its own: it is
+    // pointed at --all, where it was "no config.json".
+    arm(
+        "folder::control::models_folder_of_a_draft",
+        |d| {
+            let models = d.parent().unwrap().join("models");
+            std::fs::create_dir(&models).unwrap();
+            std::fs::rename(d, models.join("sub")).unwrap();
+            models
+        },
+        Owed::Error(&["holds a draft directory (sub)", "did you mean --all?"]),
+    ),
     arm(
         "folder::control::cache_revision_not_held",
         |d| {

@@ -384,29 +384,8 @@ fn another_gguf(path: &Path) -> Option<String> {
 
 /// Whether `dir`'s config.json reads as a draft's (recognised, or holding a field only drafts have).
 fn is_draft_config(dir: &Path) -> bool {
-    use dflash_gate::__private::config::DraftConfig;
-    let Some(bytes) = config_of(dir) else {
-        return false;
-    };
-    if DraftConfig::from_json(&bytes).is_ok() {
-        return true;
-    }
-    matches!(
-        dflash_gate::__private::strict_json::parse(&bytes),
-        Ok(serde_json::Value::Object(top)) if DRAFT_FIELDS.iter().any(|f| top.contains_key(*f))
-            || top.contains_key("speculators_model_type")
-    )
+    config_of(dir).is_some_and(|bytes| dflash_gate::__private::config::reads_as_a_draft(&bytes))
 }
-
-/// The fields only a draft's config.json has: one of them in a config that names another
-/// architecture is a draft mislabelled, to be gated and refused, not passed over.
-const DRAFT_FIELDS: [&str; 5] = [
-    "dflash_config",
-    "block_size",
-    "mask_token_id",
-    "num_target_layers",
-    "target_layer_ids",
-];
 
 /// Why `dir` is another model's directory (its config.json names an architecture or model type and
 /// is not a draft's), or `None` when it may be a draft: anything the gate cannot read or recognise
@@ -421,7 +400,7 @@ fn another_model(dir: &Path) -> Option<String> {
     let Ok(Value::Object(top)) = dflash_gate::__private::strict_json::parse(&bytes) else {
         return None;
     };
-    if DRAFT_FIELDS.iter().any(|f| top.contains_key(*f)) {
+    if config::DRAFT_FIELDS.iter().any(|f| top.contains_key(*f)) {
         return None;
     }
     let architectures: Vec<&str> = match top.get("architectures") {
