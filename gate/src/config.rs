@@ -13,6 +13,29 @@ use std::fmt;
 
 /// The architecture name released drafts carry.
 pub const DRAFT_ARCHITECTURE: &str = "DFlashDraftModel";
+
+/// The fields only a draft's config.json has: one of them in a config that names another
+/// architecture is a draft mislabelled, to be gated and refused, not passed over as another model.
+pub const DRAFT_FIELDS: [&str; 5] = [
+    "dflash_config",
+    "block_size",
+    "mask_token_id",
+    "num_target_layers",
+    "target_layer_ids",
+];
+
+/// Whether config.json's bytes are a draft's: recognised as one, or holding a field only drafts
+/// have (a draft mislabelled is still a draft, which the gate then refuses by name).
+pub fn reads_as_a_draft(bytes: &[u8]) -> bool {
+    if DraftConfig::from_json(bytes).is_ok() {
+        return true;
+    }
+    matches!(
+        crate::strict_json::parse(bytes),
+        Ok(Value::Object(top)) if DRAFT_FIELDS.iter().any(|f| top.contains_key(*f))
+            || top.contains_key("speculators_model_type")
+    )
+}
 /// The second family (per-layer convolutions and a candidate selector).
 pub const SECOND_FAMILY_ARCHITECTURE: &str = "DFlash2DraftModel";
 /// A published head read as a first-family draft whose fc and hidden norm carry other names.

@@ -320,15 +320,29 @@ pub struct Inside {
 
 impl Inside {
     /// The roots for package directory `dir` (resolved: a package reached through a link is judged
-    /// where it is).
+    /// where it is). For a hub cache snapshot, every step from its repository to the snapshot and to
+    /// `blobs` must stay inside the repository ([`stays_in`]): a `blobs` (or `snapshots`, or snapshot)
+    /// that is a link out of it is refused here, before any file is opened, where its links would
+    /// otherwise each resolve into a root that is not the repository's.
     pub fn package(dir: &Path) -> Result<Inside, FileError> {
         let root = std::fs::canonicalize(dir).map_err(FileError::unreadable(dir))?;
         let mut roots = vec![root.clone()];
-        let cache = root
-            .parent()
-            .filter(|snapshots| snapshots.file_name().is_some_and(|n| n == "snapshots"))
-            .and_then(Path::parent);
-        if let Some(blobs) = cache.and_then(|c| std::fs::canonicalize(c.join("blobs")).ok()) {
+        let in_snapshots = |p: &Path| -> Option<PathBuf> {
+            p.parent()
+                .filter(|snapshots| snapshots.file_name().is_some_and(|n| n == "snapshots"))
+                .and_then(Path::parent)
+                .map(Path::to_owned)
+        };
+        // The repository as the path names it, else as the resolved snapshot lies in one.
+        let Some(repo) = in_snapshots(dir).or_else(|| in_snapshots(&root)) else {
+            return Ok(Inside { roots });
+        };
+        let home = std::fs::canonicalize(&repo).map_err(FileError::unreadable(&repo))?;
+        stays_in(&home, &repo.join("snapshots"))?;
+        stays_in(&home, dir)?;
+        let blobs = repo.join("blobs");
+        stays_in(&home, &blobs)?;
+        if let Ok(blobs) = std::fs::canonicalize(&blobs) {
             roots.push(blobs);
         }
         Ok(Inside { roots })
@@ -355,6 +369,13 @@ impl Inside {
         })
     }
 
+    /// Whether `path` (a directory or file named in the package, links on the way followed) resolves
+    /// inside the roots: where a reader may look at what it holds.
+    pub fn holds(&self, path: &Path) -> bool {
+        std::fs::canonicalize(path)
+            .is_ok_and(|real| self.roots.iter().any(|root| real.starts_with(root)))
+    }
+
     /// Opens `path` (a name in the package) under the link rule: see [`Inside::admits`].
     pub fn open(&self, path: &Path) -> Result<RegularFile, FileError> {
         self.check(path)?;
@@ -374,6 +395,23 @@ impl Inside {
             Ok(m) if (m.dev(), m.ino()) == (file.identity.dev, file.identity.ino) => Ok(()),
             _ => Err(file.changed("the link was repointed while it was opened".to_owned())),
         }
+    }
+}
+
+/// Whether `step`, a path under the directory whose resolved path is `home` (a hub cache
+/// repository), resolves inside it: a link on the way that leads out is [`FileError::Outside`],
+/// refused before anything it reaches is read. Callers hold each step of a path in turn (`refs`, then
+/// `refs/main`), so the step refused is the link that leaves. A step that is not there passes: its
+/// reader then says what is missing.
+pub fn stays_in(home: &Path, step: &Path) -> Result<(), FileError> {
+    match std::fs::canonicalize(step) {
+        Ok(real) if real.starts_with(home) => Ok(()),
+        Ok(real) => Err(FileError::Outside {
+            path: step.to_owned(),
+            to: std::fs::read_link(step).unwrap_or(real),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(FileError::unreadable(step)(e)),
     }
 }
 

@@ -147,6 +147,39 @@ pub fn snapshot_of(path: &Path) -> Option<(String, String)> {
     Some((repository_name(repo)?, revision.to_owned()))
 }
 
+/// What a hub cache snapshot's repository says of a download in progress: its `blobs/` holds files
+/// the hub client writes as `<digest>.incomplete` and renames once whole (a snapshot links only the
+/// finished ones). `None` for a directory that is no snapshot, or a repository with none. Only names
+/// are read, from a `blobs/` the link rule has already held inside the repository.
+pub fn unfinished_download(snapshot: &Path) -> Option<String> {
+    let (repository, _) = snapshot_of(snapshot)?;
+    let blobs = snapshot.parent()?.parent()?.join("blobs");
+    let mut unfinished: Vec<String> = std::fs::read_dir(&blobs)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.as_encoded_bytes().ends_with(INCOMPLETE.as_bytes()))
+        .map(|n| crate::escape::name(&n))
+        .collect();
+    if unfinished.is_empty() {
+        return None;
+    }
+    unfinished.sort();
+    let shown: Vec<String> = unfinished.iter().map(|n| format!("blobs/{n}")).collect();
+    Some(format!(
+        "the download is incomplete: the repository holds {} the hub client has not finished ({}); `huggingface-cli download {}` resumes it",
+        match unfinished.len() {
+            1 => "1 file".to_owned(),
+            n => format!("{n} files"),
+        },
+        crate::checks::list(&shown, 2),
+        crate::escape::escape(&repository)
+    ))
+}
+
+/// What the hub client names a blob it is still writing: the digest, then this.
+const INCOMPLETE: &str = ".incomplete";
+
 /// The snapshot `revision` names in repository directory `repo`: `refs/REV` holds the commit whose
 /// snapshot it is; a commit may be named directly.
 fn snapshot(repo: &Path, revision: &str) -> Result<PathBuf, PackageError> {
@@ -164,7 +197,16 @@ fn snapshot(repo: &Path, revision: &str) -> Result<PathBuf, PackageError> {
             shown(revision)
         )));
     }
+    // A ref is held inside the repository before it is read, step by step (`refs`, then the ref): a
+    // link out of it is refused unread, so no text from outside reaches a message. The snapshot's
+    // steps, and `blobs`, are held by the link rule of the folder read (`files::Inside::package`).
+    let home = std::fs::canonicalize(repo).map_err(|source| files::FileError::Unreadable {
+        path: repo.to_owned(),
+        source,
+    })?;
     let reference = repo.join("refs").join(revision);
+    files::stays_in(&home, &repo.join("refs"))?;
+    files::stays_in(&home, &reference)?;
     let commit = if reference.symlink_metadata().is_ok() {
         let bytes = files::read_capped(&reference, MAX_REF_BYTES)?;
         let text = String::from_utf8_lossy(&bytes).trim().to_owned();

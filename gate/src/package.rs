@@ -124,7 +124,8 @@ fn gate_resolved(dir: &Path, options: &Options, start: Instant) -> Result<Report
     // architecture string) can reach a report.
     let inside = files::Inside::package(dir)?;
     let (names, mut files) = list_files(dir)?;
-    if let Some(name) = gguf_in(dir, &names)? {
+    drafts_under(dir, &names, &inside)?;
+    if let Some(name) = gguf_in(dir, &names, &inside)? {
         let path = dir.join(&name);
         inside.admits(&files::open(&path)?)?;
         for file in &mut files {
@@ -142,6 +143,16 @@ fn gate_resolved(dir: &Path, options: &Options, start: Instant) -> Result<Report
         .filter(|n| files::is_weight_file(n))
         .map(|n| escape::name(n))
         .collect();
+    // No weights of any form beside a Hugging Face release's config (a download that stopped after
+    // config.json): its weights are the safetensors its loaders read, so the folder's checks name
+    // what is missing, where a Q4NX package's would name a Q4NX file it never had.
+    let unweighted = q4nx.is_empty()
+        && !names
+            .iter()
+            .any(|n| n.as_encoded_bytes().ends_with(b".safetensors"));
+    if unweighted && folder::released_as_a_folder(dir, &config) {
+        return gate_folder(dir, &inside, options, (config, config_file), files, start);
+    }
     if folder::holds_weights(&names) {
         if !q4nx.is_empty() {
             return Err(PackageError::Malformed {
@@ -316,7 +327,11 @@ fn is_gguf(name: &std::ffi::OsStr) -> bool {
 
 /// The one `*.gguf` a directory holds as its draft, `None` when it holds none; a directory holding
 /// several, or a GGUF beside another form's weights, is refused (the gate does not pick one).
-fn gguf_in(dir: &Path, names: &[OsString]) -> Result<Option<OsString>, PackageError> {
+fn gguf_in(
+    dir: &Path,
+    names: &[OsString],
+    inside: &files::Inside,
+) -> Result<Option<OsString>, PackageError> {
     let ggufs: Vec<String> = names
         .iter()
         .filter(|n| is_gguf(n))
@@ -339,12 +354,156 @@ fn gguf_in(dir: &Path, names: &[OsString]) -> Result<Option<OsString>, PackageEr
             crate::checks::list(&others, 3)
         ))),
         (1, true) => Ok(names.iter().find(|n| is_gguf(n)).cloned()),
-        (_, true) => Err(malformed(format!(
-            "holds {} GGUF files ({}): the gate does not guess which is the draft (name the .gguf file)",
-            ggufs.len(),
-            crate::checks::list(&ggufs, 3)
-        ))),
+        (_, true) => Err(malformed(several_ggufs(dir, names, inside))),
     }
+}
+
+/// Why a directory holding several `*.gguf` is not gated, saying what each file is (a DFlash draft,
+/// another model by its `general.architecture`, or a file that does not read as a GGUF), since a
+/// folder of a draft and its target is not a folder of drafts. The first few are read, by header,
+/// under the package's link rule.
+fn several_ggufs(dir: &Path, names: &[OsString], inside: &files::Inside) -> String {
+    const READ: usize = 4;
+    let ggufs: Vec<&OsString> = names.iter().filter(|n| is_gguf(n)).collect();
+    let kinds: Vec<(String, Option<bool>, String)> = ggufs
+        .iter()
+        .take(READ)
+        .map(|n| {
+            let (draft, what) = gguf_kind(&dir.join(n), inside);
+            (escape::name(n), draft, what)
+        })
+        .collect();
+    let drafts: Vec<&str> = kinds
+        .iter()
+        .filter(|(_, draft, _)| *draft == Some(true))
+        .map(|(name, _, _)| name.as_str())
+        .collect();
+    let said: Vec<String> = kinds
+        .iter()
+        .map(|(name, _, what)| format!("{name} ({what})"))
+        .collect();
+    let advice = match (drafts.as_slice(), ggufs.len() > READ) {
+        ([], false) => "none of them is a DFlash draft: name the draft's own .gguf file (a target model is given with --target)".to_owned(),
+        ([one], false) => format!("name the draft's file ({one}); a target model is given with --target"),
+        _ => "name the .gguf file, or give the folder to --all, which gates each draft".to_owned(),
+    };
+    format!(
+        "holds {} GGUF files: {}; the gate does not guess which is meant: {advice}",
+        ggufs.len(),
+        crate::checks::list_of(&said, ggufs.len(), READ)
+    )
+}
+
+/// What the GGUF at `path` is, by its header: `Some(true)` a DFlash draft (or a fork's draft
+/// dialect), `Some(false)` another model, `None` a file not read (a link out of the package, not a
+/// GGUF the gate reads); with the words that say so.
+fn gguf_kind(path: &Path, inside: &files::Inside) -> (Option<bool>, String) {
+    use crate::draft::gguf::{ARCHITECTURE, FORK_DIALECTS};
+    if let Err(e) = inside.open(path) {
+        return (None, format!("not read: {}", e.reason()));
+    }
+    let gguf = match crate::gguf::Gguf::open(path) {
+        Ok(gguf) => gguf,
+        Err(_) => return (None, "not a GGUF the gate reads".to_owned()),
+    };
+    match gguf.header.architecture() {
+        Some(a) if a == ARCHITECTURE => (Some(true), "a DFlash draft".to_owned()),
+        Some(a) if FORK_DIALECTS.contains(&a) => {
+            (Some(true), format!("a fork's DFlash draft, {a}"))
+        }
+        Some(a) => {
+            // The name is the file's: a value written to flood the message is cut short.
+            let shown: String = a.chars().take(64).collect();
+            (
+                Some(false),
+                format!(
+                    "another model: general.architecture \"{}\"",
+                    crate::escape::escape(&shown)
+                ),
+            )
+        }
+        None => (Some(false), "no general.architecture".to_owned()),
+    }
+}
+
+/// Refuses a directory holding a draft in a subdirectory, whatever sits beside it: one draft is
+/// gated per path, and a folder of drafts (a models folder) names none of them, so gating the one
+/// file beside them, or calling the folder no package, would pass over the drafts unsaid. `--all`
+/// gates each. A subdirectory holds a draft when it holds a `*.q4nx`, a config.json that reads as a
+/// draft's, or a `*.gguf` whose header says it is one; its files are read under the package's link
+/// rule, and one that is a link out of the package is judged by its names alone, unread.
+fn drafts_under(
+    dir: &Path,
+    names: &[OsString],
+    inside: &files::Inside,
+) -> Result<(), PackageError> {
+    let drafts: Vec<String> = names
+        .iter()
+        .filter(|n| std::fs::metadata(dir.join(n)).is_ok_and(|m| m.is_dir()))
+        .filter(|n| holds_a_draft(&dir.join(n), inside))
+        .map(|n| escape::name(n))
+        .collect();
+    if drafts.is_empty() {
+        return Ok(());
+    }
+    let beside: Vec<String> = names
+        .iter()
+        .filter(|n| {
+            *n == CONFIG_FILE
+                || is_gguf(n)
+                || files::is_weight_file(n)
+                || n.as_encoded_bytes().ends_with(b".safetensors")
+                || *n == crate::checkpoint::INDEX_FILE
+        })
+        .map(|n| escape::name(n))
+        .collect();
+    let (them, beside) = match (drafts.len(), beside.is_empty()) {
+        (1, true) => ("a draft directory", String::new()),
+        (1, false) => (
+            "a draft directory",
+            format!(" beside {}", crate::checks::list(&beside, 3)),
+        ),
+        (_, true) => ("draft directories", String::new()),
+        (_, false) => (
+            "draft directories",
+            format!(" beside {}", crate::checks::list(&beside, 3)),
+        ),
+    };
+    Err(PackageError::Malformed {
+        path: dir.to_owned(),
+        why: format!(
+            "holds {them} ({}){beside}: a folder of drafts is not one draft, and the gate does not guess which is meant; did you mean --all? (it gates each draft under the folder; or name the draft's own directory or file)",
+            crate::checks::list(&drafts, 3)
+        ),
+    })
+}
+
+/// Whether directory `sub` holds a draft (see [`drafts_under`]).
+fn holds_a_draft(sub: &Path, inside: &files::Inside) -> bool {
+    let Ok(entries) = std::fs::read_dir(sub) else {
+        return false;
+    };
+    let names: Vec<OsString> = entries.flatten().map(|e| e.file_name()).collect();
+    if names.iter().any(|n| files::is_weight_file(n)) {
+        return true;
+    }
+    // Judged by its names only when it is a link out of the package: nothing there is read.
+    let readable = inside.holds(sub);
+    if names.iter().any(|n| n == CONFIG_FILE) {
+        // A config not read (a link out, too large, not a file) may be a draft's.
+        let another = readable
+            && inside
+                .open(&sub.join(CONFIG_FILE))
+                .and_then(|f| f.read_all(MAX_CONFIG_BYTES))
+                .is_ok_and(|bytes| !crate::config::reads_as_a_draft(&bytes));
+        if !another {
+            return true;
+        }
+    }
+    names
+        .iter()
+        .filter(|n| is_gguf(n))
+        .any(|n| !readable || gguf_kind(&sub.join(n), inside).0 != Some(false))
 }
 
 /// A GGUF draft (`path`, the file; `package`, what was named): its own checks, and with `--source`
@@ -449,7 +608,7 @@ fn gate_gguf(
             .and_then(|g| {
                 let meta =
                     crate::draft::gguf::read_meta(&g.header, crate::draft::gguf::ARCHITECTURE);
-                meta.ok().map(|m| (m, &g.header))
+                meta.ok().map(|m| (m, g))
             });
         let checks = crate::target::of_gguf(
             meta.as_ref().map(|(m, h)| (m, *h)),

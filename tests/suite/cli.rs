@@ -33,7 +33,49 @@ pub fn trials() -> Vec<Trial> {
             "cli::a_path_that_is_no_draft_is_refused_for_what_it_is",
             refused_for_what_it_is,
         ),
+        Trial::test(
+            "cli::all_reads_nothing_a_cache_repositorys_link_out_reaches",
+            all_cache_link_out,
+        ),
     ]
+}
+
+/// `--all` over a hub cache whose repository's `blobs` is a link out of it: its row is an ERROR
+/// naming the link, and nothing the outside directory holds reaches the listing, where the config
+/// there, read to tell a draft from another model, was printed as the repository's model.
+#[cfg(unix)]
+fn all_cache_link_out() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let cache = root.path().join("hub");
+    let repo = cache.join("models--org--name");
+    let commit = "4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a";
+    let snapshot = repo.join("snapshots").join(commit);
+    std::fs::create_dir_all(&snapshot)?;
+    std::fs::create_dir_all(repo.join("refs"))?;
+    std::fs::write(repo.join("refs/main"), commit)?;
+    let outside = root.path().join("outside");
+    std::fs::create_dir(&outside)?;
+    std::fs::write(
+        outside.join("c0"),
+        br#"{"architectures": ["OutsideSecretModel"], "hidden_size": 8}"#,
+    )?;
+    std::fs::write(outside.join("w0"), b"")?;
+    std::os::unix::fs::symlink(&outside, repo.join("blobs"))?;
+    std::os::unix::fs::symlink("../../blobs/c0", snapshot.join("config.json"))?;
+    std::os::unix::fs::symlink("../../blobs/w0", snapshot.join("model.safetensors"))?;
+    let o = gate(&["--all".as_ref(), cache.as_os_str()])?;
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    let refused = out
+        .lines()
+        .any(|l| l.starts_with("ERROR ") && l.contains("blobs: is a symbolic link to"));
+    if o.status.code() != Some(2) || !refused || format!("{out}{err}").contains("OutsideSecret") {
+        return Err(format!(
+            "exit {:?}, owed 2 with an ERROR naming blobs and nothing from outside:\n{out}{err}",
+            o.status.code()
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// A draft is a directory or a `.gguf` file: a missing `.gguf` is no such file (not directory), a
@@ -98,6 +140,11 @@ fn refused_for_what_it_is() -> Result<(), Failed> {
 
 #[cfg(not(unix))]
 fn refused_for_what_it_is() -> Result<(), Failed> {
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn all_cache_link_out() -> Result<(), Failed> {
     Ok(())
 }
 

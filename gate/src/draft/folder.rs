@@ -115,6 +115,26 @@ pub fn holds_weights(names: &[std::ffi::OsString]) -> bool {
     names.iter().any(|n| n == SINGLE_FILE || n == INDEX_FILE)
 }
 
+/// Whether a directory holding config.json and no weights of any form is a Hugging Face release
+/// whose weights are missing (a download that stopped after config.json), so that it is held to
+/// the safetensors its loaders read, not to a Q4NX file: it is a hub cache snapshot (what the hub
+/// client downloads), or its config was written by Transformers (`transformers_version`, which
+/// `save_pretrained` writes into every config) or names the remote code Transformers loads with it
+/// (`auto_map`, as z-lab's releases do). A Q4NX package's config states neither.
+pub fn released_as_a_folder(dir: &Path, config: &Result<Vec<u8>, String>) -> bool {
+    if crate::hub::snapshot_of(dir).is_some() {
+        return true;
+    }
+    let Ok(bytes) = config else {
+        return false;
+    };
+    matches!(
+        crate::strict_json::parse(bytes),
+        Ok(serde_json::Value::Object(top))
+            if top.contains_key("transformers_version") || top.contains_key("auto_map")
+    )
+}
+
 /// The folder's checks. `config` is config.json's bytes (or why they were refused); the weights are
 /// read only once the config is recognised as a draft's, and come back with the evaluation so the
 /// caller can prove, when the report is done, that they are still the files that were read.
@@ -148,8 +168,17 @@ pub fn evaluation(
     report.checks.push(checks::check_draft_geometry(&config));
     let checkpoint = match Checkpoint::open_inside(dir, inside) {
         Ok(c) => Some(c),
-        Err(e @ (PackageError::Malformed { .. } | PackageError::FileNoted { .. })) => {
-            let why = format!("the safetensors weights do not read: {e}");
+        Err(
+            e @ (PackageError::Malformed { .. }
+            | PackageError::FileNoted { .. }
+            | PackageError::Missing { .. }),
+        ) => {
+            // A download the hub client has not finished says so: the weights are not broken,
+            // they are not there yet.
+            let unfinished = crate::hub::unfinished_download(dir)
+                .map(|note| format!("; {note}"))
+                .unwrap_or_default();
+            let why = format!("the safetensors weights do not read: {e}{unfinished}");
             report.checks.push(Check::fail(PARSES, why));
             blocked(report, "the weights were not read");
             quantized_blocked(report, &config, "the weights were not read");

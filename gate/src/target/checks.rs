@@ -229,14 +229,18 @@ pub(super) fn vocab(draft: &Draft, target: &Target) -> Check {
     let mut problems = Vec::new();
     let mut found = Vec::new();
     let mut agreed = vec![format!("target vocab_size {vocab}")];
+    let at = match &draft.vocab_read_at {
+        Some(at) => format!(" ({at})"),
+        None => String::new(),
+    };
     match draft.vocab_size.clone() {
         Ok(Some(d)) if d != vocab => {
             problems.push(format!(
-                "the draft's vocab_size is {d}, the target's {vocab}"
+                "the draft's vocab_size{at} is {d}, the target's {vocab}"
             ));
             found.push(Finding::new("vocab_size", "draft_vocab_size"));
         }
-        Ok(Some(d)) => agreed.push(format!("draft vocab_size {d}")),
+        Ok(Some(d)) => agreed.push(format!("draft vocab_size {d}{at}")),
         Ok(None) => agreed.push("draft states no vocab_size".to_owned()),
         Err(p) => {
             problems.push(format!("the draft's {p}"));

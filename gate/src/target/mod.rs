@@ -132,12 +132,12 @@ pub fn checks(evaluation: &Evaluation<'_>, target: &Target) -> Vec<Check> {
 /// it) by the same checks as a config's. `dflash` is whether `config.is_dflash` passed: a GGUF that
 /// is no draft, or does not parse, has no geometry to hold against the target.
 pub fn of_gguf(
-    meta: Option<(&crate::draft::gguf::Meta, &crate::gguf::Header)>,
+    meta: Option<(&crate::draft::gguf::Meta, &crate::gguf::Gguf)>,
     dflash: bool,
     target: &Target,
 ) -> Vec<Check> {
     match meta {
-        Some((meta, header)) if dflash => of(&Draft::of_gguf(meta, header), target),
+        Some((meta, gguf)) if dflash => of(&Draft::of_gguf(meta, gguf), target),
         None if dflash => CHECKS
             .iter()
             .map(|id| {
@@ -161,6 +161,9 @@ pub struct Draft {
     /// How many layers the draft says its target has (a GGUF draft states none).
     pub num_target_layers: Field<Option<u64>>,
     pub vocab_size: Field<Option<u64>>,
+    /// Where a GGUF draft's vocabulary was read (`dflash.vocab_size`, or the token list's length);
+    /// `None` for a config, whose `vocab_size` names itself.
+    pub vocab_read_at: Option<String>,
     pub mask_token_id: Field<Option<u64>>,
     /// A GGUF draft's `dflash.target_layers` as stored and the key its mask id was read from; `None`
     /// for a config.
@@ -176,6 +179,7 @@ impl Draft {
             target_layer_ids: c.target_layer_ids.clone(),
             num_target_layers: c.num_target_layers.clone(),
             vocab_size: c.vocab_size.clone(),
+            vocab_read_at: None,
             mask_token_id: c.mask_token_id.clone(),
             gguf: None,
             rope: rope::of_canonical(&c.canonical, ""),
@@ -184,12 +188,30 @@ impl Draft {
 
     /// A GGUF draft's metadata: `dflash.target_layers` minus one are the Hugging Face ids it means,
     /// and it states no `num_target_layers`, so depth asks only that each id be a layer the target has.
-    pub fn of_gguf(m: &crate::draft::gguf::Meta, header: &crate::gguf::Header) -> Draft {
+    /// Its vocabulary is `dflash.vocab_size`, else the length of `tokenizer.ggml.tokens`: llama.cpp's
+    /// converter writes no `vocab_size` key, and pads the token list to the config's `vocab_size`
+    /// (llama.cpp takes the list's length as the vocabulary), so a converted draft is compared with its
+    /// target as the same draft's config would be.
+    pub fn of_gguf(m: &crate::draft::gguf::Meta, gguf: &crate::gguf::Gguf) -> Draft {
+        let header = &gguf.header;
+        let a = crate::draft::gguf::ARCHITECTURE;
+        let (vocab, vocab_read_at) = match (m.vocab, gguf.token_count()) {
+            (Some(v), _) => (Some(v), Some(format!("{a}.vocab_size in the GGUF"))),
+            (None, Some(tokens)) => (
+                Some(tokens),
+                Some(format!(
+                    "the length of {} in the GGUF, which states no {a}.vocab_size",
+                    crate::gguf::TOKENS_KEY
+                )),
+            ),
+            (None, None) => (None, None),
+        };
         Draft {
             hidden_size: Ok(m.hidden),
             target_layer_ids: Ok(m.target_layers.iter().map(|v| v - 1).collect()),
             num_target_layers: Ok(None),
-            vocab_size: Ok(m.vocab),
+            vocab_size: Ok(vocab),
+            vocab_read_at,
             mask_token_id: Ok(Some(m.mask_token_id)),
             gguf: Some((m.target_layers.clone(), m.mask_key.clone())),
             rope: rope::of_gguf(header, crate::draft::gguf::ARCHITECTURE),

@@ -334,7 +334,11 @@ fn a_folder_of_packages_named_as_one_suggests_all() {
     let o = gate_dir(&models, &[]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("no config.json; did you mean --all?"), "{err}");
+    assert!(
+        err.contains("holds a draft directory (one): a folder of drafts is not one draft")
+            && err.contains("did you mean --all?"),
+        "{err}"
+    );
     // And the other way round: --all naming a package.
     let o = gate(&["--all".as_ref(), models.join("one").as_os_str()]);
     assert_eq!(o.status.code(), Some(2));

@@ -777,6 +777,103 @@ const ARMS: &[FolderArm] = &[
         cache_link_out,
         Owed::Error(&["config.json", "leads out of the package"]),
     ),
+    // A link that leaves the repository is refused at the step that leaves, whichever it is; a
+    // cache that is itself reached through a link (moved to another disk) is read.
+    arm(
+        "folder::pass::cache_reached_through_a_linked_cache",
+        cache_through_a_link,
+        Owed::Pass,
+    ),
+    arm(
+        "folder::control::cache_blobs_leave_the_repository",
+        |d| cache_step_out(d, "blobs"),
+        Owed::Error(&["/blobs: is a symbolic link to", "leads out of the package"]),
+    ),
+    arm(
+        "folder::control::cache_snapshots_leave_the_repository",
+        |d| cache_step_out(d, "snapshots"),
+        Owed::Error(&["/snapshots: is a symbolic link to", "leads out of the package"]),
+    ),
+    arm(
+        "folder::control::cache_snapshot_leaves_the_repository",
+        |d| cache_step_out(d, &format!("snapshots/{COMMIT}")),
+        Owed::Error(&[
+            "/snapshots/4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a: is a symbolic link to",
+            "leads out of the package",
+        ]),
+    ),
+    arm(
+        "folder::control::cache_refs_leave_the_repository",
+        |d| cache_step_out(d, "refs"),
+        Owed::Error(&["/refs: is a symbolic link to", "leads out of the package"]),
+    ),
+    arm(
+        "folder::control::cache_ref_leaves_the_repository",
+        |d| cache_step_out(d, "refs/main"),
+        Owed::Error(&["/refs/main: is a symbolic link to", "leads out of the package"]),
+    ),
+    // A download that stopped before the weights: the folder's checks name what is missing, and the
+    // repository's unfinished blob says the download is incomplete; an unfinished blob of another
+    // file beside a whole snapshot changes nothing.
+    arm(
+        "folder::control::cache_download_interrupted",
+        |d| cache_interrupted(d, "model.safetensors"),
+        fail(
+            PARSES,
+            &[
+                "neither model.safetensors nor model.safetensors.index.json is there",
+                "the download is incomplete",
+                ".incomplete)",
+                "`huggingface-cli download z-lab/synthetic-dflash` resumes it",
+            ],
+        ),
+    ),
+    FolderArm {
+        shards: 3,
+        ..arm(
+            "folder::control::cache_shard_download_interrupted",
+            |d| cache_interrupted(d, "model-00002-of-00003.safetensors"),
+            fail(
+                PARSES,
+                &[
+                    "model-00002-of-00003.safetensors",
+                    "the download is incomplete",
+                ],
+            ),
+        )
+    },
+    arm(
+        "folder::pass::cache_with_another_files_download_unfinished",
+        |d| {
+            let repo = cache_repository(d);
+            std::fs::write(repo.join("blobs").join(format!("{:064x}.incomplete", 99)), b"").unwrap();
+            repo
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::control::weights_missing_beside_a_transformers_config",
+        |d| {
+            std::fs::remove_file(d.join("model.safetensors")).unwrap();
+            d.to_owned()
+        },
+        fail(
+            PARSES,
+            &["neither model.safetensors nor model.safetensors.index.json is there"],
+        ),
+    ),
+    // A folder holding the draft in a subdirectory (a models folder) is no draft of its own: it is
+    // pointed at --all, where it was "no config.json".
+    arm(
+        "folder::control::models_folder_of_a_draft",
+        |d| {
+            let models = d.parent().unwrap().join("models");
+            std::fs::create_dir(&models).unwrap();
+            std::fs::rename(d, models.join("sub")).unwrap();
+            models
+        },
+        Owed::Error(&["holds a draft directory (sub)", "did you mean --all?"]),
+    ),
     arm(
         "folder::control::cache_revision_not_held",
         |d| {
@@ -1487,6 +1584,49 @@ fn cache_repository_id(dir: &Path) -> PathBuf {
     let repo = cache_repository(dir);
     let cache = repo.parent().unwrap();
     PathBuf::from(format!("id:{}|z-lab/synthetic-dflash", cache.display()))
+}
+
+/// The folder moved into a hub cache whose `step` (`blobs`, `snapshots`, a snapshot, `refs` or a
+/// ref, a path in the repository) is then moved out of the repository and linked back: everything is
+/// still reachable, through a link that leaves. Returns the repository directory.
+fn cache_step_out(dir: &Path, step: &str) -> PathBuf {
+    let repo = cache_repository(dir);
+    let outside = dir.parent().unwrap().join("elsewhere");
+    std::fs::rename(repo.join(step), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.join(step)).unwrap();
+    repo
+}
+
+/// The folder moved into a hub cache as a download that stopped before `name`: the snapshot has no
+/// link for it (the hub client links a file once it is whole), and its blob, cut short, is named
+/// `<digest>.incomplete`, as the client leaves one it is still writing. Returns the repository.
+fn cache_interrupted(dir: &Path, name: &str) -> PathBuf {
+    let repo = cache_repository(dir);
+    let link = repo.join("snapshots").join(COMMIT).join(name);
+    let blob = repo
+        .join("snapshots")
+        .join(COMMIT)
+        .join(std::fs::read_link(&link).unwrap());
+    let bytes = std::fs::read(&blob).unwrap();
+    let unfinished = blob.with_file_name(format!(
+        "{}.incomplete",
+        blob.file_name().unwrap().to_str().unwrap()
+    ));
+    std::fs::write(&unfinished, &bytes[..bytes.len() / 3]).unwrap();
+    std::fs::remove_file(&blob).unwrap();
+    std::fs::remove_file(&link).unwrap();
+    repo
+}
+
+/// The hub cache itself moved and linked where it was (a cache on another disk): every step of the
+/// repository stays inside it, so it is read. Returns the repository through the link.
+fn cache_through_a_link(dir: &Path) -> PathBuf {
+    let repo = cache_repository(dir);
+    let cache = repo.parent().unwrap().to_owned();
+    let moved = dir.parent().unwrap().join("hub-on-another-disk");
+    std::fs::rename(&cache, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &cache).unwrap();
+    repo
 }
 
 /// A snapshot whose config.json links to a file outside the repository (a `--local-dir` download

@@ -47,6 +47,25 @@ const FILE: &str = "draft.gguf";
 
 fn as_is(_: &mut GgufFile) {}
 
+/// A draft's config.json, as a draft's subdirectory holds it.
+const DRAFT_CONFIG: &str = r#"{"architectures": ["DFlashDraftModel"], "model_type": "qwen3",
+    "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "intermediate_size": 512, "block_size": 8,
+    "dflash_config": {"target_layer_ids": [1, 3], "mask_token_id": 999}}"#;
+
+/// A target model's config.json.
+const TARGET_CONFIG: &str = r#"{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+    "hidden_size": 256, "num_hidden_layers": 8, "vocab_size": 1000}"#;
+
+/// A GGUF target model: another architecture, no draft keys.
+fn target_model() -> GgufFile {
+    let mut f = GgufFile::new();
+    f.string("general.architecture", "qwen3");
+    f.u32("qwen3.block_count", 8);
+    f.u32("qwen3.embedding_length", 256);
+    f
+}
+
 fn the_file(dir: &Path) -> PathBuf {
     dir.join(FILE)
 }
@@ -780,7 +799,76 @@ const ARMS: &[GgufArm] = &[
         ..arm(
             "gguf_draft::control::directory_holding_two",
             as_is,
-            Owed::Error(&["2 GGUF files", "draft.gguf", "other.gguf"]),
+            Owed::Error(&[
+                "holds 2 GGUF files: draft.gguf (a DFlash draft), other.gguf (a DFlash draft)",
+                "give the folder to --all",
+            ]),
+        )
+    },
+    // Several GGUFs are named for what each is: a draft beside its target is not two drafts.
+    GgufArm {
+        place: |d| {
+            std::fs::write(d.join("target.gguf"), target_model().bytes()).unwrap();
+            d.to_owned()
+        },
+        ..arm(
+            "gguf_draft::control::directory_holding_a_draft_and_its_target",
+            as_is,
+            Owed::Error(&[
+                "draft.gguf (a DFlash draft), target.gguf (another model: general.architecture \"qwen3\")",
+                "name the draft's file (draft.gguf); a target model is given with --target",
+            ]),
+        )
+    },
+    GgufArm {
+        place: |d| {
+            std::fs::remove_file(d.join(FILE)).unwrap();
+            std::fs::write(d.join("a.gguf"), target_model().bytes()).unwrap();
+            std::fs::write(d.join("b.gguf"), target_model().bytes()).unwrap();
+            d.to_owned()
+        },
+        ..arm(
+            "gguf_draft::control::directory_holding_two_targets",
+            as_is,
+            Owed::Error(&[
+                "a.gguf (another model: general.architecture \"qwen3\")",
+                "none of them is a DFlash draft",
+            ]),
+        )
+    },
+    // A draft in a subdirectory beside the file makes the folder a folder of drafts (exit 2,
+    // pointing at --all); another model's folder, or notes, beside it do not.
+    GgufArm {
+        place: |d| {
+            let sub = d.join("sub");
+            std::fs::create_dir(&sub).unwrap();
+            std::fs::write(sub.join("config.json"), DRAFT_CONFIG).unwrap();
+            d.to_owned()
+        },
+        ..arm(
+            "gguf_draft::control::directory_holding_a_draft_folder_too",
+            as_is,
+            Owed::Error(&[
+                "holds a draft directory (sub) beside draft.gguf",
+                "did you mean --all?",
+            ]),
+        )
+    },
+    GgufArm {
+        place: |d| {
+            let target = d.join("target");
+            std::fs::create_dir(&target).unwrap();
+            std::fs::write(target.join("config.json"), TARGET_CONFIG).unwrap();
+            std::fs::write(target.join("model.gguf"), target_model().bytes()).unwrap();
+            let notes = d.join("notes");
+            std::fs::create_dir(&notes).unwrap();
+            std::fs::write(notes.join("README"), b"not a draft").unwrap();
+            d.to_owned()
+        },
+        ..arm(
+            "gguf_draft::pass::directory_holding_one_beside_another_models_folder",
+            as_is,
+            Owed::Pass,
         )
     },
     GgufArm {

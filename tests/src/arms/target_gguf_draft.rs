@@ -5,7 +5,7 @@
 
 use super::target_forms::{expect, gguf_target};
 use super::{Base, SEED};
-use crate::synth::gguf::{write_gguf, GgufFile, GgufOptions};
+use crate::synth::gguf::{gguf_for, write_gguf, GgufFile, GgufOptions};
 use crate::synth::{Encoding, Geometry, Package, TargetPackage};
 use dflash_gate::{Outcome, Report};
 use std::path::{Path, PathBuf};
@@ -28,6 +28,25 @@ fn against(
     Ok(dflash_gate::gate(&draft, &options))
 }
 
+/// [`against`], the draft GGUF written as llama.cpp's converter writes one: no `dflash.vocab_size`,
+/// the vocabulary given only as the length of `tokenizer.ggml.tokens`.
+fn converted_against(
+    write: impl FnOnce(&Path, &Geometry) -> PathBuf,
+) -> Result<Result<Report, dflash_gate::PackageError>, String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let g = Base::Small.geometry();
+    let mut package = Package::generate(&g, Encoding::default(), SEED);
+    let mut file = gguf_for(&mut package, GgufOptions::DEFAULT, SEED).map_err(|e| e.to_string())?;
+    if !file.remove("dflash.vocab_size") {
+        return Err("the generator wrote no dflash.vocab_size to remove".to_owned());
+    }
+    let draft = root.path().join("draft.gguf");
+    std::fs::write(&draft, file.bytes()).map_err(|e| e.to_string())?;
+    let target = write(root.path(), &g);
+    let options = dflash_gate::Options::default().with_target(target);
+    Ok(dflash_gate::gate(&draft, &options))
+}
+
 /// A Hugging Face folder target matching the draft, its config edited by `bend`.
 fn folder(bend: fn(&mut serde_json::Value)) -> impl FnOnce(&Path, &Geometry) -> PathBuf {
     move |root, g| {
@@ -35,6 +54,15 @@ fn folder(bend: fn(&mut serde_json::Value)) -> impl FnOnce(&Path, &Geometry) -> 
         let mut t = TargetPackage::matching(g);
         bend(&mut t.config);
         t.write(&path).expect("target");
+        path
+    }
+}
+
+/// [`folder`] with only its config and tokenizer: the weights not downloaded.
+fn config_only(bend: fn(&mut serde_json::Value)) -> impl FnOnce(&Path, &Geometry) -> PathBuf {
+    move |root, g| {
+        let path = folder(bend)(root, g);
+        std::fs::remove_file(path.join("model.q4nx")).expect("rm");
         path
     }
 }
@@ -105,6 +133,45 @@ pub fn trials() -> Vec<(&'static str, Trial)> {
                 ],
             )
         }),
+        // A target folder holding only its config decides target.vocab from its vocab_size for a GGUF
+        // draft as for a folder's: against dflash.vocab_size, or, where the file states none (as
+        // llama.cpp's converter writes it), against its token list's length.
+        ("target_gguf_draft::config_only_target", || {
+            expect(
+                against(config_only(|_| {})),
+                &[(
+                    "target.vocab",
+                    Outcome::Pass,
+                    "draft vocab_size 1000 (dflash.vocab_size in the GGUF)",
+                )],
+            )
+        }),
+        (
+            "target_gguf_draft::config_only_target_of_a_converted_gguf",
+            || {
+                expect(
+                    converted_against(config_only(|_| {})),
+                    &[(
+                        "target.vocab",
+                        Outcome::Pass,
+                        "draft vocab_size 1000 (the length of tokenizer.ggml.tokens in the GGUF, which states no dflash.vocab_size)",
+                    )],
+                )
+            },
+        ),
+        (
+            "target_gguf_draft::config_only_target_of_another_vocabulary",
+            || {
+                expect(
+                    converted_against(config_only(|c| c["vocab_size"] = 1024.into())),
+                    &[(
+                        "target.vocab",
+                        Outcome::Fail,
+                        "the draft's vocab_size (the length of tokenizer.ggml.tokens in the GGUF, which states no dflash.vocab_size) is 1000, the target's 1024",
+                    )],
+                )
+            },
+        ),
         ("target_gguf_draft::deepest_tap_is_the_last_layer", || {
             expect(
                 against(gguf(|f| layers(f, deepest()))),

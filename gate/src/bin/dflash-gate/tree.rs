@@ -256,6 +256,9 @@ fn classify(dir: PathBuf, beside: &[(&str, &Path)], descend: bool) -> Vec<Item> 
         // with it); another model's folder (a target's checkpoint) is passed over, saying what it is.
         (true, false) if checkpoint => match another_model(&dir) {
             Some(declared) => skip(dir, "another_model", declared),
+            // A config not read under the link rule (one that leads out of the directory or its
+            // repository, a FIFO) says nothing of what the folder is: gated, the gate says why not.
+            None if config_of(&dir).is_none() => Item::gate(dir),
             // `--source` holds converted drafts against their folders: a folder is not one of them.
             None if is_draft_config(&dir) && beside.iter().any(|(o, _)| *o == "--source") => {
                 skip(dir, "checkpoint", "a Hugging Face safetensors draft: --source compares converted drafts with their folders, so it is not gated with --source (gate it without)".to_owned())
@@ -364,6 +367,8 @@ fn gguf_item(file: PathBuf, beside: &[(&str, &Path)]) -> Item {
 /// is wrong with it.
 fn another_gguf(path: &Path) -> Option<String> {
     use dflash_gate::__private::draft::gguf::{ARCHITECTURE, FORK_DIALECTS};
+    let inside = dflash_gate::__private::files::Inside::package(path.parent()?).ok()?;
+    inside.open(path).ok()?;
     let gguf = dflash_gate::__private::gguf::Gguf::open(path).ok()?;
     let architecture = gguf.header.architecture()?;
     if architecture == ARCHITECTURE || FORK_DIALECTS.contains(&architecture) {
@@ -379,50 +384,23 @@ fn another_gguf(path: &Path) -> Option<String> {
 
 /// Whether `dir`'s config.json reads as a draft's (recognised, or holding a field only drafts have).
 fn is_draft_config(dir: &Path) -> bool {
-    use dflash_gate::__private::config::DraftConfig;
-    use dflash_gate::__private::limits::MAX_CONFIG_BYTES;
-    let Ok(bytes) =
-        dflash_gate::__private::files::read_capped(&dir.join(CONFIG_FILE), MAX_CONFIG_BYTES)
-    else {
-        return false;
-    };
-    if DraftConfig::from_json(&bytes).is_ok() {
-        return true;
-    }
-    matches!(
-        dflash_gate::__private::strict_json::parse(&bytes),
-        Ok(serde_json::Value::Object(top)) if DRAFT_FIELDS.iter().any(|f| top.contains_key(*f))
-            || top.contains_key("speculators_model_type")
-    )
+    config_of(dir).is_some_and(|bytes| dflash_gate::__private::config::reads_as_a_draft(&bytes))
 }
-
-/// The fields only a draft's config.json has: one of them in a config that names another
-/// architecture is a draft mislabelled, to be gated and refused, not passed over.
-const DRAFT_FIELDS: [&str; 5] = [
-    "dflash_config",
-    "block_size",
-    "mask_token_id",
-    "num_target_layers",
-    "target_layer_ids",
-];
 
 /// Why `dir` is another model's directory (its config.json names an architecture or model type and
 /// is not a draft's), or `None` when it may be a draft: anything the gate cannot read or recognise
 /// is gated, and the gate says what is wrong with it.
 fn another_model(dir: &Path) -> Option<String> {
     use dflash_gate::__private::config::{self, DraftConfig};
-    use dflash_gate::__private::limits::MAX_CONFIG_BYTES;
     use serde_json::Value;
-    let bytes =
-        dflash_gate::__private::files::read_capped(&dir.join(CONFIG_FILE), MAX_CONFIG_BYTES)
-            .ok()?;
+    let bytes = config_of(dir)?;
     if DraftConfig::from_json(&bytes).is_ok() {
         return None;
     }
     let Ok(Value::Object(top)) = dflash_gate::__private::strict_json::parse(&bytes) else {
         return None;
     };
-    if DRAFT_FIELDS.iter().any(|f| top.contains_key(*f)) {
+    if config::DRAFT_FIELDS.iter().any(|f| top.contains_key(*f)) {
         return None;
     }
     let architectures: Vec<&str> = match top.get("architectures") {
@@ -455,6 +433,16 @@ fn another_model(dir: &Path) -> Option<String> {
     Some(format!(
         "another model ({declared}), not a DFlash draft: its {CONFIG_FILE} has no draft field"
     ))
+}
+
+/// `dir`'s config.json, read under the gate's link rule: a link out of the directory (or out of its
+/// hub cache repository, at any step) is not read, so nothing a listing says of a directory comes
+/// from outside it. `None` then: the directory is gated, and the gate says what it refused.
+fn config_of(dir: &Path) -> Option<Vec<u8>> {
+    use dflash_gate::__private::limits::MAX_CONFIG_BYTES;
+    let inside = dflash_gate::__private::files::Inside::package(dir).ok()?;
+    let file = inside.open(&dir.join(CONFIG_FILE)).ok()?;
+    file.read_all(MAX_CONFIG_BYTES).ok()
 }
 
 fn entry_names(dir: &Path) -> std::io::Result<Vec<OsString>> {
