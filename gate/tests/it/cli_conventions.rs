@@ -42,6 +42,7 @@ fn help_goes_to_stdout_with_exit_0_and_names_every_option() {
             "--full",
             "-q, --quiet",
             "--color WHEN",
+            "--loader NAME[,NAME]",
             "--version",
         ] {
             assert!(
@@ -122,6 +123,39 @@ fn a_typo_is_answered_with_the_nearest_option() {
         err.contains("unknown option --zzzzzzzzzz") && !err.contains("did you mean"),
         "{err}"
     );
+}
+
+#[test]
+fn loader_names_engines_and_an_unknown_one_is_a_usage_error() {
+    let dir = fixture();
+    let dir = dir.to_str().unwrap();
+    let o = gate(&[dir, "--loader", "vllm,nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("--loader: unknown engine \"nope\" (known: vllm, sglang, llama.cpp, transformers, mlx, dflash-mlx)"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    // Given twice, the lists add up; each engine is one check, in the order first given.
+    let o = gate(&[
+        dir,
+        "--loader",
+        "llama.cpp",
+        "--loader=vllm,LLAMA.CPP",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<&str> = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .filter(|id| id.starts_with("loader."))
+        .collect();
+    assert_eq!(ids, ["loader.llama.cpp", "loader.vllm"]);
+    assert_eq!(doc["loaders"].as_array().map(Vec::len), Some(6));
 }
 
 #[test]

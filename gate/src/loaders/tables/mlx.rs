@@ -48,6 +48,22 @@ pub static TABLE: Table = Table {
             source: "dflash/model_mlx.py (load_draft)",
         },
         Rule {
+            id: "mask_token_id_required",
+            reads: "dflash_config.mask_token_id",
+            when: When::MaskTokenIdAbsent,
+            outcome: Crashes,
+            words: "KeyError: 'mask_token_id' (read by name, no default)",
+            source: "dflash/model_mlx.py (load_draft)",
+        },
+        Rule {
+            id: "target_layer_ids_required",
+            reads: "dflash_config.target_layer_ids",
+            when: When::TargetLayerIdsAbsent,
+            outcome: Crashes,
+            words: "KeyError: 'target_layer_ids' (read by name, no default)",
+            source: "dflash/model_mlx.py (load_draft)",
+        },
+        Rule {
             id: "config_keys_at_the_top",
             reads: "num_target_layers, head_dim, rms_norm_eps, max_position_embeddings, vocab_size (top level)",
             when: When::TopLevelAbsent(&[
