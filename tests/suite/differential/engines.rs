@@ -6,7 +6,7 @@
 //! the loader must raise at load; where it says it loads, it must load with nothing missing or
 //! unexpected; where it says it loads wrongly, it must load, and report missing (or unexpected)
 //! exactly when the gate's reason is a missing tensor (or one the engine does not build: unexplained,
-//! or the draft's own embedding or head), naming tensors the gate named.
+//! or the draft's own embedding or head), the tensor the reason names among them.
 //! A `cannot tell` is skipped and counted.
 //!
 //! Needs a Python with torch, transformers and z-lab's `dflash` 0.1.0 (and, for the MLX engines,
@@ -279,10 +279,12 @@ fn held(verdict: &LoaderVerdict, run: &Run) -> Held {
                             "the gate names {what} weights ({found}) and the loader reported none"
                         ))
                     }
+                    // A reason names the first tensor that meets it: the loader must report that one.
                     (Some(found), false) => {
-                        if let Some(t) = reported.iter().find(|t| !found.contains(t.as_str())) {
+                        if !reported.iter().any(|t| found.contains(t.as_str())) {
                             return Held::Disagrees(format!(
-                                "it reported {t} {what}, which the gate's verdict does not name ({found})"
+                                "it reported {} {what}, not the tensor the gate names ({found})",
+                                reported.join(", ")
                             ));
                         }
                     }
