@@ -7,7 +7,8 @@
 //! trial is listed as ignored, with the reason in its name. The GGUF reader and dequantization are held
 //! to gguf-py's the same way (`differential/gguf.rs`), when that Python has the `gguf` package; the
 //! GGUF llama.cpp's own converter writes is gated in `differential/converter.rs`, when the Python named
-//! by `DFLASH_GATE_TORCH_PYTHON` has the converter.
+//! by `DFLASH_GATE_TORCH_PYTHON` has the converter; the loader verdicts are held to z-lab's loaders
+//! themselves in `differential/engines.rs`, when `DFLASH_GATE_ZLAB_PYTHON` names a Python with them.
 
 use dflash_gate::__private::container::{Container, ContainerError};
 use libtest_mimic::{Failed, Trial};
@@ -33,10 +34,12 @@ pub fn trials() -> Vec<Trial> {
     out.extend(gguf::trials());
     out.extend(model_class::trials());
     out.extend(converter::trials());
+    out.extend(engines::trials());
     out
 }
 
 mod converter;
+mod engines;
 
 /// Tensor names and their shapes, as two readers saw them.
 type Shapes = std::collections::BTreeMap<String, Vec<u64>>;

@@ -1058,11 +1058,19 @@ pub(crate) fn report_of(name: &str) -> Result<Report, String> {
         .map_err(|e| format!("{name}: no report: {e}"))
 }
 
-/// Writes the arm's folder and gates it: the result, and whether its config states a quantization.
-fn gate_arm(arm: &FolderArm) -> Result<(Result<Report, dflash_gate::PackageError>, bool), String> {
-    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let dir = root.path().join("draft");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+/// Writes the folder arm `name`'s draft into `dir` (created), as its trial does: the path its trial
+/// gates (the folder, or a cache path beside it that leads to it). For trials that hand the same
+/// draft to something else, an engine's own loader.
+pub fn write_arm(name: &str, dir: &Path) -> Result<PathBuf, String> {
+    let arm = ARMS
+        .iter()
+        .find(|a| a.name == name)
+        .ok_or_else(|| format!("no folder arm {name}"))?;
+    write_folder(arm, dir)
+}
+
+fn write_folder(arm: &FolderArm, dir: &Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let mut package = Package::generate(&arm.base.geometry(), Encoding::default(), SEED);
     let options = SourceOptions {
         dtype: arm.dtype,
@@ -1070,8 +1078,15 @@ fn gate_arm(arm: &FolderArm) -> Result<(Result<Report, dflash_gate::PackageError
         index_one_file: arm.indexed,
         ..SourceOptions::default()
     };
-    write_source(&mut package, &dir, options, SEED).map_err(|e| e.to_string())?;
-    let path = (arm.bend)(&dir);
+    write_source(&mut package, dir, options, SEED).map_err(|e| e.to_string())?;
+    Ok((arm.bend)(dir))
+}
+
+/// Writes the arm's folder and gates it: the result, and whether its config states a quantization.
+fn gate_arm(arm: &FolderArm) -> Result<(Result<Report, dflash_gate::PackageError>, bool), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = root.path().join("draft");
+    let path = write_folder(arm, &dir)?;
     // A revision rides on the path as `?revision=REV` (an arm is a path and nothing else).
     let (path, options) = match path.to_str().and_then(|p| p.split_once("?revision=")) {
         Some((p, rev)) => (PathBuf::from(p), Options::default().with_revision(rev)),
