@@ -62,6 +62,9 @@ pub enum When {
     /// `target_layer_ids` or `mask_token_id` is stated outside `dflash_config` (the top level of an
     /// older z-lab config).
     IdsOutsideDflashConfig,
+    /// `target_layer_ids` is stated outside `dflash_config`, and there are not as many taps as the
+    /// draft has layers (a loader that then builds one tap per layer sizes `fc` otherwise).
+    TapsOutsideDflashConfigMiscount,
     /// No RoPE base is stated (`rope_theta`, or `rope_parameters.rope_theta`).
     RopeThetaAbsent,
     /// The draft holds its own output head (`lm_head.weight`).
@@ -181,6 +184,24 @@ impl Facts<'_> {
                 match outside {
                     Some(k) => Met::Yes(format!("{k} is stated outside dflash_config")),
                     None => Met::No,
+                }
+            }),
+            When::TapsOutsideDflashConfigMiscount => self.config_fact(|c| {
+                let outside = c
+                    .canonical
+                    .fields
+                    .get("target_layer_ids")
+                    .is_some_and(|r| !r.defaulted && !r.at.starts_with("dflash_config."));
+                match (&c.target_layer_ids, &c.num_hidden_layers) {
+                    (Ok(taps), Ok(layers)) if outside && taps.len() as u64 != *layers => {
+                        Met::Yes(format!(
+                            "{} taps stated outside dflash_config for {layers} draft layers",
+                            taps.len()
+                        ))
+                    }
+                    (Ok(_), Ok(_)) => Met::No,
+                    _ if !outside => Met::No,
+                    _ => Met::Unknown("the taps or the layer count are unusable".to_owned()),
                 }
             }),
             When::RopeThetaAbsent => self.config_fact(|c| match &c.rope_theta {

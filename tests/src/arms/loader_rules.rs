@@ -98,7 +98,7 @@ fn drafts(when: When) -> Option<(Draft, Draft)> {
             (Arm("folder::pass::nemotron_like_own_embedding"), FAITHFUL)
         }
         When::TopLevelAbsent(keys) => (TopLevelTaken(keys), FAITHFUL),
-        When::IdsOutsideDflashConfig => {
+        When::IdsOutsideDflashConfig | When::TapsOutsideDflashConfigMiscount => {
             (Arm("folder::pass::old_schema_top_level_fields"), FAITHFUL)
         }
         When::RopeThetaAbsent => (Bent(rope_theta_absent), FAITHFUL),
@@ -159,17 +159,24 @@ fn faithful(dir: &Path) -> Result<(), String> {
     write_source(&mut package, dir, SourceOptions::default(), SEED).map_err(|e| e.to_string())
 }
 
-/// The report the gate gives `draft`.
+/// The report the gate gives `draft`, held to the gate being stricter than every engine.
 fn report(draft: Draft) -> Result<Report, String> {
+    let r = gated(draft)?;
+    crate::loaders::stricter_than_every_engine(&r)?;
+    Ok(r)
+}
+
+/// The report the gate gives `draft`.
+fn gated(draft: Draft) -> Result<Report, String> {
     let root = tempfile::tempdir().map_err(|e| e.to_string())?;
     let dir = root.path().join("draft");
-    let gated =
+    let gate_at =
         |path: &Path, options: &Options| gate(path, options).map_err(|e| format!("no report: {e}"));
     match draft {
         Draft::Arm(name) => report_of(name),
         Draft::Bent(bend) => {
             faithful(&dir)?;
-            gated(&bend(&dir), &Options::default())
+            gate_at(&bend(&dir), &Options::default())
         }
         Draft::TopLevelTaken(keys) => {
             faithful(&dir)?;
@@ -186,12 +193,12 @@ fn report(draft: Draft) -> Result<Report, String> {
                     }
                 }
             });
-            gated(&dir, &Options::default())
+            gate_at(&dir, &Options::default())
         }
         Draft::Paired(bend) => {
             faithful(&dir)?;
             let target = matching_target(root.path(), bend)?;
-            gated(&dir, &Options::default().with_target(target))
+            gate_at(&dir, &Options::default().with_target(target))
         }
         Draft::GgufArm(name) => gguf_draft::report_of(name, None),
         Draft::GgufPaired(bend) => {

@@ -95,6 +95,14 @@ pub static TABLE: Table = Table {
             source: "mlx-lm utils.py (load_model, strict=True)",
         },
         Rule {
+            id: "taps_built_one_per_draft_layer",
+            reads: "dflash_config.target_layer_ids",
+            when: When::TapsOutsideDflashConfigMiscount,
+            outcome: NotItsForm,
+            words: "ValueError: Expected shape ... but received shape ... for parameter fc.weight: without dflash_config.target_layer_ids it builds one tap per draft layer, and fc is sized by them",
+            source: "dflash_mlx/model.py (DFlashDraftModel.__init__, build_target_layer_ids)",
+        },
+        Rule {
             id: "mask_id_read_from_dflash_config_only",
             reads: "dflash_config.mask_token_id",
             when: When::IdsOutsideDflashConfig,

@@ -73,8 +73,8 @@ pub static TABLE: Table = Table {
                 "max_position_embeddings",
                 "vocab_size",
             ]),
-            outcome: Crashes,
-            words: "KeyError naming the field (e.g. KeyError: 'num_target_layers')",
+            outcome: NotItsForm,
+            words: "KeyError naming the field (e.g. KeyError: 'num_target_layers'): it reads these at the top level only",
             source: "dflash/model_mlx.py (load_draft)",
         },
         Rule {

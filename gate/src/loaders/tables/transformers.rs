@@ -36,8 +36,8 @@ pub static TABLE: Table = Table {
             id: "num_target_layers_at_the_top",
             reads: "num_target_layers (top level)",
             when: When::TopLevelAbsent(&["num_target_layers"]),
-            outcome: Crashes,
-            words: "AttributeError: 'Qwen3Config' object has no attribute 'num_target_layers'",
+            outcome: NotItsForm,
+            words: "AttributeError: 'Qwen3Config' object has no attribute 'num_target_layers' (it reads it at the top level only)",
             source: "dflash/model.py (DFlashDraftModel.__init__)",
         },
         Rule {
@@ -103,6 +103,14 @@ pub static TABLE: Table = Table {
             outcome: LoadsWrongly,
             words: "UNEXPECTED: can be ignored ... (a warning): the draft runs without it",
             source: "transformers utils/loading_report.py",
+        },
+        Rule {
+            id: "own_embedding_dropped",
+            reads: "embed_tokens.weight, lm_head.weight",
+            when: When::OwnEmbeddingOrHead,
+            outcome: LoadsWrongly,
+            words: "UNEXPECTED in the load report: the draft's own embedding and head are dropped, and it drafts with the target's",
+            source: "dflash/model.py (DFlashDraftModel: no embedding or head of its own); transformers utils/loading_report.py",
         },
         Rule {
             id: "target_layer_ids_guessed",
