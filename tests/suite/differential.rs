@@ -7,7 +7,8 @@
 //! trial is listed as ignored, with the reason in its name. The GGUF reader and dequantization are held
 //! to gguf-py's the same way (`differential/gguf.rs`), when that Python has the `gguf` package; the
 //! GGUF llama.cpp's own converter writes is gated in `differential/converter.rs`, when the Python named
-//! by `DFLASH_GATE_TORCH_PYTHON` has the converter.
+//! by `DFLASH_GATE_TORCH_PYTHON` has the converter; every GGUF draft arm is held to llama.cpp's own
+//! model loader in `differential/llama_cpp.rs`, when `DFLASH_GATE_LLAMA_CPP` names a built llama.cpp.
 
 use dflash_gate::__private::container::{Container, ContainerError};
 use libtest_mimic::{Failed, Trial};
@@ -33,6 +34,7 @@ pub fn trials() -> Vec<Trial> {
     out.extend(gguf::trials());
     out.extend(model_class::trials());
     out.extend(converter::trials());
+    out.extend(llama_cpp::trials());
     out
 }
 
@@ -52,6 +54,7 @@ fn one_sided<'a>(a: &'a Shapes, b: &'a Shapes) -> (Only<'a>, Only<'a>) {
     (only(a, b), only(b, a))
 }
 mod gguf;
+mod llama_cpp;
 mod model_class;
 
 /// Our deliberate differences: `Some(reason)` when our refusal of a file the reference accepts is one.
