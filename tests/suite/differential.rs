@@ -8,7 +8,9 @@
 //! to gguf-py's the same way (`differential/gguf.rs`), when that Python has the `gguf` package; the
 //! GGUF llama.cpp's own converter writes is gated in `differential/converter.rs`, when the Python named
 //! by `DFLASH_GATE_TORCH_PYTHON` has the converter; the loader verdicts are held to z-lab's loaders
-//! themselves in `differential/engines.rs`, when `DFLASH_GATE_ZLAB_PYTHON` names a Python with them.
+//! themselves in `differential/engines.rs`, when `DFLASH_GATE_ZLAB_PYTHON` names a Python with them,
+//! and every GGUF draft arm to llama.cpp's own model loader in `differential/llama_cpp.rs`, when
+//! `DFLASH_GATE_LLAMA_CPP` names a built llama.cpp.
 
 use dflash_gate::__private::container::{Container, ContainerError};
 use libtest_mimic::{Failed, Trial};
@@ -35,6 +37,7 @@ pub fn trials() -> Vec<Trial> {
     out.extend(model_class::trials());
     out.extend(converter::trials());
     out.extend(engines::trials());
+    out.extend(llama_cpp::trials());
     out
 }
 
@@ -55,6 +58,7 @@ fn one_sided<'a>(a: &'a Shapes, b: &'a Shapes) -> (Only<'a>, Only<'a>) {
     (only(a, b), only(b, a))
 }
 mod gguf;
+mod llama_cpp;
 mod model_class;
 
 /// Our deliberate differences: `Some(reason)` when our refusal of a file the reference accepts is one.

@@ -992,17 +992,28 @@ pub(crate) fn report_of(
     name: &str,
     target: Option<&dyn Fn(&Path) -> PathBuf>,
 ) -> Result<dflash_gate::Report, String> {
-    let arm = ARMS
-        .iter()
-        .find(|a| a.name == name)
-        .ok_or_else(|| format!("no GGUF arm {name}"))?;
     let root = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let path = write_arm(arm, root.path())?;
+    let path = write_named(name, root.path())?;
     let options = match target {
         Some(write) => Options::default().with_target(write(root.path())),
         None => Options::default(),
     };
     gate(&path, &options).map_err(|e| format!("{name}: no report: {e}"))
+}
+
+/// Every GGUF arm's name, in the order the suite lists them.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    ARMS.iter().map(|a| a.name)
+}
+
+/// Writes the GGUF arm `name` under `root` with the arm's own writer: the path to gate (the file,
+/// or the directory the arm places it in).
+pub fn write_named(name: &str, root: &Path) -> Result<PathBuf, String> {
+    let arm = ARMS
+        .iter()
+        .find(|a| a.name == name)
+        .ok_or_else(|| format!("no GGUF arm {name}"))?;
+    write_arm(arm, root)
 }
 
 /// Writes the arm's GGUF under `root`: the path to gate.
