@@ -167,7 +167,14 @@ pub fn evaluation(
     census(report, &gguf, path);
     match &meta {
         Ok(meta) => {
-            let [complete, explained] = inventory(meta, &header.tensors);
+            // llama.cpp sizes an own embedding table and head by its vocabulary's token count
+            // (n_vocab), which dflash.vocab_size only restates: without that key, the tokens are
+            // what the tensors are held to.
+            let meta = Meta {
+                vocab: meta.vocab.or_else(|| gguf.token_count()),
+                ..meta.clone()
+            };
+            let [complete, explained] = inventory(&meta, &header.tensors);
             report.checks.push(complete);
             report.checks.push(explained);
         }
@@ -563,6 +570,16 @@ fn dflash2_keys(
         problems.push(format!(
             "{} is {top_k}, more than {of} {bound}: the selector keeps at most every token",
             escape(&keys[3])
+        ));
+    }
+    // llama.cpp's dflash graph lays the selector's top-k lattice out across the hidden state, and
+    // refuses a draft whose embedding is narrower (its load_arch_tensors).
+    let lattice = top_k.saturating_mul(top_k.saturating_add(1));
+    if let Some(h) = hidden.filter(|h| *h < lattice) {
+        problems.push(format!(
+            "{} is {top_k}, whose selector lattice needs {a}.embedding_length of at least {top_k} x {} = {lattice}, not {h}: llama.cpp refuses it (DFlash2 hidden size is too small for the selector lattice)",
+            escape(&keys[3]),
+            top_k.saturating_add(1)
         ));
     }
     if kernel > crate::limits::MAX_DIMENSION || rank > crate::limits::MAX_DIMENSION {

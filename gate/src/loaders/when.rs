@@ -82,6 +82,9 @@ pub enum When {
     UnexplainedNotBias,
     /// A `.bias` no role explains (a bias the config does not build).
     UnexplainedBias,
+    /// A GGUF holds `selector_hidden.weight` where its metadata declares no DFlash2 keys: llama.cpp
+    /// takes the tensor as the second family's mark and then asks for the keys.
+    SelectorWithoutKeys,
     /// A Hugging Face folder's tensors are named with the `model.` prefix.
     ModelPrefixed,
     /// A speculators config states `sliding_window_non_causal: false` and a layer is full attention:
@@ -227,6 +230,7 @@ impl Facts<'_> {
             When::TensorUnexplained => self.unexplained(|_| true),
             When::UnexplainedNotBias => self.unexplained(|name| !name.ends_with(".bias")),
             When::UnexplainedBias => self.unexplained(|name| name.ends_with(".bias")),
+            When::SelectorWithoutKeys => self.unexplained(|name| name == "selector_hidden.weight"),
             When::ModelPrefixed => self.stored(|_| true).and(|name| name.starts_with("model.")),
             When::AllLayersCausal => self.config_fact(|c| {
                 let stated = c

@@ -257,6 +257,17 @@ const ARMS: &[GgufArm] = &[
         ),
     ),
     arm(
+        "gguf_draft::control::dflash2_selector_lattice_wider_than_the_embedding",
+        |f| {
+            dflash2(f, GgmlType::F16);
+            assert!(f.replace("dflash.selector_top_k", 4, &16u32.to_le_bytes()));
+        },
+        fail(
+            GEOMETRY,
+            &["dflash.selector_top_k is 16, whose selector lattice needs dflash.embedding_length of at least 16 x 17 = 272, not 256: llama.cpp refuses it"],
+        ),
+    ),
+    arm(
         "gguf_draft::control::dflash2_selector_top_k_beyond_the_vocabulary",
         |f| {
             dflash2(f, GgmlType::F16);
@@ -326,9 +337,22 @@ const ARMS: &[GgufArm] = &[
         "gguf_draft::pass::own_embedding_of_the_targets_vocabulary",
         |f| {
             assert!(f.remove("dflash.vocab_size"));
-            own_embedding_and_output_head(f, 256, 1200);
+            own_embedding_and_output_head(f, 256, 1000);
         },
         Owed::Pass,
+    ),
+    // llama.cpp's n_vocab is the token count: without dflash.vocab_size, an own embedding of
+    // other rows is held to the tokens (check_tensor_dims: tensor 'token_embd.weight' has wrong shape).
+    arm(
+        "gguf_draft::control::own_embedding_beside_fewer_tokens",
+        |f| {
+            assert!(f.remove("dflash.vocab_size"));
+            own_embedding_and_output_head(f, 256, 1200);
+        },
+        fail(
+            COMPLETE,
+            &["token_embd.weight is f16 ne [256, 1200], the metadata makes it [256, 1000]"],
+        ),
     ),
     arm(
         "gguf_draft::control::own_embedding_of_another_vocabulary",
@@ -346,7 +370,7 @@ const ARMS: &[GgufArm] = &[
         },
         fail(
             COMPLETE,
-            &["token_embd.weight is f16 ne [128, 1000], the metadata makes it [256, vocab]"],
+            &["token_embd.weight is f16 ne [128, 1000], the metadata makes it [256, 1000]"],
         ),
     ),
     arm(
@@ -910,7 +934,8 @@ const DFLASH2_KEYS: [&str; 4] = [
 /// `ty`) and the candidate selector (`{rank, vocab}` codebooks, `{hidden, rank}` projection).
 fn dflash2(f: &mut GgufFile, ty: GgmlType) {
     let (hidden, kernel, group, rank, vocab) = (256u64, 4u64, 64u64, 32u64, 1000u64);
-    for (key, value) in DFLASH2_KEYS.iter().zip([kernel, group, rank, 16]) {
+    // top k 8: its lattice (8 x 9) fits the hidden size, as llama.cpp requires.
+    for (key, value) in DFLASH2_KEYS.iter().zip([kernel, group, rank, 8]) {
         f.u32(key, value as u32);
     }
     let zeros = |dims: &[u64], ty: GgmlType| -> Vec<u8> {

@@ -56,6 +56,10 @@ fn gguf_drafts(when: When) -> Option<(Draft, Draft)> {
             FAITHFUL_GGUF,
         ),
         When::TensorUnexplained => (GgufArm("gguf_draft::control::tensor_extra"), FAITHFUL_GGUF),
+        When::SelectorWithoutKeys => (
+            GgufArm("gguf_draft::control::dflash2_tensors_without_the_keys"),
+            GgufArm("gguf_draft::control::tensor_extra"),
+        ),
         When::MaskTokenIdAbsent => (
             GgufArm("gguf_draft::control::mask_under_the_older_key_only"),
             FAITHFUL_GGUF,

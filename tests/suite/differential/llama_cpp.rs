@@ -5,7 +5,8 @@
 //!
 //! - a draft the gate PASSes, llama.cpp loads;
 //! - a draft llama.cpp's table (`gate/src/loaders/tables/llama_cpp.rs`) says it `refuses` by a
-//!   load-time rule (`tensor_missing`, `tensor_shape`, `fc_shape`, `tensor_count`), its loader
+//!   load-time rule (`tensor_missing`, `tensor_shape`, `fc_shape`, `second_family_metadata`,
+//!   `tensor_count`), its loader
 //!   refuses, and its error line holds every fixed piece of the rule's words, in order (the words
 //!   between the `...` placeholders: `check_tensor_dims: tensor '` and `' not found`);
 //! - a draft the table says it `loads` or `loads, wrongly`, its loader loads.
@@ -33,7 +34,13 @@ pub const LLAMA_CPP_VAR: &str = "DFLASH_GATE_LLAMA_CPP";
 const NAME: &str = "differential::gguf_drafts_against_llama_cpps_loader";
 
 /// The table's rules llama.cpp's loader applies while loading: the ones loading alone can show.
-const LOAD_TIME: &[&str] = &["tensor_missing", "tensor_shape", "fc_shape", "tensor_count"];
+const LOAD_TIME: &[&str] = &[
+    "tensor_missing",
+    "tensor_shape",
+    "fc_shape",
+    "second_family_metadata",
+    "tensor_count",
+];
 
 pub fn trials() -> Vec<Trial> {
     match std::env::var_os(LLAMA_CPP_VAR) {

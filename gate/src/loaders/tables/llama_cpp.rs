@@ -42,6 +42,14 @@ pub static TABLE: Table = Table {
             source: "src/llama-model-loader.cpp (check_tensor_dims)",
         },
         Rule {
+            id: "second_family_metadata",
+            reads: "selector_hidden.weight, then dflash.conv_kernel_size, conv_group_size, selector_rank, selector_top_k",
+            when: When::SelectorWithoutKeys,
+            outcome: Refuses,
+            words: "DFlash2 model is missing conv/selector metadata",
+            source: "src/models/dflash.cpp (load_arch_tensors)",
+        },
+        Rule {
             id: "tensor_count",
             reads: "every tensor of the file",
             when: When::TensorUnexplained,
