@@ -10,6 +10,10 @@
 //! unexplained. It fails closed: the verdict is PASS only when every check passed, and "could not
 //! decide" is its own outcome.
 //!
+//! Every report also says what each engine that serves DFlash drafts (vLLM, SGLang, llama.cpp,
+//! Transformers, MLX) would do with the draft ([`Report::loaders`]), by rules read from that
+//! engine's own code; [`Options::with_loaders`] makes those verdicts checks of their own.
+//!
 //! ```no_run
 //! use dflash_gate::{gate, Options, Outcome};
 //!
