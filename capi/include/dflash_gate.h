@@ -104,6 +104,21 @@ typedef struct dflash_gate_tensor {
   uint64_t length;
 } dflash_gate_tensor;
 
+/* What a report was checked against, borrowed from its report; each field empty when it does not
+ * apply: a report that says PASS names the target it passed against. */
+typedef struct dflash_gate_against {
+  /* The --target as given, and as resolved (a hub cache repository to its snapshot). */
+  dflash_gate_str target;
+  dflash_gate_str target_resolved;
+  /* The --source as given, and as resolved. */
+  dflash_gate_str source;
+  dflash_gate_str source_resolved;
+  /* For a draft read from a Hugging Face hub cache: its repository id (ORG/NAME) and the commit of
+   * the snapshot read. */
+  dflash_gate_str repository;
+  dflash_gate_str revision;
+} dflash_gate_against;
+
 /* The questions beyond the draft itself: target, source, manifest (the library's Options). */
 typedef struct dflash_gate_options dflash_gate_options;
 
@@ -179,6 +194,10 @@ dflash_gate_status dflash_gate_report_not_checked_count(const dflash_gate_report
 
 /* NOT CHECKED line index: what the gate did not check, said so that silence is not approval. */
 dflash_gate_status dflash_gate_report_not_checked(const dflash_gate_report *report, size_t index, dflash_gate_str *out);
+
+/* What the report was checked against: its target, source, and hub repository and revision (each
+ * empty when not given, or for a gate that could not run). */
+dflash_gate_status dflash_gate_report_against(const dflash_gate_report *report, dflash_gate_against *out);
 
 /* How many tensors the census lists (0 when the weight file did not parse). */
 dflash_gate_status dflash_gate_report_tensor_count(const dflash_gate_report *report, size_t *out);

@@ -120,6 +120,38 @@ pub struct dflash_gate_tensor {
     pub length: u64,
 }
 
+/// What a report was checked against, borrowed from its report; each field empty when it does not
+/// apply: a report that says PASS names the target it passed against.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct dflash_gate_against {
+    /// The `--target` as given, and as resolved (a hub cache repository to its snapshot).
+    pub target: dflash_gate_str,
+    pub target_resolved: dflash_gate_str,
+    /// The `--source` as given, and as resolved.
+    pub source: dflash_gate_str,
+    pub source_resolved: dflash_gate_str,
+    /// For a draft read from a Hugging Face hub cache: its repository id (`ORG/NAME`) and the
+    /// commit of the snapshot read.
+    pub repository: dflash_gate_str,
+    pub revision: dflash_gate_str,
+}
+
+impl dflash_gate_against {
+    /// Nothing checked against: every field empty.
+    fn empty() -> dflash_gate_against {
+        let none = dflash_gate_str::of("");
+        dflash_gate_against {
+            target: none,
+            target_resolved: none,
+            source: none,
+            source_resolved: none,
+            repository: none,
+            revision: none,
+        }
+    }
+}
+
 /// The questions beyond the draft itself (the library's `Options`): target, source, manifest.
 pub struct dflash_gate_options {
     options: Options,
@@ -761,6 +793,40 @@ pub unsafe extern "C" fn dflash_gate_report_not_checked(
         with_report(report, |r| {
             let line = r.not_checked().get(index).ok_or(DFLASH_GATE_OUT_OF_RANGE)?;
             status(put(out, dflash_gate_str::of(line)))
+        })
+    }
+}
+
+/// What the report was checked against: its target, source, and hub repository and revision (each
+/// empty when not given, or for a gate that could not run).
+///
+/// # Safety
+/// `report` is null or a handle; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn dflash_gate_report_against(
+    report: *const dflash_gate_report,
+    out: *mut dflash_gate_against,
+) -> dflash_gate_status {
+    // SAFETY: the caller's promises.
+    unsafe {
+        with_report(report, |r| {
+            let none = dflash_gate_str::of("");
+            let mut against = dflash_gate_against::empty();
+            if let Answer::Report(report) = &r.answer {
+                let a = report.against();
+                let str_of = |s: &Option<String>| s.as_deref().map_or(none, dflash_gate_str::of);
+                if let Some(t) = &a.target {
+                    against.target = dflash_gate_str::of(&t.given);
+                    against.target_resolved = dflash_gate_str::of(&t.resolved);
+                }
+                if let Some(s) = &a.source {
+                    against.source = dflash_gate_str::of(&s.given);
+                    against.source_resolved = dflash_gate_str::of(&s.resolved);
+                }
+                against.repository = str_of(&a.repository);
+                against.revision = str_of(&a.revision);
+            }
+            status(put(out, against))
         })
     }
 }

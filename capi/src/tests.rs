@@ -460,3 +460,59 @@ fn loaders_reach_the_library_and_an_unknown_name_sets_nothing() {
     // SAFETY: a live options handle.
     assert_eq!(unsafe { dflash_gate_options_free(options) }, DFLASH_GATE_OK);
 }
+
+fn against(report: *const dflash_gate_report) -> (dflash_gate_status, [String; 6]) {
+    let mut a = dflash_gate_against::empty();
+    // SAFETY: the handle is checked by the library; a valid out-pointer.
+    let status = unsafe { dflash_gate_report_against(report, &mut a) };
+    let fields = [
+        a.target,
+        a.target_resolved,
+        a.source,
+        a.source_resolved,
+        a.repository,
+        a.revision,
+    ]
+    .map(string);
+    (status, fields)
+}
+
+#[test]
+fn a_report_names_what_it_was_checked_against() {
+    let tiny = tiny();
+    let tiny = tiny.to_str().unwrap();
+    // A target the gate reads (a report, whatever its verdict): a config with a target's geometry.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        r#"{"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3","hidden_size":256,"num_hidden_layers":8,"vocab_size":1000}"#,
+    )
+    .unwrap();
+    let target = dir.path().to_str().unwrap();
+    let alone = gate_dir(tiny.as_bytes(), std::ptr::null());
+    assert_eq!(against(alone), (DFLASH_GATE_OK, Default::default()));
+    assert_eq!(free(alone), DFLASH_GATE_OK);
+    let mut options = null_mut();
+    // SAFETY: a valid out-pointer, then a live handle and a valid buffer.
+    unsafe {
+        assert_eq!(dflash_gate_options_new(&mut options), DFLASH_GATE_OK);
+        assert_eq!(
+            dflash_gate_options_set_target(options, target.as_ptr().cast(), target.len()),
+            DFLASH_GATE_OK
+        );
+    }
+    let report = gate_dir(tiny.as_bytes(), options);
+    assert_ne!(verdict(report), DFLASH_GATE_COULD_NOT_RUN);
+    let (status, fields) = against(report);
+    assert_eq!(status, DFLASH_GATE_OK);
+    assert_eq!(fields[0], target);
+    assert_eq!(fields[1], target);
+    assert!(fields[2..].iter().all(String::is_empty), "{fields:?}");
+    // The document says the same.
+    assert_eq!(json(report)["target"]["given"], target);
+    assert_eq!(free(report), DFLASH_GATE_OK);
+    // A freed report answers nothing.
+    assert_eq!(against(report).0, DFLASH_GATE_INVALID_HANDLE);
+    // SAFETY: a live options handle.
+    assert_eq!(unsafe { dflash_gate_options_free(options) }, DFLASH_GATE_OK);
+}

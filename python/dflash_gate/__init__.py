@@ -9,6 +9,6 @@ Everything here is the Rust library's own answer (the extension module ``dflash_
 this file only names it.
 """
 
-from dflash_gate._native import Check, GateError, Report, __version__, gate
+from dflash_gate._native import Check, GateError, Report, Row, __version__, gate, gate_all
 
-__all__ = ["Check", "GateError", "Report", "__version__", "gate"]
+__all__ = ["Check", "GateError", "Report", "Row", "__version__", "gate", "gate_all"]

@@ -42,7 +42,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GateError", m.py().get_type::<GateError>())?;
     m.add_class::<Report>()?;
     m.add_class::<Check>()?;
+    m.add_class::<Row>()?;
     m.add_function(wrap_pyfunction!(gate, m)?)?;
+    m.add_function(wrap_pyfunction!(gate_all, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     Ok(())
 }
@@ -62,6 +64,27 @@ fn gate(
     revision: Option<String>,
     loader: Option<Vec<String>>,
 ) -> PyResult<Report> {
+    let mut options = options(target, source, manifest, loader)?;
+    if let Some(revision) = revision {
+        options = options.with_revision(revision);
+    }
+    let result = py.detach(|| dflash_gate::gate(&path, &options));
+    // A Ctrl-C that arrived while the gate ran is raised here, by the call, rather than at some
+    // later line of the caller's, after a report was already acted upon.
+    py.check_signals()?;
+    match result {
+        Ok(report) => Ok(Report::new(report)),
+        Err(error) => Err(gate_error(py, &path, &error)),
+    }
+}
+
+/// The options `gate` and `gate_all` share, from their keyword arguments.
+fn options(
+    target: Option<PathBuf>,
+    source: Option<PathBuf>,
+    manifest: bool,
+    loader: Option<Vec<String>>,
+) -> PyResult<Options> {
     let mut options = Options::default().with_manifest(manifest);
     for name in loader.unwrap_or_default() {
         let engine = dflash_gate::Engine::from_name(&name).ok_or_else(|| {
@@ -78,16 +101,182 @@ fn gate(
     if let Some(source) = source {
         options = options.with_source(source);
     }
-    if let Some(revision) = revision {
-        options = options.with_revision(revision);
+    Ok(options)
+}
+
+/// `dflash-gate --all MODELS` in process: every directory directly under `models` (a hub cache's
+/// repositories at `refs/main`, a folder of GGUF drafts file by file), one [`Row`] each, in the
+/// order the command line lists them. Nothing is dropped: what is not gated is a row saying why,
+/// and a package that could not be read is a row carrying its [`GateError`], so one broken
+/// download never hides the verdicts of the rest. Only a `models` that cannot be listed raises.
+#[pyfunction]
+#[pyo3(signature = (models, *, target=None, source=None, manifest=false, loader=None))]
+fn gate_all(
+    py: Python<'_>,
+    models: PathBuf,
+    target: Option<PathBuf>,
+    source: Option<PathBuf>,
+    manifest: bool,
+    loader: Option<Vec<String>>,
+) -> PyResult<Vec<Row>> {
+    let options = options(target, source, manifest, loader)?;
+    if let Err(error) = dflash_gate::__private::error::require_dir(&models) {
+        return Err(gate_error(py, &models, &error));
     }
-    let result = py.detach(|| dflash_gate::gate(&path, &options));
-    // A Ctrl-C that arrived while the gate ran is raised here, by the call, rather than at some
-    // later line of the caller's, after a report was already acted upon.
-    py.check_signals()?;
-    match result {
-        Ok(report) => Ok(Report::new(report)),
-        Err(error) => Err(gate_error(py, &path, &error)),
+    let beside: Vec<(&str, &Path)> = [("--source", &options.source), ("--target", &options.target)]
+        .into_iter()
+        .filter_map(|(option, dir)| dir.as_deref().map(|d| (option, d)))
+        .collect();
+    let items = py
+        .detach(|| binary::tree::packages_under(&models, &beside))
+        .map_err(GateError::new_err)?;
+    let mut rows = Vec::with_capacity(items.len());
+    for item in items {
+        let (name, note) = (item.name(), item.note().map(str::to_owned));
+        let path = item.dir().to_owned();
+        let (kind, report, reason, message, error) = match item {
+            binary::tree::Item::Gate { dir, .. } => {
+                match py.detach(|| dflash_gate::gate(&dir, &options)) {
+                    Ok(report) => ("gated", Some(Report::new(report)), None, None, None),
+                    Err(e) => not_gated_row(py, &dir, &e),
+                }
+            }
+            binary::tree::Item::Skip { why, reason, .. } => {
+                ("skipped", None, Some(reason), Some(why), None)
+            }
+            binary::tree::Item::NotGated { dir, error, .. } => not_gated_row(py, &dir, &error),
+        };
+        py.check_signals()?;
+        rows.push(Row {
+            name,
+            path,
+            kind,
+            report: report.map(|r| Py::new(py, r)).transpose()?,
+            reason,
+            message,
+            error,
+            note,
+        });
+    }
+    Ok(rows)
+}
+
+/// A row's fields for a package the gate could not run on.
+#[allow(clippy::type_complexity)]
+fn not_gated_row(
+    py: Python<'_>,
+    dir: &Path,
+    error: &PackageError,
+) -> (
+    &'static str,
+    Option<Report>,
+    Option<&'static str>,
+    Option<String>,
+    Option<PyErr>,
+) {
+    (
+        "not_gated",
+        None,
+        Some(error.reason()),
+        Some(error.to_string()),
+        Some(gate_error(py, dir, error)),
+    )
+}
+
+/// One directory of a [`gate_all`] run: gated (with its report), skipped (another model, a
+/// checkpoint, the `--target` or `--source` directory, or no package at all: `reason` says which) or
+/// not gated (it could not be read: `error`).
+#[pyclass(frozen, module = "dflash_gate")]
+struct Row {
+    name: String,
+    path: PathBuf,
+    kind: &'static str,
+    report: Option<Py<Report>>,
+    reason: Option<&'static str>,
+    message: Option<String>,
+    error: Option<PyErr>,
+    note: Option<String>,
+}
+
+#[pymethods]
+impl Row {
+    /// The row's name as the command line prints it: the path, or `ORG/NAME@REV7 (main)` for a
+    /// hub cache repository.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The directory (or GGUF file) the row is about.
+    #[getter]
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `"gated"`, `"skipped"` or `"not_gated"`.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The report of a gated row; else `None`.
+    #[getter]
+    fn report(&self, py: Python<'_>) -> Option<Py<Report>> {
+        self.report.as_ref().map(|r| r.clone_ref(py))
+    }
+
+    /// Why a row was not gated, as the JSON document's token: a skipped row's `reason`
+    /// (`another_model`, ...) or a not-gated row's error reason (`no_config`, ...).
+    #[getter]
+    fn reason(&self) -> Option<&'static str> {
+        self.reason
+    }
+
+    /// The sentence saying why, for a row that was not gated.
+    #[getter]
+    fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+
+    /// The [`GateError`] a not-gated row's package raises from `gate()`; else `None`.
+    #[getter]
+    fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.error
+            .as_ref()
+            .map(|e| e.value(py).clone().into_any().unbind())
+    }
+
+    /// What the row adds: the snapshots of its hub repository that were not gated.
+    #[getter]
+    fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    /// The exit status this row adds to the run's worst: the report's, 2 for a row not gated, and
+    /// 0 for a skipped one.
+    #[getter]
+    fn exit_code(&self, py: Python<'_>) -> u8 {
+        match (&self.report, self.kind) {
+            (Some(r), _) => r.borrow(py).report.verdict().exit_code(),
+            (None, "not_gated") => 2,
+            (None, _) => 0,
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        match &self.report {
+            Some(r) => format!(
+                "<dflash_gate.Row {} {:?}>",
+                r.borrow(py).report.verdict(),
+                self.name
+            ),
+            None => format!(
+                "<dflash_gate.Row {} {:?}: {}>",
+                self.kind,
+                self.name,
+                self.reason.unwrap_or("")
+            ),
+        }
     }
 }
 
@@ -196,6 +385,39 @@ impl Report {
     #[getter]
     fn loaders<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         python_value(py, self.field("loaders"))
+    }
+
+    /// The `--target` the draft was held to, as the document's `{given, resolved}` dict; `None`
+    /// without one. A saved report that says PASS names what it passed against.
+    #[getter]
+    fn target<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        python_value(py, self.field("target"))
+    }
+
+    /// The `--source` the weights were compared with, as `{given, resolved}`; `None` without one.
+    #[getter]
+    fn source<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        python_value(py, self.field("source"))
+    }
+
+    /// The hub repository id (`ORG/NAME`) of a draft read from the Hugging Face cache; else `None`.
+    #[getter]
+    fn repository(&self) -> Option<&str> {
+        self.report.against().repository.as_deref()
+    }
+
+    /// The commit of the cache snapshot read, beside `repository`; else `None`.
+    #[getter]
+    fn revision(&self) -> Option<&str> {
+        self.report.against().revision.as_deref()
+    }
+
+    /// The human report, exactly as `dflash-gate` prints it for this package (the binary's own
+    /// printing code, compiled in): `census=True` is `--census`, `quiet=True` is `--quiet`. No
+    /// colour and no wrapping, as the binary prints into a pipe.
+    #[pyo3(signature = (*, census=false, quiet=false))]
+    fn text(&self, census: bool, quiet: bool) -> String {
+        binary::print::report_text(&self.report, census, quiet)
     }
 
     /// What the gate cannot know from what it was given, one sentence each.

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,7 @@ def both(gate_bin: Path, args: list[str], cwd: Path,
     (["fail", "--color", "always"], 1),
     (["fail", "--color", "never"], 1),
     (["fail", "--color", "sometimes"], 2),
+    (["pass", "fail", "nowhere", "--format", "github"], 2),
 ])
 def test_same_output_and_status(packages: Packages, gate_bin: Path, args: list[str],
                                 status: int) -> None:
@@ -80,3 +82,16 @@ def test_the_fixture_document(gate_bin: Path) -> None:
     assert module.returncode == binary.returncode == 0
     assert module.stdout == binary.stdout and module.stdout.startswith(b"{")
 
+
+
+def test_pip_installs_the_dflash_gate_command(packages: Packages, gate_bin: Path) -> None:
+    # The console script the wheel declares, in the environment's scripts directory beside python.
+    command = Path(sysconfig.get_path("scripts")) / "dflash-gate"
+    assert command.is_file(), f"{command}: the wheel installs no dflash-gate command"
+    for args in (["pass"], ["fail", "-q"], ["--version"]):
+        installed = subprocess.run([command, *args], cwd=packages.root, capture_output=True,
+                                   timeout=120)
+        binary = subprocess.run([gate_bin, *args], cwd=packages.root, capture_output=True,
+                                timeout=120)
+        assert installed.returncode == binary.returncode
+        assert ELAPSED.sub(b"", installed.stdout) == ELAPSED.sub(b"", binary.stdout)

@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -156,6 +157,55 @@ def test_to_json_is_the_cli_document_byte_for_byte(in_packages: Packages, gate_b
     assert [c["evidence"] for c in document["checks"]] == [c.evidence for c in report.checks]
     assert [(c["id"], c["outcome"], c["message"], c.get("blocked_by")) for c in document["checks"]] \
         == [(c.id, c.outcome, c.message, c.blocked_by) for c in report.checks]
+    # What it was checked against, as the document names it.
+    assert (report.target, report.source) == (document.get("target"), document.get("source"))
+    assert (report.repository, report.revision) == (document.get("repository"),
+                                                     document.get("revision"))
+
+
+def test_a_report_names_what_it_was_checked_against(in_packages: Packages) -> None:
+    report = dflash_gate.gate(in_packages.passing, source=in_packages.source,
+                              target=in_packages.target)
+    assert report.target == {"given": in_packages.target, "resolved": in_packages.target}
+    assert report.source == {"given": in_packages.source, "resolved": in_packages.source}
+    alone = dflash_gate.gate(in_packages.passing)
+    assert (alone.target, alone.source, alone.repository, alone.revision) == (None,) * 4
+
+
+def test_a_report_from_the_hub_cache_names_its_repository_and_revision(
+        in_packages: Packages, tmp_path: Path) -> None:
+    commit = "4f3c2b1a" * 5
+    repository = tmp_path / "models--z-lab--draft"
+    snapshot = repository / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (repository / "refs").mkdir()
+    (repository / "refs" / "main").write_text(commit)
+    for file in (in_packages.root / in_packages.passing).iterdir():
+        shutil.copy(file, snapshot / file.name)
+    report = dflash_gate.gate(repository)
+    assert (report.repository, report.revision) == ("z-lab/draft", commit)
+    assert f"z-lab/draft@{commit}" in report.text()
+
+
+# The human report's last line says how long the gate took.
+ELAPSED = re.compile(r"\(\d+\.\d\d s\)")
+
+
+@pytest.mark.parametrize(("args", "census", "quiet"), [
+    (["pass"], False, False), (["fail"], True, False), (["fail"], False, True),
+    (["pass", "--target", "target"], False, False),
+])
+def test_text_is_the_cli_s_report(in_packages: Packages, gate_bin: Path, args: list[str],
+                                  census: bool, quiet: bool) -> None:
+    options = {"target": args[2]} if "--target" in args else {}
+    report = dflash_gate.gate(args[0], **options)
+    flags = ["--census"] * census + ["--quiet"] * quiet
+    cli = subprocess.run([gate_bin, *args, *flags], capture_output=True, env={
+        k: v for k, v in os.environ.items() if k != "CLICOLOR_FORCE"})
+    assert cli.returncode == report.exit_code
+    assert ELAPSED.sub("", report.text(census=census, quiet=quiet)) \
+        == ELAPSED.sub("", cli.stdout.decode())
+    assert "\x1b[" not in report.text()
 
 
 def test_the_fixture_s_document(gate_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -383,3 +433,42 @@ def test_loaders_say_what_each_engine_would_do(in_packages: Packages) -> None:
 def test_an_unknown_loader_is_refused_naming_the_known_ones(in_packages: Packages) -> None:
     with pytest.raises(ValueError, match="known: vllm, sglang, llama.cpp"):
         dflash_gate.gate(in_packages.passing, loader=["vllm", "nope"])
+
+
+def test_gate_all_is_the_cli_s_all(packages: Packages, gate_bin: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(packages.root.parent)
+    models = packages.root.name
+    rows = dflash_gate.gate_all(models, target=f"{models}/{packages.target}")
+    cli = subprocess.run([gate_bin, "--json", "--all", models, "--target",
+                          f"{models}/{packages.target}"], capture_output=True)
+    documents = json.loads(cli.stdout)
+    # A row per document, in the same order, saying the same.
+    assert len(rows) == len(documents) and rows
+    for row, document in zip(rows, documents):
+        if row.kind == "gated":
+            assert row.report is not None and document.get("kind") != "skipped"
+            assert row.report.to_json() == json.dumps(document, indent=2) + "\n" or \
+                json.loads(row.report.to_json()) == document
+            assert row.exit_code == row.report.exit_code
+        else:
+            assert row.report is None and row.reason == document["reason"]
+            assert row.message
+    kinds = {row.kind for row in rows}
+    assert "gated" in kinds and "skipped" in kinds, rows
+    # The run's worst status is the command line's.
+    rank = {0: 0, 3: 1, 1: 2, 2: 3}
+    assert max((row.exit_code for row in rows), key=rank.__getitem__) == cli.returncode
+
+
+def test_gate_all_keeps_a_broken_package_as_a_row(tmp_path: Path, packages: Packages) -> None:
+    shutil.copytree(packages.root / packages.passing, tmp_path / "good")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "model.q4nx").write_bytes(b"")
+    rows = {row.name.rsplit("/", 1)[-1]: row for row in dflash_gate.gate_all(tmp_path)}
+    assert rows["good"].kind == "gated" and rows["good"].report
+    broken = rows["broken"]
+    assert broken.kind == "not_gated" and broken.exit_code == 2
+    assert isinstance(broken.error, dflash_gate.GateError) and broken.reason == broken.error.reason
+    with pytest.raises(dflash_gate.GateError):
+        dflash_gate.gate_all(tmp_path / "nowhere")

@@ -38,6 +38,18 @@ def launch_if_gated(draft: str | os.PathLike[str], target: Path) -> int:
     text: str = report.to_json()
     version: str = dflash_gate.__version__
     print(verdict, census, items, text, version, report.package)
+    against: dict[str, str] | None = report.target
+    source: dict[str, str] | None = report.source
+    repository: str | None = report.repository
+    revision: str | None = report.revision
+    human: str = report.text(census=True, quiet=False)
+    print(against, source, repository, revision, human)
+    for row in dflash_gate.gate_all("models", target=target, loader=["vllm"]):
+        kind: Literal["gated", "skipped", "not_gated"] = row.kind
+        gated: Report | None = row.report
+        error: GateError | None = row.error
+        status: int = row.exit_code
+        print(kind, gated, error, status, row.name, row.path, row.reason, row.message, row.note)
     return 0 if report else code
 
 
@@ -47,4 +59,5 @@ def misuse() -> None:
     dflash_gate.gate("d", "target")  # type: ignore[call-arg]
     n: int = dflash_gate.gate("d").verdict  # type: ignore[assignment]
     dflash_gate.gate("d").verdict = "PASS"  # type: ignore[misc]
+    dflash_gate.gate("d").text(True)  # type: ignore[call-arg]
     print(n)

@@ -10,9 +10,9 @@ mod cli;
 #[path = "dflash-gate/interrupt.rs"]
 mod interrupt;
 #[path = "dflash-gate/print.rs"]
-mod print;
+pub(crate) mod print;
 #[path = "dflash-gate/tree.rs"]
-mod tree;
+pub(crate) mod tree;
 
 use dflash_gate::{Options, Outcome, Report};
 use std::ffi::OsString;
@@ -47,6 +47,8 @@ struct Args {
     quiet: bool,
     /// `--all` or several directories: one line each (or a JSON array) and a summary.
     many: bool,
+    /// `--format github`: a workflow annotation after each package's text for what it objects to.
+    github: bool,
     colour: print::When,
     options: Options,
 }
@@ -112,7 +114,21 @@ fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
         Some(v) => print::When::parse(&v.to_string_lossy())?,
         None => print::When::Auto,
     };
-    let (json, quiet) = (parsed.has("--json"), parsed.has("--quiet"));
+    let format = match parsed.value("--format") {
+        Some(v) => Some(Format::parse(&v.to_string_lossy())?),
+        None => None,
+    };
+    let json = match (parsed.has("--json"), format) {
+        (true, Some(Format::Github)) => {
+            return Err(
+                "--json and --format github do not go together: annotations are lines of text"
+                    .to_owned()
+                    .into(),
+            )
+        }
+        (json, format) => json || format == Some(Format::Json),
+    };
+    let quiet = parsed.has("--quiet");
     if json && quiet {
         return Err(
             "--quiet and --json do not go together: the JSON document is always whole"
@@ -152,7 +168,29 @@ fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
         quiet,
         colour,
         options,
+        github: format == Some(Format::Github),
     }))
+}
+
+/// `--format`: what the report is printed as.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+    Github,
+}
+
+impl Format {
+    fn parse(value: &str) -> Result<Format, String> {
+        match value {
+            "text" => Ok(Format::Text),
+            "json" => Ok(Format::Json),
+            "github" => Ok(Format::Github),
+            other => Err(format!(
+                "--format: unknown format {other:?} (known: text, json, github)"
+            )),
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -303,10 +341,15 @@ fn run(
             gated.interrupted = Some(gated.counts.iter().sum());
             break;
         }
+        // `--format github`'s annotations for this item.
+        let mut notes = String::new();
         let text = match item {
             Item::Gate { dir, .. } => match dflash_gate::gate(dir, &args.options) {
                 Ok(report) => {
                     gated.count(report.verdict().exit_code());
+                    if args.github {
+                        notes = print::annotations(&report);
+                    }
                     if args.json {
                         documents.push(report.to_json());
                     }
@@ -319,9 +362,17 @@ fn run(
                         verdict_line(&report, name, item.note(), width)
                     }
                 }
-                Err(e) => not_gated(args, item, &e, gated, &mut documents, width),
+                Err(e) => {
+                    if args.github {
+                        notes = print::error_annotation(&e.to_string());
+                    }
+                    not_gated(args, item, &e, gated, &mut documents, width)
+                }
             },
             Item::NotGated { error, .. } => {
+                if args.github {
+                    notes = print::error_annotation(&error.to_string());
+                }
                 not_gated(args, item, error, gated, &mut documents, width)
             }
             Item::Skip {
@@ -341,10 +392,14 @@ fn run(
                 format!("{}\n", dflash_gate::__private::escape::line(&line))
             }
         };
-        let text = match columns {
+        let mut text = match columns {
             Some(columns) => print::wrap(&text, columns),
             None => text,
         };
+        // After the wrap: an annotation is one line whatever its length, or the runner drops it.
+        if args.github {
+            text.push_str(&notes);
+        }
         if !args.json
             && out.write(&print::paint(&text, colour))
             && !matches!(item, Item::Skip { .. })

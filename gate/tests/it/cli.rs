@@ -620,10 +620,51 @@ fn auto_colours_a_terminal_unless_no_color() {
     assert!(!run(&["--json"], &[]).contains('\u{1b}'));
 }
 
-/// docs/ci.md's workflow, installing the gate from the repository at a pinned commit (no release is
-/// assumed), its gate steps run as written: a draft (`models/bolt-dflash`, with its
-/// MANIFEST.sha256) and its Q4NX target (`models/bolt`) side by side. `--all models` gates the draft
-/// and lists the target as skipped, another model's directory; the exit status is the draft's.
+/// The shell steps of a workflow in a YAML block, in order: `(name, command, always)` for each `run:`
+/// (one line, or a `|` block as its indented lines), with the step's `name` if it has one and whether
+/// it runs `if: always()`. Line by line, as the doc writes them: the test holds the doc's layout too.
+fn workflow_runs(block: &str) -> Vec<(String, String, bool)> {
+    let lines: Vec<&str> = block.lines().collect();
+    let mut runs = Vec::new();
+    let (mut name, mut always) = (String::new(), false);
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let field = trimmed.strip_prefix("- ").unwrap_or(trimmed);
+        if trimmed.starts_with("- ") {
+            (name, always) = (String::new(), false);
+        }
+        if let Some(n) = field.strip_prefix("name: ") {
+            name = n.to_owned();
+        } else if field == "if: always()" {
+            always = true;
+        } else if field == "run: |" {
+            let mut body = Vec::new();
+            while i + 1 < lines.len() {
+                let next = lines[i + 1];
+                if next.trim().is_empty() || next.len() - next.trim_start().len() <= indent {
+                    break;
+                }
+                body.push(next.trim());
+                i += 1;
+            }
+            runs.push((name.clone(), body.join("\n"), always));
+        } else if let Some(command) = field.strip_prefix("run: ") {
+            runs.push((name.clone(), command.to_owned(), always));
+        }
+        i += 1;
+    }
+    runs
+}
+
+/// docs/ci.md's whole workflow, its shell steps run as written, in order, as a runner would: all but
+/// the two that fetch (the gate's install, held to a pinned commit, and the Hub download, for which
+/// the test lays a draft and a target into `$HF_HUB_CACHE` as the Hub client does). A draft
+/// (`models/bolt-dflash`, with its MANIFEST.sha256) and its Q4NX target (`models/bolt`) side by
+/// side; every step exits 0, the targets are listed as skipped, the report kept is a JSON array of
+/// every package, and the step summary names each draft with its verdict.
 #[test]
 fn the_ci_doc_example_runs_as_written() {
     use gate_tests::synth::{write_manifest, Encoding, Geometry, Package, TargetPackage};
@@ -631,19 +672,31 @@ fn the_ci_doc_example_runs_as_written() {
         .unwrap();
     let start = doc.find("```yaml\n").expect("docs/ci.md has a yaml block");
     let block = &doc[start..start + doc[start..].find("\n```\n").unwrap()];
-    let runs: Vec<&str> = block
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("run: "))
-        .filter(|cmd| cmd.starts_with("dflash-gate "))
-        .collect();
-    assert_eq!(runs.len(), 2, "the workflow's gate steps: {runs:?}");
+    for needed in [
+        "\non:\n",
+        "actions/cache@",
+        "actions/upload-artifact@",
+        "--format github",
+    ] {
+        assert!(
+            block.contains(needed),
+            "docs/ci.md's workflow lacks {needed:?}:\n{block}"
+        );
+    }
+    let runs = workflow_runs(block);
+    let (fetch, steps): (Vec<_>, Vec<_>) = runs
+        .iter()
+        .partition(|(_, cmd, _)| cmd.starts_with("cargo install") || cmd.contains("hf download"));
     // It installs what exists: the repository at a pinned commit, never a release download.
     assert!(
-        block.contains("cargo install --locked --git")
-            && block.contains("--rev ")
+        fetch.len() == 2
+            && fetch[0].1.starts_with("cargo install --locked --git")
+            && fetch[0].1.contains("--rev ")
             && !block.contains("release download"),
-        "docs/ci.md's workflow installs from a release, or from a commit it does not pin:\n{block}"
+        "docs/ci.md's workflow installs from a release, or from a commit it does not pin, or \
+         fetches something else:\n{fetch:?}"
     );
+    assert_eq!(steps.len(), 3, "the workflow's gate steps: {steps:?}");
     let root = tempfile::tempdir().unwrap();
     let models = root.path().join("models");
     let draft = models.join("bolt-dflash");
@@ -655,6 +708,11 @@ fn the_ci_doc_example_runs_as_written() {
     TargetPackage::matching(&Geometry::small())
         .write(&models.join("bolt"))
         .unwrap();
+    // What the download step leaves: a draft repository and a target's, as the Hub client lays them.
+    let hub = root.path().join("hub");
+    a_cache(root.path());
+    std::fs::rename(root.path().join("huggingface/hub"), &hub).unwrap();
+    let summary = root.path().join("summary.md");
     let bin = Path::new(env!("CARGO_BIN_EXE_dflash-gate"))
         .parent()
         .unwrap();
@@ -662,21 +720,24 @@ fn the_ci_doc_example_runs_as_written() {
         &std::env::var_os("PATH").unwrap_or_default(),
     )))
     .unwrap();
-    for run in runs {
-        let o = Command::new("sh")
-            .args(["-c", run])
+    for (name, run, _) in &steps {
+        // As the runner runs a `run:` step: bash, stopping at the first failing command.
+        let o = Command::new("bash")
+            .args(["-e", "-c", run])
             .current_dir(root.path())
             .env("PATH", &path)
+            .env("HF_HUB_CACHE", &hub)
+            .env("GITHUB_STEP_SUMMARY", &summary)
             .output()
             .unwrap();
         let text = stdout(&o);
         assert_eq!(
             o.status.code(),
             Some(0),
-            "{run}:\n{text}{}",
+            "{name}: {run}:\n{text}{}",
             String::from_utf8_lossy(&o.stderr)
         );
-        if run.contains("--all") {
+        if run.starts_with("dflash-gate --all") && !run.contains('\n') {
             let skipped = text
                 .lines()
                 .find(|l| l.starts_with("SKIPPED") && l.contains("models/bolt "))
@@ -685,8 +746,29 @@ fn the_ci_doc_example_runs_as_written() {
                 skipped.contains("Qwen3ForCausalLM") && skipped.contains("not a DFlash draft"),
                 "{skipped}"
             );
+            assert!(
+                text.contains("z-lab/draft@4f3c2b1 (main)") && !text.contains("::error"),
+                "{run}: the cache's draft is not gated, or something failed:\n{text}"
+            );
         }
     }
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.path().join("gate-report.json")).unwrap())
+            .unwrap();
+    let kinds: Vec<&str> = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"skipped"), "{report}");
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        summary.starts_with("```\n")
+            && summary.contains("PASS       z-lab/draft@4f3c2b1")
+            && summary.ends_with("```\n"),
+        "{summary}"
+    );
 }
 
 /// Several packages read as a table: the package column as wide as the widest name, so the details
@@ -1310,4 +1392,50 @@ fn a_report_names_what_it_was_checked_against() {
             .starts_with("PASS       config.is_dflash"),
         "{text}"
     );
+}
+
+#[test]
+fn format_github_annotates_what_failed_and_what_could_not_run() {
+    let root = tempfile::tempdir().unwrap();
+    let good = copy(root.path(), "good");
+    let bad = copy(root.path(), "bad");
+    edit_config(&bad, |c| {
+        c.insert("block_size".into(), 4.into());
+    });
+    let cut = copy(root.path(), "cut");
+    std::fs::remove_file(cut.join("config.json")).unwrap();
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "--format".as_ref(),
+        "github".as_ref(),
+        good.as_os_str(),
+        bad.as_os_str(),
+        cut.as_os_str(),
+    ];
+    let o = gate(&args);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let commands: Vec<&str> = text.lines().filter(|l| l.starts_with("::")).collect();
+    assert_eq!(commands.len(), 2, "{text}");
+    // The failed check, titled by its id, after its package's line; the stopped ones add nothing.
+    assert!(
+        commands[0].starts_with("::error title=dflash-gate scalars.block_size::")
+            && commands[0].contains(&format!("{}: ", bad.display())),
+        "{text}"
+    );
+    assert!(
+        commands[1].starts_with("::error title=dflash-gate could not run::")
+            && commands[1].contains("no config.json"),
+        "{text}"
+    );
+    // The text is still there, and a passing package adds no annotation.
+    assert!(text.contains("PASS       "), "{text}");
+    // Without the option: no workflow command at all.
+    let plain = stdout(&gate(&args[2..]));
+    assert!(!plain.lines().any(|l| l.starts_with("::")), "{plain}");
+    // JSON is a document, not lines: asking for both is a usage error.
+    let both = gate_dir(&good, &["--json", "--format", "github"]);
+    assert_eq!(both.status.code(), Some(2));
+    // `--format json` is `--json`.
+    let json = stdout(&gate_dir(&good, &["--format", "json"]));
+    assert_eq!(json, stdout(&gate_dir(&good, &["--json"])));
 }

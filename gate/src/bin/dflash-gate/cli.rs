@@ -38,6 +38,12 @@ pub const OPTIONS: &[Opt] = &[
         help: "print JSON: one object for one named package, an array with --all or several",
     },
     Opt {
+        long: "--format",
+        short: None,
+        takes: Takes::One("FORMAT"),
+        help: "text (the default), json (as --json) or github: the text, and after each package a GitHub workflow annotation (::error for a failed check, ::warning for an undecided one) that the Actions run shows on its summary",
+    },
+    Opt {
         long: "--census",
         short: None,
         takes: Takes::Nothing,

@@ -149,6 +149,47 @@ pub fn quiet_text(report: &Report) -> String {
     out
 }
 
+/// `--format github`: a GitHub workflow command per check that failed (`::error`) or could not
+/// decide (`::warning`) on its own, as `--quiet` lists them (a check another one stopped adds
+/// nothing the stopping one did not say). The Actions run shows each on its summary page, titled by
+/// the check, which a log of reports leaves the reader to find.
+pub fn annotations(report: &Report) -> String {
+    let mut out = String::new();
+    for check in report.checks() {
+        let command = match (check.outcome(), check.blocked_by()) {
+            (_, Some(_)) | (Outcome::Pass, _) => continue,
+            (Outcome::Fail, None) => "error",
+            (_, None) => "warning",
+        };
+        out.push_str(&annotation(
+            command,
+            &format!("dflash-gate {}", check.id()),
+            &format!("{}: {}", report.package(), check.message()),
+        ));
+    }
+    out
+}
+
+/// `--format github` for a package the gate could not run on: one `::error`, its message the
+/// error's own (which names the path).
+pub fn error_annotation(why: &str) -> String {
+    annotation("error", "dflash-gate could not run", why)
+}
+
+/// One workflow command line, its title and message escaped as the runner unescapes them: a `%`, CR
+/// or LF in a message (and also `:` or `,` in a property) would otherwise end or split the command.
+fn annotation(command: &str, title: &str, message: &str) -> String {
+    // Escaped as every report line is first (a forged command after a newline stays inside this one).
+    let data = |text: &str| {
+        dflash_gate::__private::escape::line(text)
+            .replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
+    };
+    let property = |text: &str| data(text).replace(':', "%3A").replace(',', "%2C");
+    format!("::{command} title={}::{}\n", property(title), data(message))
+}
+
 /// "check" or "checks", for `n` of them.
 fn checks(n: usize) -> &'static str {
     match n {
@@ -324,6 +365,17 @@ impl<W: Write> Out<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_annotation_is_one_line_whatever_its_message_holds() {
+        let line = annotation("error", "t: a, b", "50% off\n::error title=x::forged\r");
+        assert_eq!(line.matches('\n').count(), 1, "{line:?}");
+        assert!(line.ends_with('\n') && !line.contains('\r'), "{line:?}");
+        assert!(
+            line.starts_with("::error title=t%3A a%2C b::50%25 off"),
+            "{line:?}"
+        );
+    }
 
     #[test]
     fn only_the_label_is_coloured_and_plain_text_is_untouched() {
