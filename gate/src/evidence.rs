@@ -454,6 +454,8 @@ pub struct TargetRope {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ManifestSha256 {
+    /// What vouched for the files: `MANIFEST.sha256`, or a hub cache snapshot's blob names.
+    pub against: ManifestAgainst,
     pub listed: usize,
     pub hashed_bytes: u64,
     pub mismatched: Vec<String>,
@@ -461,6 +463,20 @@ pub struct ManifestSha256 {
     pub unreadable: Vec<Finding>,
     pub outside_the_package: Vec<String>,
     pub unlisted: Vec<String>,
+    /// Files of a hub cache snapshot that no digest names (a file of its own, not a link to a
+    /// blob): not vouched for. Always empty against a `MANIFEST.sha256`, where such a file is
+    /// `unlisted`.
+    pub unverified: Vec<String>,
+}
+
+/// What `manifest.sha256` held the files to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ManifestAgainst {
+    /// The package's `MANIFEST.sha256`.
+    ManifestFile,
+    /// A hub cache snapshot's blob names: SHA-256 (Git LFS objects) and git's blob hash.
+    HubCache,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -1,9 +1,12 @@
 //! `manifest.sha256` (`--manifest`): every file listed in `MANIFEST.sha256` matches, none is missing, none unlisted.
+//! A hub cache snapshot, which has none, is held to its blobs' digests instead ([`cache`]).
+
+mod cache;
 
 use crate::error::PackageError;
 use crate::escape;
 use crate::evaluation::Evaluation;
-use crate::evidence::{Finding, ManifestSha256};
+use crate::evidence::{Finding, ManifestAgainst as Against, ManifestSha256};
 use crate::files::{self, FileError};
 use crate::limits::MAX_MANIFEST_BYTES;
 use crate::report::{Check, NotChecked, Outcome};
@@ -61,10 +64,13 @@ pub fn check(dir: &Path, read: &[&files::RegularFile]) -> Result<Check, PackageE
     let text = match read_manifest(&path, &inside)? {
         Ok(Some(t)) => t,
         Ok(None) => {
-            return Ok(Check::undecided(
-                MANIFEST,
-                format!("--manifest was asked for, but the package has no {MANIFEST_FILE}"),
-            ))
+            return Ok(match cache::check(dir, read, &inside)? {
+                Some(check) => check,
+                None => Check::undecided(
+                    MANIFEST,
+                    format!("--manifest was asked for, but the package has no {MANIFEST_FILE}, and is no hub cache snapshot (whose blobs are named by their digests)"),
+                ),
+            })
         }
         Err(why) => return Ok(Check::fail(MANIFEST, why)),
     };
@@ -124,6 +130,7 @@ pub fn check(dir: &Path, read: &[&files::RegularFile]) -> Result<Check, PackageE
         }
     }
     let evidence = ManifestSha256 {
+        against: Against::ManifestFile,
         listed: listed.len(),
         hashed_bytes: bytes,
         mismatched: mismatched_names,
@@ -131,6 +138,7 @@ pub fn check(dir: &Path, read: &[&files::RegularFile]) -> Result<Check, PackageE
         unreadable: unreadable_items,
         outside_the_package: outside_names,
         unlisted: unlisted.clone(),
+        unverified: Vec::new(),
     };
     if mismatched.is_empty()
         && missing.is_empty()
@@ -316,12 +324,12 @@ fn hash_open(file: &files::RegularFile, buffer: &mut [u8]) -> Result<(String, u6
     let mut hasher = Sha256::new();
     let total = file.read_chunks(buffer, |chunk| hasher.update(chunk))?;
     file.unchanged()?;
-    let hex: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Ok((hex, total))
+    Ok((hex(&hasher.finalize()), total))
+}
+
+/// A digest as lowercase hex.
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 thread_local! {

@@ -508,8 +508,9 @@ fn holds_a_draft(sub: &Path, inside: &files::Inside) -> bool {
 
 /// A GGUF draft (`path`, the file; `package`, what was named): its own checks, and with `--source`
 /// the Hugging Face folder it was converted from; with `--target` the target it drafts for, by the
-/// same `target.*` checks as a config's. `--manifest` is not read for this form yet, so it is refused,
-/// never silently skipped; so is one shard of a split GGUF.
+/// same `target.*` checks as a config's; with `--manifest` the folder's `MANIFEST.sha256` or hub cache
+/// blob names, as for every form (a GGUF file named alone has neither: UNDECIDED, saying so). One
+/// shard of a split GGUF is refused.
 fn gate_gguf(
     path: &Path,
     package: &Path,
@@ -517,15 +518,6 @@ fn gate_gguf(
     options: &Options,
     start: Instant,
 ) -> Result<Report, PackageError> {
-    if options.manifest {
-        return Err(PackageError::Option {
-            option: "--manifest",
-            inner: Box::new(PackageError::Malformed {
-                path: package.to_owned(),
-                why: "not read: --manifest is not yet supported for a GGUF draft; gate the file without it".to_owned(),
-            }),
-        });
-    }
     let name = path.file_name().map(escape::name).unwrap_or_default();
     if crate::source::is_shard(&name) {
         return Err(PackageError::Malformed {
@@ -618,6 +610,36 @@ fn gate_gguf(
         let answers = crate::target::answered(&checks);
         answered(&mut evaluation.report, "--target", checks, answers);
     }
+    if options.manifest {
+        let dflash = evaluation
+            .report
+            .checks
+            .iter()
+            .any(|c| c.id() == IS_DFLASH && c.outcome() == crate::report::Outcome::Pass);
+        let (checks, answers) = match files_read(&gguf, package) {
+            // As for a refused config: the verdict is already a FAIL, hashing would not change it.
+            _ if !dflash => (
+                crate::evaluation::refused_step(&[crate::manifest::MANIFEST], "--manifest"),
+                Vec::new(),
+            ),
+            Some(read) => {
+                let check = crate::manifest::check(package, &read)?;
+                let answered = match check.outcome() {
+                    crate::report::Outcome::Undecided => Vec::new(),
+                    _ => crate::manifest::ANSWERS.to_vec(),
+                };
+                (vec![check], answered)
+            }
+            None => (
+                vec![Check::undecided(
+                    crate::manifest::MANIFEST,
+                    "--manifest was asked for, but a GGUF file named alone has no MANIFEST.sha256 beside it that the gate reads: name the folder that holds it and its manifest (or its hub cache snapshot)",
+                )],
+                Vec::new(),
+            ),
+        };
+        answered(&mut evaluation.report, "--manifest", checks, &answers);
+    }
     if let Some(gguf) = &gguf {
         // The name was vetted before the reader opened it again: the file read is held to the
         // rule too, so a link swapped in between is refused, never reported.
@@ -630,6 +652,17 @@ fn gate_gguf(
     let mut report = evaluation.report;
     report.elapsed = start.elapsed();
     Ok(report)
+}
+
+/// The GGUF read, as the file `--manifest` hashes from its handle, when the draft was named by its
+/// folder; `None` for a file named alone.
+fn files_read<'a>(
+    gguf: &'a Option<crate::gguf::Gguf>,
+    package: &Path,
+) -> Option<Vec<&'a files::RegularFile>> {
+    package
+        .is_dir()
+        .then(|| gguf.iter().map(|g| g.file()).collect())
 }
 
 /// The report's `loaders` section, once every check of the draft has run, and the `loader.NAME`

@@ -85,3 +85,53 @@ pub fn hub_snapshot(root: &Path, extra: &[(&str, &[u8])]) -> PathBuf {
     link("MANIFEST.sha256", manifest.as_bytes());
     snapshot
 }
+
+/// A Hugging Face hub cache entry as a download leaves it, with no `MANIFEST.sha256`: the weight
+/// file's blob named by its SHA-256 (a Git LFS object, the hub's LFS etag), config.json's and each
+/// of `extra`'s by git's blob hash (SHA-1 over `blob <length>\0` and the bytes), as the hub names
+/// small files kept in git. Returns the snapshot directory.
+pub fn hub_download(root: &Path, extra: &[(&str, &[u8])]) -> PathBuf {
+    use sha1::Digest;
+    let repo = root.join("models--org--draft");
+    let blobs = repo.join("blobs");
+    let snapshot = repo
+        .join("snapshots")
+        .join("4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a");
+    std::fs::create_dir_all(&blobs).expect("writes the hub cache");
+    std::fs::create_dir_all(&snapshot).expect("writes the hub cache");
+    std::fs::create_dir_all(repo.join("refs")).expect("writes the hub cache");
+    std::fs::write(
+        repo.join("refs/main"),
+        snapshot.file_name().unwrap().as_encoded_bytes(),
+    )
+    .expect("writes the hub cache");
+    let mut files: Vec<(String, Vec<u8>)> = ["config.json", "model.q4nx"]
+        .iter()
+        .map(|f| {
+            (
+                f.to_string(),
+                std::fs::read(tiny().join(f)).expect("reads the fixture"),
+            )
+        })
+        .collect();
+    files.extend(extra.iter().map(|(n, b)| (n.to_string(), b.to_vec())));
+    for (name, bytes) in &files {
+        let hex: String = if name.ends_with(".q4nx") {
+            let incoming = blobs.join("incoming");
+            std::fs::write(&incoming, bytes).expect("writes the hub cache");
+            dflash_gate::__private::manifest::hash_file(&incoming, &mut [0u8; 4096])
+                .expect("hashes the blob")
+                .0
+        } else {
+            let mut git = sha1::Sha1::new();
+            git.update(format!("blob {}\0", bytes.len()).as_bytes());
+            git.update(bytes);
+            git.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        };
+        std::fs::write(blobs.join(&hex), bytes).expect("writes the hub cache");
+        std::os::unix::fs::symlink(format!("../../blobs/{hex}"), snapshot.join(name))
+            .expect("writes the hub cache");
+    }
+    let _ = std::fs::remove_file(blobs.join("incoming"));
+    snapshot
+}

@@ -30,6 +30,10 @@ pub fn trials() -> Vec<Trial> {
             all_gguf,
         ),
         Trial::test(
+            "cli::manifest_on_a_gguf_draft_is_held_in_its_folder_and_undecided_alone",
+            gguf_manifest,
+        ),
+        Trial::test(
             "cli::a_path_that_is_no_draft_is_refused_for_what_it_is",
             refused_for_what_it_is,
         ),
@@ -482,6 +486,53 @@ fn all_gguf() -> Result<(), Failed> {
             text(&o.stderr)
         )
         .into());
+    }
+    Ok(())
+}
+
+/// `--manifest` on a GGUF draft: in a folder with its MANIFEST.sha256 the file is hashed and held to
+/// it (a byte changed: FAIL naming it); named alone there is nothing beside it the gate reads, so the
+/// check is UNDECIDED saying to name the folder, and the rest of the report stands (never exit 2).
+fn gguf_manifest() -> Result<(), Failed> {
+    use gate_tests::synth::gguf::{gguf_for, GgufOptions};
+    use gate_tests::synth::{write_manifest, Encoding, Geometry, Package};
+    let root = tempfile::tempdir()?;
+    let folder = root.path().join("draft");
+    std::fs::create_dir(&folder)?;
+    let mut package = Package::generate(&Geometry::small(), Encoding::default(), 7);
+    let file = folder.join("draft.gguf");
+    std::fs::write(
+        &file,
+        gguf_for(&mut package, GgufOptions::DEFAULT, 7)?.bytes(),
+    )?;
+    write_manifest(&folder)?;
+    let manifest_line = |o: &Output| {
+        text(&o.stdout)
+            .lines()
+            .find(|l| l.contains(" manifest.sha256 "))
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    let o = gate(&[folder.as_os_str(), "--manifest".as_ref()])?;
+    if o.status.code() != Some(0) || !manifest_line(&o).starts_with("PASS ") {
+        return Err(format!("a GGUF folder with its manifest:\n{}", text(&o.stdout)).into());
+    }
+    let o = gate(&[file.as_os_str(), "--manifest".as_ref()])?;
+    let line = manifest_line(&o);
+    if o.status.code() != Some(3)
+        || !line.starts_with("UNDECIDED ")
+        || !line.contains("a GGUF file named alone")
+    {
+        return Err(format!("a GGUF file alone with --manifest:\n{}", text(&o.stdout)).into());
+    }
+    let mut bytes = std::fs::read(&file)?;
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&file, bytes)?;
+    let o = gate(&[folder.as_os_str(), "--manifest".as_ref()])?;
+    let line = manifest_line(&o);
+    if o.status.code() != Some(1) || !line.starts_with("FAIL ") || !line.contains("draft.gguf") {
+        return Err(format!("a GGUF changed after its manifest:\n{}", text(&o.stdout)).into());
     }
     Ok(())
 }

@@ -53,6 +53,18 @@ pub fn trials() -> Vec<Trial> {
             hub_snapshot,
         ),
         Trial::test(
+            "hostile::a_hub_cache_download_passes_manifest_by_its_blob_names",
+            hub_download_passes,
+        ),
+        Trial::test(
+            "hostile::a_hub_cache_blob_changed_in_place_fails_manifest_naming_the_file",
+            hub_blob_changed,
+        ),
+        Trial::test(
+            "hostile::a_hub_cache_file_no_digest_names_leaves_manifest_undecided",
+            hub_file_of_its_own,
+        ),
+        Trial::test(
             "hostile::a_manifest_is_never_quoted_nor_followed_out_of_the_package",
             manifest_never_quoted,
         ),
@@ -624,6 +636,82 @@ fn hub_snapshot() -> Result<(), Failed> {
     let manifest = report.check("manifest.sha256").ok_or("no manifest check")?;
     if report.verdict() != dflash_gate::Outcome::Pass || !manifest.message().contains("3 files") {
         return Err(format!("the hub snapshot does not pass:\n{}", report.to_text(false)).into());
+    }
+    Ok(())
+}
+
+/// `manifest.sha256` of a hub cache download (no MANIFEST.sha256): its outcome, message and evidence.
+fn hub_manifest(
+    dir: &std::path::Path,
+) -> Result<(dflash_gate::Outcome, String, serde_json::Value, String), Failed> {
+    let options = dflash_gate::Options::default().with_manifest(true);
+    let report = dflash_gate::gate(dir, &options)?;
+    let check = report.check("manifest.sha256").ok_or("no manifest check")?;
+    let document = report.to_json();
+    let evidence = document["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|c| c["id"] == "manifest.sha256"))
+        .map(|c| c["evidence"].clone())
+        .unwrap_or_default();
+    Ok((
+        check.outcome(),
+        check.message().to_owned(),
+        evidence,
+        report.to_text(false),
+    ))
+}
+
+/// A snapshot as the hub client downloads it has no MANIFEST.sha256: each file is held to the
+/// digest its blob is named by, the weights by SHA-256 (the LFS etag), config.json and README.md by
+/// git's blob hash; named as the snapshot or as its repository.
+fn hub_download_passes() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let dir = gate_tests::fixture::hub_download(root.path(), &[("README.md", b"# a draft\n")]);
+    let repository = dir
+        .parent()
+        .and_then(|d| d.parent())
+        .ok_or("no repository")?;
+    for named in [dir.as_path(), repository] {
+        let (outcome, message, evidence, text) = hub_manifest(named)?;
+        if outcome != dflash_gate::Outcome::Pass
+            || !message.contains("3 files (1 by SHA-256, the hub's LFS etag; 2 by git's blob hash)")
+            || evidence["against"] != "hub_cache"
+        {
+            return Err(format!("the download does not pass:\n{text}\n{evidence}").into());
+        }
+    }
+    Ok(())
+}
+
+/// config.json's blob edited in place (a value that still parses): the file is not the blob its
+/// git hash names, and the check FAILs naming config.json.
+fn hub_blob_changed() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let dir = gate_tests::fixture::hub_download(root.path(), &[]);
+    let blob = std::fs::canonicalize(dir.join("config.json"))?;
+    let text = std::fs::read_to_string(&blob)?;
+    std::fs::write(&blob, text.replacen("1e-6", "1e-5", 1))?;
+    let (outcome, message, evidence, text) = hub_manifest(&dir)?;
+    if outcome != dflash_gate::Outcome::Fail
+        || !message.contains("not the blob its digest names: config.json (its blob is named ")
+        || evidence["mismatched"] != serde_json::json!(["config.json"])
+    {
+        return Err(format!("a changed blob is not named:\n{text}\n{evidence}").into());
+    }
+    Ok(())
+}
+
+/// A file of its own beside the snapshot's links: nothing vouches for it, so the check cannot pass.
+fn hub_file_of_its_own() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let dir = gate_tests::fixture::hub_download(root.path(), &[]);
+    std::fs::write(dir.join("notes.txt"), b"added by hand")?;
+    let (outcome, message, evidence, text) = hub_manifest(&dir)?;
+    if outcome != dflash_gate::Outcome::Undecided
+        || !message.contains("no digest names notes.txt (a file of its own, not a link to a blob)")
+        || evidence["unverified"] != serde_json::json!(["notes.txt"])
+    {
+        return Err(format!("an unvouched file is not named:\n{text}\n{evidence}").into());
     }
     Ok(())
 }

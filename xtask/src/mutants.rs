@@ -398,6 +398,10 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "a folder holding a draft directory refused", file: "gate/src/package.rs", from: "    drafts_under(dir, &names, &inside)?;\n", to: "", filter: "gguf_draft::control::directory_holding_a_draft_folder_too" },
     Mutant { check: "a folder holding another model's directory gated", file: "gate/src/package.rs", from: ".is_ok_and(|bytes| !crate::config::reads_as_a_draft(&bytes));", to: ".is_ok_and(|_| false);", filter: "gguf_draft::pass::directory_holding_one_beside_another_models_folder" },
     Mutant { check: "several GGUFs named for what each is", file: "gate/src/package.rs", from: "        Some(a) if a == ARCHITECTURE => (Some(true), \"a DFlash draft\".to_owned()),", to: "        Some(a) if a.is_empty() => (Some(true), \"a DFlash draft\".to_owned()),", filter: "gguf_draft::control::directory_holding_a_draft_and_its_target" },
+    Mutant { check: "manifest.sha256 (hub cache digests)", file: "gate/src/manifest/cache.rs", from: "if &hex != want {", to: "if false {", filter: "hostile::a_hub_cache_blob_changed_in_place" },
+    Mutant { check: "manifest.sha256 (git blob hash)", file: "gate/src/manifest/cache.rs", from: "hasher.update(format!(\"blob {}\\0\", file.len()).as_bytes());", to: "hasher.update(format!(\"blob {}\", file.len()).as_bytes());", filter: "hostile::a_hub_cache_download_passes" },
+    Mutant { check: "manifest.sha256 (hub cache unvouched file)", file: "gate/src/manifest/cache.rs", from: "Named::Neither(\"a file of its own, not a link to a blob\")", to: "Named::Sha256(String::new())", filter: "hostile::a_hub_cache_file_no_digest_names" },
+    Mutant { check: "manifest.sha256 (GGUF)", file: "gate/src/package.rs", from: "let check = crate::manifest::check(package, &read)?;", to: "let check = Check::pass(crate::manifest::MANIFEST, \"\");", filter: "cli::manifest_on_a_gguf" },
 ];
 /// `cargo xtask mutants [--jobs N] [--changed-since REV [--sample N] [--seed S]] [WORD...]`: every
 /// row, or only the rows whose check or filter contains one of the words (to see one check go red
