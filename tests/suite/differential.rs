@@ -10,7 +10,9 @@
 //! by `DFLASH_GATE_TORCH_PYTHON` has the converter; the loader verdicts are held to z-lab's loaders
 //! themselves in `differential/engines.rs`, when `DFLASH_GATE_ZLAB_PYTHON` names a Python with them,
 //! and every GGUF draft arm to llama.cpp's own model loader in `differential/llama_cpp.rs`, when
-//! `DFLASH_GATE_LLAMA_CPP` names a built llama.cpp.
+//! `DFLASH_GATE_LLAMA_CPP` names a built llama.cpp; SGLang's and vLLM's config rules are held to
+//! those engines' own config-reading functions in `differential/config_rules.rs`, when
+//! `DFLASH_GATE_SGLANG_SRC` or `DFLASH_GATE_VLLM_SRC` names their sources.
 
 use dflash_gate::__private::container::{Container, ContainerError};
 use libtest_mimic::{Failed, Trial};
@@ -38,9 +40,11 @@ pub fn trials() -> Vec<Trial> {
     out.extend(converter::trials());
     out.extend(engines::trials());
     out.extend(llama_cpp::trials());
+    out.extend(config_rules::trials());
     out
 }
 
+mod config_rules;
 mod converter;
 mod engines;
 

@@ -43,6 +43,9 @@ pub enum When {
     /// The config states no `target_layer_ids` (nor, in the speculators format,
     /// `aux_hidden_state_layer_ids`).
     TargetLayerIdsAbsent,
+    /// [`When::TargetLayerIdsAbsent`], in a draft of this shape only: an engine that reads both
+    /// forms may guess the taps in one and refuse the other without them (vLLM).
+    TargetLayerIdsAbsentIn(Shape),
     /// `fc` is stored as a quantized set (`fc.weight_packed` and its scales, or a scale beside
     /// `fc.weight`), where a plain Linear has only `fc.weight`.
     FcQuantized,
@@ -154,6 +157,8 @@ impl Facts<'_> {
                 }
                 Err(p) => Met::Unknown(format!("{} is unusable", p.field)),
             }),
+            When::TargetLayerIdsAbsentIn(shape) if self.shape() != shape => Met::No,
+            When::TargetLayerIdsAbsentIn(_) => self.test(When::TargetLayerIdsAbsent),
             When::Quantized => self.config_fact(|c| match &c.quantization {
                 Some(q) => Met::Yes(format!("the config states a quantization ({})", q.named)),
                 None => Met::No,

@@ -89,7 +89,13 @@ fn drafts(when: When) -> Option<(Draft, Draft)> {
     use Draft::*;
     Some(match when {
         When::MaskTokenIdAbsent => (Arm("folder::control::mask_token_id_absent"), FAITHFUL),
-        When::TargetLayerIdsAbsent => (Arm("folder::control::target_layer_ids_absent"), FAITHFUL),
+        When::TargetLayerIdsAbsent | When::TargetLayerIdsAbsentIn(Shape::Folder) => {
+            (Arm("folder::control::target_layer_ids_absent"), FAITHFUL)
+        }
+        When::TargetLayerIdsAbsentIn(Shape::Speculators) => (
+            Bent(speculators_taps_absent),
+            Arm("folder::pass::speculators_dflash"),
+        ),
         When::FcQuantized => (
             Arm("folder::pass::pack_quantized_w4_group"),
             Arm("folder::pass::pack_quantized_fc_ignored_by_pattern"),
@@ -148,6 +154,16 @@ fn fc_transposed(dir: &Path) -> PathBuf {
 fn bias_without_the_flag(dir: &Path) -> PathBuf {
     weights(dir, |t| {
         t.push(zeros("layers.0.self_attn.q_proj.bias", vec![256]))
+    })
+}
+
+/// A speculators draft without `aux_hidden_state_layer_ids`.
+fn speculators_taps_absent(dir: &Path) -> PathBuf {
+    let dir = speculators(dir);
+    config(&dir, |c| {
+        c.as_object_mut()
+            .unwrap()
+            .remove("aux_hidden_state_layer_ids");
     })
 }
 

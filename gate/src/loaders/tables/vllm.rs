@@ -18,6 +18,14 @@ pub static TABLE: Table = Table {
     ),
     rules: &[
         Rule {
+            id: "aux_hidden_state_layer_ids_required",
+            reads: "aux_hidden_state_layer_ids (speculators format)",
+            when: When::TargetLayerIdsAbsentIn(Shape::Speculators),
+            outcome: Refuses,
+            words: "KeyError: 'aux_hidden_state_layer_ids' (update_dflash reads it by name, with no default)",
+            source: "transformers_utils/configs/speculators/algos.py (update_dflash)",
+        },
+        Rule {
             id: "mask_token_id_required",
             reads: "mask_token_id",
             when: When::MaskTokenIdAbsent,
@@ -30,7 +38,7 @@ pub static TABLE: Table = Table {
             reads: "every tensor's name",
             when: When::ModelPrefixed,
             outcome: NotItsForm,
-            words: "load_weights prepends model. to every name but lm_head and d2t, so a model.-prefixed folder fails: ValueError: There is no module or parameter named 'model' in DFlashQwen3Model",
+            words: "ValueError: There is no module or parameter named 'model.model' in DFlashQwen3ForCausalLM (load_weights prepends model. to every name but lm_head and d2t, and AutoWeightsLoader finds no model inside DFlashQwen3Model)",
             source: "model_executor/models/qwen3_dflash.py (DFlashQwen3ForCausalLM.load_weights)",
         },
         Rule {
@@ -91,8 +99,8 @@ pub static TABLE: Table = Table {
         },
         Rule {
             id: "target_layer_ids_guessed",
-            reads: "target_layer_ids (aux_hidden_state_layer_ids)",
-            when: When::TargetLayerIdsAbsent,
+            reads: "target_layer_ids (z-lab's schema)",
+            when: When::TargetLayerIdsAbsentIn(Shape::Folder),
             outcome: LoadsWrongly,
             words: "the taps fall back to the target's default layers (2, n // 2, n - 3), without a word",
             source: "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py",
