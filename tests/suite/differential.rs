@@ -10,7 +10,9 @@
 //! by `DFLASH_GATE_TORCH_PYTHON` has the converter; the loader verdicts are held to z-lab's loaders
 //! themselves in `differential/engines.rs`, when `DFLASH_GATE_ZLAB_PYTHON` names a Python with them,
 //! and every GGUF draft arm to llama.cpp's own model loader in `differential/llama_cpp.rs`, when
-//! `DFLASH_GATE_LLAMA_CPP` names a built llama.cpp.
+//! `DFLASH_GATE_LLAMA_CPP` names a built llama.cpp; drafts written by the real libraries (torch.save,
+//! speculators, compressed-tensors, mlx-lm) are gated in `differential/writers.rs`, when
+//! `DFLASH_GATE_WRITERS_PYTHON` names a Python with them.
 
 use dflash_gate::__private::container::{Container, ContainerError};
 use libtest_mimic::{Failed, Trial};
@@ -38,11 +40,13 @@ pub fn trials() -> Vec<Trial> {
     out.extend(converter::trials());
     out.extend(engines::trials());
     out.extend(llama_cpp::trials());
+    out.extend(writers::trials());
     out
 }
 
 mod converter;
 mod engines;
+mod writers;
 
 /// Tensor names and their shapes, as two readers saw them.
 type Shapes = std::collections::BTreeMap<String, Vec<u64>>;
