@@ -16,7 +16,9 @@ Usage: python writers.py COMMAND WORK_DIR ARGS...
   `DFlash2DraftModel`, `save_pretrained`), of the synthetic z-lab folders' geometry, with random
   weights: `dflash`, `dflash2`, and `reduced` (a DFlash draft over 500 of the verifier's 1000 tokens,
   with its own head, `d2t` and `t2d`). Each is loaded back by `from_pretrained` and its state dict
-  compared with the one saved.
+  compared with the one saved. And `converted`: the z-lab DFlash folder converted by speculators' own
+  `DFlashConverter` (`speculators convert --algorithm dflash`, validated by its own `from_pretrained`),
+  its tensors compared bit for bit with the folder's.
 - `compressed WORK_DIR BF16_DIR`: the bf16 folder quantized by compressed-tensors' own code
   (`QuantizationConfig`, `apply_quantization_config`, `calculate_qparams`, then
   `ModelCompressor.compress_model` in the pack-quantized format and `update_config`), in the schemes
@@ -246,6 +248,21 @@ def speculators(work: Path, zlab_dflash: Path, zlab_dflash2: Path) -> int:
         ]
         readback = f"from_pretrained read these back otherwise: {wrong}" if wrong else "ok"
         emit(case, path, readback)
+
+    # `speculators convert --algorithm dflash`'s converter, from the z-lab folder itself: the body's
+    # tensors copied as they are (compared bit for bit), validated by its own from_pretrained.
+    from safetensors.torch import load_file
+
+    from speculators.convert.dflash.converter import DFlashConverter
+
+    path = work / "converted"
+    DFlashConverter().convert(
+        str(zlab_dflash), str(path), base_model=str(verifier), validate=True
+    )
+    source = load_file(str(zlab_dflash / "model.safetensors"))
+    converted = load_file(str(path / "model.safetensors"))
+    wrong = [k for k, v in source.items() if k not in converted or not torch.equal(converted[k], v)]
+    emit("converted", path, f"the converter changed {wrong}" if wrong else "ok")
     return 0
 
 

@@ -442,9 +442,10 @@ fn differ(
 }
 
 /// Speculators 0.9.0's own drafts (spec 18.1): DFlash, DFlash2 and a reduced vocabulary, written by
-/// its config classes and `save_pretrained`, pass; their tensors are the generator's speculators
-/// arms' (names and shapes; dtypes aside), and the fields the gate reads say what the generator's
-/// say.
+/// its config classes and `save_pretrained`, and the z-lab DFlash folder converted by its own
+/// `DFlashConverter` (`speculators convert --algorithm dflash`), pass; their tensors are the
+/// generator's speculators arms' (names and shapes; dtypes aside), and the fields the gate reads say
+/// what the generator's say.
 fn speculators(python: &Path) -> Result<(), String> {
     let root = tempfile::tempdir().map_err(|e| e.to_string())?;
     let dflash = folder("folder::pass::dflash", &root.path().join("zlab1"))?;
@@ -460,6 +461,7 @@ fn speculators(python: &Path) -> Result<(), String> {
         ("dflash", "folder::pass::speculators_dflash"),
         ("dflash2", "folder::pass::speculators_dflash2"),
         ("reduced", "folder::pass::speculators_reduced_vocabulary"),
+        ("converted", "folder::pass::speculators_dflash"),
     ] {
         failures.note((|| {
             let w = case(&written, name)?;
