@@ -320,16 +320,10 @@ def unpack(packed, bits, cols):
 def compressed(work: Path, bf16_dir: Path) -> int:
     import shutil
 
-    import torch
     from safetensors.torch import load_file, save_file
 
     from compressed_tensors.compressors import ModelCompressor
-    from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
-    from compressed_tensors.quantization import (
-        QuantizationConfig,
-        QuantizationScheme,
-        apply_quantization_config,
-    )
+    from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config
     from compressed_tensors.quantization.utils import calculate_qparams
 
     original = load_file(str(bf16_dir / "model.safetensors"))
@@ -450,7 +444,6 @@ def readback_compressed(path, original, qconfig, bits, strategy, group):
 def mlx(work: Path, bf16_dir: Path) -> int:
     import mlx.core as mx
     import mlx.nn as nn
-    from mlx.utils import tree_flatten
     from mlx_lm.utils import quantize_model, save_config, save_model
 
     weights = mx.load(str(bf16_dir / "model.safetensors"))
