@@ -112,16 +112,24 @@ impl Matchers {
 
 /// The config's `quantization_config` (or MLX's `quantization`), when there is one.
 pub fn read(top: &Map<String, Value>) -> Option<Quantization> {
-    let Some(q) = top.get("quantization_config") else {
-        // MLX states its scheme under `quantization` (and usually duplicates it).
-        top.get("quantization")?;
-        let named = "MLX's quantization".to_owned();
-        return Some(Quantization {
-            scheme: Err(format!(
-                "config.json names {named}, which the gate does not decode"
-            )),
-            named,
-        });
+    // MLX states its scheme under `quantization`, and mlx-lm's `quantize_model` duplicates it as
+    // `quantization_config` (no `quant_method`): that duplicate is MLX's too, not an unnamed scheme.
+    let mlx = top.contains_key("quantization")
+        && top
+            .get("quantization_config")
+            .is_none_or(|q| q.get("quant_method").is_none());
+    let q = match top.get("quantization_config") {
+        Some(q) if !mlx => q,
+        _ => {
+            top.get("quantization")?;
+            let named = "MLX's quantization".to_owned();
+            return Some(Quantization {
+                scheme: Err(format!(
+                    "config.json names {named}, which the gate does not decode"
+                )),
+                named,
+            });
+        }
     };
     let Value::Object(q) = q else {
         let named = "an unreadable quantization_config (not an object)".to_owned();

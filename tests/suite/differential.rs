@@ -12,7 +12,9 @@
 //! and every GGUF draft arm to llama.cpp's own model loader in `differential/llama_cpp.rs`, when
 //! `DFLASH_GATE_LLAMA_CPP` names a built llama.cpp; SGLang's and vLLM's config rules are held to
 //! those engines' own config-reading functions in `differential/config_rules.rs`, when
-//! `DFLASH_GATE_SGLANG_SRC` or `DFLASH_GATE_VLLM_SRC` names their sources.
+//! `DFLASH_GATE_SGLANG_SRC` or `DFLASH_GATE_VLLM_SRC` names their sources; drafts written by the real
+//! libraries (torch.save, speculators, compressed-tensors, mlx-lm) are gated in
+//! `differential/writers.rs`, when `DFLASH_GATE_WRITERS_PYTHON` names a Python with them.
 
 use dflash_gate::__private::container::{Container, ContainerError};
 use libtest_mimic::{Failed, Trial};
@@ -41,12 +43,14 @@ pub fn trials() -> Vec<Trial> {
     out.extend(engines::trials());
     out.extend(llama_cpp::trials());
     out.extend(config_rules::trials());
+    out.extend(writers::trials());
     out
 }
 
 mod config_rules;
 mod converter;
 mod engines;
+mod writers;
 
 /// Tensor names and their shapes, as two readers saw them.
 type Shapes = std::collections::BTreeMap<String, Vec<u64>>;

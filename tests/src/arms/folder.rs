@@ -575,6 +575,39 @@ const ARMS: &[FolderArm] = &[
             also: &[EXPLAINED, FINITE, SCALES],
         },
     ),
+    // mlx-lm's `quantize_model` writes its scheme twice: `quantization` and a `quantization_config`
+    // copy without `quant_method`. The copy is MLX's, not an unnamed scheme.
+    arm(
+        "folder::control::mlx_quantization_duplicated_as_quantization_config",
+        |d| {
+            config(d, |c| {
+                let q = json!({"group_size": 64, "bits": 4, "mode": "affine"});
+                c["quantization"] = q.clone();
+                c["quantization_config"] = q;
+            })
+        },
+        Owed::Refused {
+            check: COMPLETE,
+            outcome: Outcome::Undecided,
+            mentions: &["MLX's quantization", "does not decode"],
+            also: &[EXPLAINED, FINITE, SCALES],
+        },
+    ),
+    // The same copy alone, without `quantization`, names no scheme: it is not read as MLX's.
+    arm(
+        "folder::control::quantization_config_without_quant_method",
+        |d| {
+            config(d, |c| {
+                c["quantization_config"] = json!({"group_size": 64, "bits": 4, "mode": "affine"})
+            })
+        },
+        Owed::Refused {
+            check: COMPLETE,
+            outcome: Outcome::Undecided,
+            mentions: &["an unnamed scheme", "no quant_method"],
+            also: &[EXPLAINED, FINITE, SCALES],
+        },
+    ),
     arm(
         "folder::control::not_a_draft_config",
         |d| config(d, |c| c["architectures"] = json!(["Qwen3ForCausalLM"])),

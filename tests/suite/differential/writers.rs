@@ -1,0 +1,692 @@
+//! Drafts written by the real libraries, gated (issues 46 and 47). The suite's quantized,
+//! speculators, MLX and `mask_embedding.pt` arms are written by the generator from the libraries'
+//! code as read; here the libraries write them themselves (`tests/differential/writers.py`), from the
+//! synthetic folder arms' drafts: `torch.save` (spec 18.2), speculators 0.9.0's own model classes and
+//! `save_pretrained` (18.1), compressed-tensors 0.20's pack-quantized compressor (17) and mlx-lm's
+//! `save_model` and `quantize_model` (13.1, 17). Every good file must PASS, every control must be
+//! refused at its check naming the tensor or field, every good file is read back by the library that
+//! wrote it (loaded, decompressed or dequantized, and compared), and where the generator writes the
+//! same layout for an arm CI runs, the two layouts are held equal, so a library that changes its
+//! layout fails here, naming what moved, before a user's draft does.
+//!
+//! Needs a Python with the libraries, named by `DFLASH_GATE_WRITERS_PYTHON` (torch is too heavy for
+//! CI). Without it each trial is one ignored trial whose name says which variable it needs; with it,
+//! a trial whose library that Python does not import is listed ignored with the library as its kind.
+
+use dflash_gate::__private::pickle::StorageType;
+use dflash_gate::__private::torch_archive::{read_mask_embedding, MaskEmbedding};
+use dflash_gate::{gate, CheckId, Options, Outcome, Report};
+use gate_tests::arms::folder::write_arm;
+use gate_tests::synth::pack_quantized::{pack_quantize, read_tensors, PackOptions};
+use gate_tests::synth::torch;
+use libtest_mimic::{Failed, Trial};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const WRITERS_PYTHON_VAR: &str = "DFLASH_GATE_WRITERS_PYTHON";
+
+struct Writer {
+    name: &'static str,
+    /// The modules the driver imports for it.
+    imports: &'static [&'static str],
+    run: fn(&Path) -> Result<(), String>,
+}
+
+const WRITERS: &[Writer] = &[
+    Writer {
+        name: "differential::writers::torch_save_mask_embedding",
+        imports: &["torch"],
+        run: mask_embedding,
+    },
+    Writer {
+        name: "differential::writers::speculators_save_pretrained",
+        imports: &["torch", "transformers", "speculators"],
+        run: speculators,
+    },
+    Writer {
+        name: "differential::writers::compressed_tensors_pack_quantized",
+        imports: &["torch", "safetensors", "compressed_tensors"],
+        run: compressed_tensors,
+    },
+    Writer {
+        name: "differential::writers::mlx_lm_save_model",
+        imports: &["mlx", "mlx_lm"],
+        run: mlx,
+    },
+];
+
+pub fn trials() -> Vec<Trial> {
+    let python = std::env::var_os(WRITERS_PYTHON_VAR).map(PathBuf::from);
+    let absent = python.as_deref().map(absent_modules);
+    WRITERS
+        .iter()
+        .map(|w| match (&python, &absent) {
+            (Some(python), Some(absent)) => {
+                let lacks: Vec<&str> = w
+                    .imports
+                    .iter()
+                    .copied()
+                    .filter(|m| absent.iter().any(|a| a == m))
+                    .collect();
+                if lacks.is_empty() {
+                    let python = python.clone();
+                    let run = w.run;
+                    Trial::test(w.name, move || run(&python).map_err(Failed::from))
+                } else {
+                    Trial::test(w.name, || Ok(()))
+                        .with_kind(format!(
+                            "{WRITERS_PYTHON_VAR} cannot import {} (CONTRIBUTING.md)",
+                            lacks.join(", ")
+                        ))
+                        .with_ignored_flag(true)
+                }
+            }
+            _ => Trial::test(format!("{}_needs_{WRITERS_PYTHON_VAR}", w.name), || Ok(()))
+                .with_ignored_flag(true),
+        })
+        .collect()
+}
+
+/// The modules of every writer that `python` cannot find (all of them when it does not run).
+fn absent_modules(python: &Path) -> Vec<String> {
+    let mut all: Vec<&str> = WRITERS
+        .iter()
+        .flat_map(|w| w.imports.iter().copied())
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    let probe = "import importlib.util, sys\nprint(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))";
+    match Command::new(python).args(["-c", probe]).args(&all).output() {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect(),
+        _ => all.into_iter().map(str::to_owned).collect(),
+    }
+}
+
+/// One file or folder the driver wrote: its case, path, what reading it back found, and the rest
+/// of its line.
+struct Written {
+    case: String,
+    path: PathBuf,
+    readback: String,
+    line: Value,
+}
+
+/// Runs `writers.py COMMAND WORK ARGS...`, and every case it wrote (each read back clean).
+fn drive(python: &Path, command: &str, work: &Path, args: &[&str]) -> Result<Vec<Written>, String> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/differential/writers.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(command)
+        .arg(work)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "writers.py {command} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let mut written = Vec::new();
+    // A library may print its own lines (mlx-lm's "[INFO] ..."): the driver's are JSON objects.
+    for line in String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+    {
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("{line}: {e}"))?;
+        let text = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+        written.push(Written {
+            case: text("case"),
+            path: PathBuf::from(text("path")),
+            readback: text("readback"),
+            line: v,
+        });
+    }
+    let unread: Vec<String> = written
+        .iter()
+        .filter(|w| w.readback != "ok")
+        .map(|w| format!("{}: {}", w.case, w.readback))
+        .collect();
+    if !unread.is_empty() {
+        return Err(format!(
+            "the library's own reading of what it wrote: {}",
+            unread.join("; ")
+        ));
+    }
+    Ok(written)
+}
+
+/// The case `name` of `written`, which the driver must have written.
+fn case<'w>(written: &'w [Written], name: &str) -> Result<&'w Written, String> {
+    written
+        .iter()
+        .find(|w| w.case == name)
+        .ok_or_else(|| format!("the driver wrote no {name}"))
+}
+
+/// The gate's report on `path`.
+fn gated(path: &Path) -> Result<Report, String> {
+    gate(path, &Options::default()).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// `Ok` when the report is a PASS whose `check` (when given) says each of `mentions`.
+fn passes(
+    what: &str,
+    report: &Report,
+    check: Option<&str>,
+    mentions: &[&str],
+) -> Result<(), String> {
+    let text = report.to_text(false);
+    if report.verdict() != Outcome::Pass {
+        return Err(format!("{what}: not a PASS:\n{text}"));
+    }
+    if let Some(check) = check {
+        let said = report
+            .checks()
+            .iter()
+            .find(|c| c.id() == check)
+            .map(|c| c.message().to_owned())
+            .ok_or_else(|| format!("{what}: no {check}:\n{text}"))?;
+        if let Some(m) = mentions.iter().find(|m| !said.contains(**m)) {
+            return Err(format!("{what}: {check} does not say {m:?}: {said}"));
+        }
+    }
+    Ok(())
+}
+
+/// `Ok` when `check` has `outcome` naming each of `mentions`, and every other check passes, was
+/// blocked by it, or is one of `also` with the same outcome for the same reason (naming `mentions[0]`).
+fn refused(
+    what: &str,
+    report: &Report,
+    check: &str,
+    outcome: Outcome,
+    mentions: &[&str],
+    also: &[&str],
+) -> Result<(), String> {
+    let text = report.to_text(false);
+    let found = report
+        .checks()
+        .iter()
+        .find(|c| c.id() == check)
+        .ok_or_else(|| format!("{what}: no {check}:\n{text}"))?;
+    if found.outcome() != outcome {
+        return Err(format!(
+            "{what}: {check} is {}, {outcome} owed:\n{text}",
+            found.outcome()
+        ));
+    }
+    if let Some(m) = mentions.iter().find(|m| !found.message().contains(**m)) {
+        return Err(format!("{what}: {check} does not name {m:?}:\n{text}"));
+    }
+    let same_reason = |c: &dflash_gate::Check| {
+        also.contains(&c.id())
+            && c.outcome() == outcome
+            && mentions.first().is_none_or(|m| c.message().contains(m))
+    };
+    let others: Vec<&str> = report
+        .checks()
+        .iter()
+        .filter(|c| {
+            c.id() != check
+                && c.outcome() != Outcome::Pass
+                && c.blocked_by() != Some(check)
+                && !same_reason(c)
+        })
+        .map(|c| c.id())
+        .collect();
+    if !others.is_empty() {
+        return Err(format!("{what}: {others:?} changed too:\n{text}"));
+    }
+    Ok(())
+}
+
+/// Collects every failure of a trial's cases, so one run names them all.
+#[derive(Default)]
+struct Failures(Vec<String>);
+
+impl Failures {
+    fn note(&mut self, r: Result<(), String>) {
+        if let Err(e) = r {
+            self.0.push(e);
+        }
+    }
+
+    fn done(self) -> Result<(), String> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(self.0.join("\n"))
+        }
+    }
+}
+
+/// The folder arm `arm`'s draft, written into `dir`.
+fn folder(arm: &str, dir: &Path) -> Result<PathBuf, String> {
+    write_arm(arm, dir)
+}
+
+/// A copy of the regular files of `from` in `to` (created).
+fn copy_folder(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| e.to_string())?;
+    for entry in std::fs::read_dir(from).map_err(|e| e.to_string())? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        if entry.file_type().map_err(|e| e.to_string())?.is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+fn config_of(dir: &Path) -> Result<Value, String> {
+    let bytes = std::fs::read(dir.join("config.json")).map_err(|e| e.to_string())?;
+    serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+}
+
+const MASK: &str = CheckId::SCALARS_MASK_TOKEN_ID;
+
+/// `mask_embedding.pt` written by `torch.save` (spec 18.2), beside the synthetic DFlash folder: a
+/// dict and an OrderedDict, F32 and BF16, pass; the wrong id, the wrong length and a NaN fail naming
+/// it; a pickle whose id would run `touch` is refused naming `posix.system`, and nothing ran.
+fn mask_embedding(python: &Path) -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let base = folder("folder::pass::dflash", &root.path().join("base"))?;
+    let c = config_of(&base)?;
+    let hidden = c["hidden_size"].as_u64().ok_or("no hidden_size")?;
+    let id = c["dflash_config"]["mask_token_id"]
+        .as_u64()
+        .ok_or("no mask_token_id")?;
+    let witness = root.path().join("executed");
+    let written = drive(
+        python,
+        "mask",
+        &root.path().join("torch"),
+        &[
+            &hidden.to_string(),
+            &id.to_string(),
+            &witness.to_string_lossy(),
+        ],
+    )?;
+    let mut failures = Failures::default();
+    let gate_case = |name: &str| -> Result<(String, Report), String> {
+        let w = case(&written, name)?;
+        let dir = root.path().join("gated").join(name);
+        copy_folder(&base, &dir)?;
+        std::fs::copy(&w.path, dir.join("mask_embedding.pt")).map_err(|e| e.to_string())?;
+        Ok((format!("torch.save {name}"), gated(&dir)?))
+    };
+    for name in ["dict_f32", "dict_bf16", "ordered_f32", "ordered_bf16"] {
+        failures.note(gate_case(name).and_then(|(what, r)| {
+            passes(
+                &what,
+                &r,
+                Some(MASK),
+                &[
+                    "mask_embedding.pt holds mask_token_id",
+                    "read without executing",
+                ],
+            )
+        }));
+        failures.note(case(&written, name).and_then(|w| same_reading(w, hidden)));
+    }
+    let controls: [(&str, &[&str]); 4] = [
+        (
+            "wrong_id",
+            &[
+                "mask_embedding.pt holds mask_token_id",
+                "where config.json states",
+            ],
+        ),
+        (
+            "wrong_length",
+            &["mask_embedding.pt's embedding is", "not [hidden_size]"],
+        ),
+        (
+            "nan",
+            &["mask_embedding.pt's embedding is not finite: element 3 is NaN"],
+        ),
+        (
+            "malicious",
+            &[
+                "mask_embedding.pt",
+                "the global posix.system",
+                "refused unread",
+            ],
+        ),
+    ];
+    for (name, mentions) in controls {
+        failures.note(
+            gate_case(name)
+                .and_then(|(what, r)| refused(&what, &r, MASK, Outcome::Fail, mentions, &[])),
+        );
+    }
+    if witness.exists() {
+        failures.note(Err(format!(
+            "{} exists: the malicious pickle ran",
+            witness.display()
+        )));
+    }
+    failures.done()
+}
+
+/// The gate's reading of torch's file holds the id, dtype and values torch saved; for F32, the
+/// generator's `mask_embedding.pt` of those values reads the same.
+fn same_reading(w: &Written, hidden: u64) -> Result<(), String> {
+    let bytes = std::fs::read(&w.path).map_err(|e| e.to_string())?;
+    let read = read_mask_embedding(&bytes).map_err(|e| format!("torch.save {}: {e}", w.case))?;
+    let saved: Vec<f32> = w.line["values"]
+        .as_array()
+        .ok_or("no values")?
+        .iter()
+        .map(|v| v.as_f64().map_or(f32::NAN, |v| v as f32))
+        .collect();
+    let dtype = match w.line["dtype"].as_str() {
+        Some("float32") => StorageType::Float,
+        Some("bfloat16") => StorageType::BFloat16,
+        other => return Err(format!("torch.save {}: dtype {other:?}", w.case)),
+    };
+    let want = MaskEmbedding {
+        mask_token_id: w.line["mask_token_id"].as_i64().ok_or("no mask_token_id")?,
+        dtype,
+        shape: vec![hidden],
+        values: saved,
+    };
+    if read != want {
+        return Err(format!(
+            "torch.save {}: the gate reads {:?} {:?} {:?}, torch saved {:?} {:?} {:?} (or the values differ)",
+            w.case, read.mask_token_id, read.dtype, read.shape, want.mask_token_id, want.dtype, want.shape
+        ));
+    }
+    if dtype == StorageType::Float {
+        let ours =
+            read_mask_embedding(&torch::mask_embedding_pt(want.mask_token_id, &want.values))?;
+        if ours != read {
+            return Err(format!(
+                "torch.save {}: the generator's mask_embedding.pt of the same values reads otherwise",
+                w.case
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Tensor names and shapes of a folder's `model.safetensors`.
+fn layout(dir: &Path) -> BTreeMap<String, (String, Vec<u64>)> {
+    read_tensors(&dir.join("model.safetensors"))
+        .into_iter()
+        .map(|(name, dtype, shape, _)| (name, (dtype, shape)))
+        .collect()
+}
+
+/// Each side's names the other lacks or holds otherwise, for a message.
+fn differ(
+    ours: &BTreeMap<String, (String, Vec<u64>)>,
+    theirs: &BTreeMap<String, (String, Vec<u64>)>,
+) -> Option<String> {
+    let only = |a: &BTreeMap<String, (String, Vec<u64>)>,
+                b: &BTreeMap<String, (String, Vec<u64>)>| {
+        a.iter()
+            .filter(|(k, v)| b.get(*k) != Some(v))
+            .map(|(k, (d, s))| format!("{k} {d} {s:?}"))
+            .collect::<Vec<_>>()
+    };
+    let (a, b) = (only(ours, theirs), only(theirs, ours));
+    (!a.is_empty() || !b.is_empty())
+        .then(|| format!("only the generator's: {a:?}; only the library's: {b:?}"))
+}
+
+/// Speculators 0.9.0's own drafts (spec 18.1): DFlash, DFlash2 and a reduced vocabulary, written by
+/// its config classes and `save_pretrained`, and the z-lab DFlash folder converted by its own
+/// `DFlashConverter` (`speculators convert --algorithm dflash`), pass; their tensors are the
+/// generator's speculators arms' (names and shapes; dtypes aside), and the fields the gate reads say
+/// what the generator's say.
+fn speculators(python: &Path) -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dflash = folder("folder::pass::dflash", &root.path().join("zlab1"))?;
+    let dflash2 = folder("folder::pass::dflash2", &root.path().join("zlab2"))?;
+    let written = drive(
+        python,
+        "speculators",
+        &root.path().join("speculators"),
+        &[&dflash.to_string_lossy(), &dflash2.to_string_lossy()],
+    )?;
+    let mut failures = Failures::default();
+    for (name, arm) in [
+        ("dflash", "folder::pass::speculators_dflash"),
+        ("dflash2", "folder::pass::speculators_dflash2"),
+        ("reduced", "folder::pass::speculators_reduced_vocabulary"),
+        ("converted", "folder::pass::speculators_dflash"),
+    ] {
+        failures.note((|| {
+            let w = case(&written, name)?;
+            let what = format!("speculators {name}");
+            passes(&what, &gated(&w.path)?, None, &[])?;
+            let ours_dir = folder(arm, &root.path().join("generator").join(name))?;
+            let shapes = |m: BTreeMap<String, (String, Vec<u64>)>| {
+                m.into_iter()
+                    .map(|(k, (_, s))| (k, (String::new(), s)))
+                    .collect::<BTreeMap<_, _>>()
+            };
+            if let Some(d) = differ(&shapes(layout(&ours_dir)), &shapes(layout(&w.path))) {
+                return Err(format!("{what}: tensors differ from {arm}'s: {d}"));
+            }
+            let (ours, theirs) = (config_of(&ours_dir)?, config_of(&w.path)?);
+            for pointer in [
+                "/speculators_model_type",
+                "/aux_hidden_state_layer_ids",
+                "/mask_token_id",
+                "/draft_vocab_size",
+                "/block_size",
+                "/speculators_config/proposal_methods/0/speculative_tokens",
+                "/speculators_config/verifier/architectures",
+                "/transformer_layer_config/hidden_size",
+                "/transformer_layer_config/num_hidden_layers",
+                "/transformer_layer_config/vocab_size",
+            ] {
+                if ours.pointer(pointer) != theirs.pointer(pointer) {
+                    return Err(format!(
+                        "{what}: {pointer} is {:?} where {arm} writes {:?}",
+                        theirs.pointer(pointer),
+                        ours.pointer(pointer)
+                    ));
+                }
+            }
+            Ok(())
+        })());
+    }
+    failures.done()
+}
+
+/// compressed-tensors' scheme name for a driver case, and the generator's options for it.
+const SCHEMES: &[(&str, PackOptions)] = &[
+    (
+        "w4_group32_sym",
+        PackOptions {
+            bits: 4,
+            group: Some(32),
+            symmetric: true,
+            ignore: &[],
+        },
+    ),
+    (
+        "w4_group128_asym",
+        PackOptions {
+            bits: 4,
+            group: Some(128),
+            symmetric: false,
+            ignore: &[],
+        },
+    ),
+    (
+        "w4_channel_sym",
+        PackOptions {
+            bits: 4,
+            group: None,
+            symmetric: true,
+            ignore: &[],
+        },
+    ),
+    (
+        "w4_channel_asym",
+        PackOptions {
+            bits: 4,
+            group: None,
+            symmetric: false,
+            ignore: &[],
+        },
+    ),
+    (
+        "w8_channel_sym",
+        PackOptions {
+            bits: 8,
+            group: None,
+            symmetric: true,
+            ignore: &[],
+        },
+    ),
+];
+
+/// compressed-tensors 0.20's pack-quantized drafts (spec 17), each scheme compressed by its own
+/// compressor from the synthetic bf16 folder and decompressed back by it: each passes, holds the
+/// generator's tensors for the same scheme (names, dtypes, shapes), and the config's scheme reads as
+/// the generator's; a NaN scale and a packed tensor one column short fail naming the tensor.
+fn compressed_tensors(python: &Path) -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let base = folder("folder::pass::dflash", &root.path().join("bf16"))?;
+    let written = drive(
+        python,
+        "compressed",
+        &root.path().join("compressed"),
+        &[&base.to_string_lossy()],
+    )?;
+    let mut failures = Failures::default();
+    for (name, options) in SCHEMES {
+        failures.note((|| {
+            let w = case(&written, name)?;
+            let what = format!("compressed-tensors {name}");
+            passes(&what, &gated(&w.path)?, None, &[])?;
+            let ours = root.path().join("generator").join(name);
+            copy_folder(&base, &ours)?;
+            pack_quantize(&ours, *options);
+            if let Some(d) = differ(&layout(&ours), &layout(&w.path)) {
+                return Err(format!("{what}: tensors differ from the generator's: {d}"));
+            }
+            let (ours, theirs) = (config_of(&ours)?, config_of(&w.path)?);
+            for pointer in [
+                "/quantization_config/quant_method",
+                "/quantization_config/format",
+                "/quantization_config/config_groups/group_0/targets",
+                "/quantization_config/config_groups/group_0/weights/num_bits",
+                "/quantization_config/config_groups/group_0/weights/type",
+                "/quantization_config/config_groups/group_0/weights/symmetric",
+                "/quantization_config/config_groups/group_0/weights/strategy",
+                "/quantization_config/config_groups/group_0/weights/group_size",
+                "/quantization_config/ignore",
+            ] {
+                if ours.pointer(pointer) != theirs.pointer(pointer) {
+                    return Err(format!(
+                        "{what}: {pointer} is {:?} where the generator writes {:?}",
+                        theirs.pointer(pointer),
+                        ours.pointer(pointer)
+                    ));
+                }
+            }
+            Ok(())
+        })());
+    }
+    let controls: [(&str, &str, &[&str]); 2] = [
+        (
+            "scale_nan",
+            CheckId::QUANT_SCALES,
+            &["fc.weight_scale[3] is NaN", "finite"],
+        ),
+        (
+            "packed_truncated",
+            CheckId::INVENTORY_COMPLETE,
+            &["fc.weight_packed is I32", "packs into"],
+        ),
+    ];
+    for (name, check, mentions) in controls {
+        failures.note((|| {
+            let w = case(&written, name)?;
+            let what = format!("compressed-tensors {name}");
+            refused(&what, &gated(&w.path)?, check, Outcome::Fail, mentions, &[])
+        })());
+    }
+    failures.done()
+}
+
+/// mlx-lm's `save_model` (one `model.safetensors` and an index naming it) passes, and lays the
+/// draft out as the generator's `mlx_one_file_indexed` arm (its index's weight map too); a draft
+/// quantized by mlx-lm's `quantize_model` is UNDECIDED naming `quantization` (the gate does not
+/// decode MLX's quantization).
+fn mlx(python: &Path) -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let base = folder("folder::pass::dflash", &root.path().join("bf16"))?;
+    let written = drive(
+        python,
+        "mlx",
+        &root.path().join("mlx"),
+        &[&base.to_string_lossy()],
+    )?;
+    let mut failures = Failures::default();
+    failures.note((|| {
+        let w = case(&written, "plain")?;
+        passes("mlx-lm save_model", &gated(&w.path)?, None, &[])?;
+        let ours = folder("folder::pass::mlx_one_file_indexed", &root.path().join("generator"))?;
+        if let Some(d) = differ(&layout(&ours), &layout(&w.path)) {
+            return Err(format!("mlx-lm save_model: tensors differ from the generator's: {d}"));
+        }
+        let map = |dir: &Path| -> Result<Value, String> {
+            let bytes = std::fs::read(dir.join("model.safetensors.index.json"))
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
+            let index: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+            Ok(index["weight_map"].clone())
+        };
+        if map(&ours)? != map(&w.path)? {
+            return Err(format!(
+                "mlx-lm save_model: the index's weight_map differs from the generator's: {} against {}",
+                map(&w.path)?,
+                map(&ours)?
+            ));
+        }
+        Ok(())
+    })());
+    failures.note((|| {
+        let w = case(&written, "quantized")?;
+        if w.line["quantized_modules"].as_u64().unwrap_or(0) == 0 {
+            return Err("mlx-lm quantize_model quantized nothing".into());
+        }
+        let config = config_of(&w.path)?;
+        if config.get("quantization").is_none() {
+            return Err("mlx-lm quantize_model wrote no quantization key".into());
+        }
+        let report = gated(&w.path)?;
+        if report.verdict() != Outcome::Undecided {
+            return Err(format!(
+                "mlx-lm quantize_model: not UNDECIDED:\n{}",
+                report.to_text(false)
+            ));
+        }
+        // Every check the quantization stops is UNDECIDED for it; the rest pass.
+        refused(
+            "mlx-lm quantize_model",
+            &report,
+            CheckId::INVENTORY_COMPLETE,
+            Outcome::Undecided,
+            &["MLX's quantization", "does not decode"],
+            &[
+                CheckId::INVENTORY_EXPLAINED,
+                CheckId::BF16_FINITE,
+                CheckId::QUANT_SCALES,
+            ],
+        )
+    })());
+    failures.done()
+}
