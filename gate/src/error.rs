@@ -8,6 +8,9 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// The remedy for a draft given where its target was meant.
+const DRAFT_AS_TARGET_FIX: &str = "give --target the target model: its folder with config.json and tokenizer.json, its Hugging Face id, or its GGUF";
+
 /// The gate could not run at all: exit 2, not a verdict on the package.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -31,6 +34,9 @@ pub enum PackageError {
     /// A file was read but is not what it must be (a checkpoint shard that does not parse, an index
     /// naming a shard that is not there): `why` says what, naming the file's contents.
     Malformed { path: PathBuf, why: String },
+    /// A draft was named where its target was meant (`--target DRAFT`): `why` says what declares it
+    /// a draft. Its reason is `malformed`; it is the one error whose remedy is always the same.
+    DraftAsTarget { path: PathBuf, why: String },
     /// The error came from the directory an option named (`--target`, `--source`), not from the
     /// package: the message says which, since both are directories given on the same command line.
     Option {
@@ -60,6 +66,11 @@ impl fmt::Display for PackageError {
             PackageError::FileNoted { error, note } => write!(f, "{error}; {note}"),
             PackageError::Missing { path, why } => write!(f, "{}: {why}", crate::escape::name(path.as_os_str())),
             PackageError::Malformed { path, why } => write!(f, "{}: {why}", crate::escape::name(path.as_os_str())),
+            PackageError::DraftAsTarget { path, why } => write!(
+                f,
+                "{}: {why}: a draft, not the model it drafts for; fix: {DRAFT_AS_TARGET_FIX}",
+                crate::escape::name(path.as_os_str())
+            ),
             PackageError::Option { option, inner } => write!(f, "{option} {inner}"),
             PackageError::Internal {
                 path,
@@ -99,9 +110,19 @@ impl PackageError {
             PackageError::NoConfig { .. } => "no_config",
             PackageError::File(e) | PackageError::FileNoted { error: e, .. } => file_reason(e),
             PackageError::Missing { .. } => "file_not_found",
-            PackageError::Malformed { .. } => "malformed",
+            PackageError::Malformed { .. } | PackageError::DraftAsTarget { .. } => "malformed",
             PackageError::Option { inner, .. } => inner.reason(),
             PackageError::Internal { .. } => "internal",
+        }
+    }
+
+    /// What to do about it, where the cause has a known remedy: the message's last clause
+    /// (`; fix: ...`), for a program (the error document's `fix`).
+    pub fn fix(&self) -> Option<&'static str> {
+        match self {
+            PackageError::DraftAsTarget { .. } => Some(DRAFT_AS_TARGET_FIX),
+            PackageError::Option { inner, .. } => inner.fix(),
+            _ => None,
         }
     }
 
@@ -113,6 +134,7 @@ impl PackageError {
             | PackageError::NoConfig { path }
             | PackageError::Missing { path, .. }
             | PackageError::Malformed { path, .. }
+            | PackageError::DraftAsTarget { path, .. }
             | PackageError::Internal { path, .. } => path,
             PackageError::File(e) | PackageError::FileNoted { error: e, .. } => e.path(),
             PackageError::Option { inner, .. } => inner.path(),

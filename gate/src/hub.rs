@@ -150,8 +150,9 @@ pub fn snapshot_of(path: &Path) -> Option<(String, String)> {
 /// What a hub cache snapshot's repository says of a download in progress: its `blobs/` holds files
 /// the hub client writes as `<digest>.incomplete` and renames once whole (a snapshot links only the
 /// finished ones). `None` for a directory that is no snapshot, or a repository with none. Only names
-/// are read, from a `blobs/` the link rule has already held inside the repository.
-pub fn unfinished_download(snapshot: &Path) -> Option<String> {
+/// are read, from a `blobs/` the link rule has already held inside the repository. Returns what is
+/// unfinished, and the command that resumes it.
+pub fn unfinished_download(snapshot: &Path) -> Option<(String, String)> {
     let (repository, _) = snapshot_of(snapshot)?;
     let blobs = snapshot.parent()?.parent()?.join("blobs");
     let mut unfinished: Vec<String> = std::fs::read_dir(&blobs)
@@ -166,14 +167,19 @@ pub fn unfinished_download(snapshot: &Path) -> Option<String> {
     }
     unfinished.sort();
     let shown: Vec<String> = unfinished.iter().map(|n| format!("blobs/{n}")).collect();
-    Some(format!(
-        "the download is incomplete: the repository holds {} the hub client has not finished ({}); `huggingface-cli download {}` resumes it",
-        match unfinished.len() {
-            1 => "1 file".to_owned(),
-            n => format!("{n} files"),
-        },
-        crate::checks::list(&shown, 2),
-        crate::escape::escape(&repository)
+    Some((
+        format!(
+            "the download is incomplete: the repository holds {} the hub client has not finished ({})",
+            match unfinished.len() {
+                1 => "1 file".to_owned(),
+                n => format!("{n} files"),
+            },
+            crate::checks::list(&shown, 2),
+        ),
+        format!(
+            "`huggingface-cli download {}` resumes it",
+            crate::escape::escape(&repository)
+        ),
     ))
 }
 

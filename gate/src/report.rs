@@ -79,6 +79,9 @@ pub struct Check {
     /// For an UNDECIDED check that could not run: the id of the check whose failure or missing input
     /// stopped it.
     pub(crate) blocked_by: Option<String>,
+    /// What to do about it, where the cause has a known remedy: the message's last clause
+    /// (`; fix: ...`), repeated here for a program.
+    pub(crate) fix: Option<String>,
 }
 
 impl Check {
@@ -93,6 +96,7 @@ impl Check {
             message: message.into(),
             evidence: None,
             blocked_by: None,
+            fix: None,
         }
     }
 
@@ -139,6 +143,20 @@ impl Check {
     /// For an UNDECIDED check that could not run: the id of the check that stopped it.
     pub fn blocked_by(&self) -> Option<&str> {
         self.blocked_by.as_deref()
+    }
+
+    /// What to do about it, where the cause has a known remedy (the message ends with it too).
+    pub fn fix(&self) -> Option<&str> {
+        self.fix.as_deref()
+    }
+
+    /// The check with the remedy for its cause: the message gains it as its last clause, so a
+    /// human reading the line and a program reading `fix` are told the same.
+    pub(crate) fn with_fix(mut self, fix: impl Into<String>) -> Check {
+        let fix = fix.into();
+        self.message = format!("{}; fix: {fix}", self.message);
+        self.fix = Some(fix);
+        self
     }
 
     /// The check with the facts behind its message (one type per check id: [`crate::evidence`]).
@@ -434,6 +452,7 @@ pub fn error_json(package: &str, error: &crate::error::PackageError) -> Value {
         reason: &'static str,
         path: String,
         message: String,
+        fix: Option<&'static str>,
     }
     to_value(&ErrorDocument {
         schema_version: SCHEMA_VERSION,
@@ -442,6 +461,7 @@ pub fn error_json(package: &str, error: &crate::error::PackageError) -> Value {
         reason: error.reason(),
         path: crate::escape::name(error.path().as_os_str()),
         message: error.to_string(),
+        fix: error.fix(),
     })
 }
 

@@ -16,6 +16,7 @@ class GateError(Exception):
     reason: str
     path: str
     package: str
+    fix: str | None
 
 @final
 class Check:
@@ -29,6 +30,8 @@ class Check:
     def evidence(self) -> dict[str, Any] | None: ...
     @property
     def blocked_by(self) -> str | None: ...
+    @property
+    def fix(self) -> str | None: ...
 
 @final
 class Report:

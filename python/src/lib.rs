@@ -288,6 +288,7 @@ fn gate_error(py: Python<'_>, package: &Path, error: &PackageError) -> PyErr {
     // surrogate), so `os.fsencode` recovers the very bytes; never a lossy copy.
     let set = || -> PyResult<()> {
         value.setattr("reason", error.reason())?;
+        value.setattr("fix", error.fix())?;
         value.setattr("path", error.path().as_os_str())?;
         value.setattr("package", package.as_os_str())
     };
@@ -365,6 +366,7 @@ impl Report {
                 outcome: c.outcome().label(),
                 message: c.message().to_owned(),
                 blocked_by: c.blocked_by().map(str::to_owned),
+                fix: c.fix().map(str::to_owned),
                 evidence: documents
                     .and_then(|d| d.get(i))
                     .and_then(|d| d.get("evidence"))
@@ -455,6 +457,7 @@ struct Check {
     outcome: &'static str,
     message: String,
     blocked_by: Option<String>,
+    fix: Option<String>,
     evidence: Value,
 }
 
@@ -489,6 +492,12 @@ impl Check {
     #[getter]
     fn blocked_by(&self) -> Option<&str> {
         self.blocked_by.as_deref()
+    }
+
+    /// What to do about it, where the cause has a known remedy (the message ends with it too).
+    #[getter]
+    fn fix(&self) -> Option<&str> {
+        self.fix.as_deref()
     }
 
     fn __repr__(&self) -> String {

@@ -155,8 +155,9 @@ def test_to_json_is_the_cli_document_byte_for_byte(in_packages: Packages, gate_b
     assert document["census"] == report.census
     assert document["not_checked"] == report.not_checked
     assert [c["evidence"] for c in document["checks"]] == [c.evidence for c in report.checks]
-    assert [(c["id"], c["outcome"], c["message"], c.get("blocked_by")) for c in document["checks"]] \
-        == [(c.id, c.outcome, c.message, c.blocked_by) for c in report.checks]
+    assert [(c["id"], c["outcome"], c["message"], c.get("blocked_by"), c["fix"])
+            for c in document["checks"]] \
+        == [(c.id, c.outcome, c.message, c.blocked_by, c.fix) for c in report.checks]
     # What it was checked against, as the document names it.
     assert (report.target, report.source) == (document.get("target"), document.get("source"))
     assert (report.repository, report.revision) == (document.get("repository"),
@@ -170,6 +171,16 @@ def test_a_report_names_what_it_was_checked_against(in_packages: Packages) -> No
     assert report.source == {"given": in_packages.source, "resolved": in_packages.source}
     alone = dflash_gate.gate(in_packages.passing)
     assert (alone.target, alone.source, alone.repository, alone.revision) == (None,) * 4
+
+
+def test_a_gate_error_says_its_fix(in_packages: Packages) -> None:
+    with pytest.raises(dflash_gate.GateError) as raised:
+        dflash_gate.gate(in_packages.passing, target=in_packages.passing)
+    assert raised.value.fix and raised.value.fix.startswith("give --target the target model")
+    assert str(raised.value).endswith(f"; fix: {raised.value.fix}")
+    with pytest.raises(dflash_gate.GateError) as nowhere:
+        dflash_gate.gate("nowhere")
+    assert nowhere.value.fix is None
 
 
 def test_a_report_from_the_hub_cache_names_its_repository_and_revision(

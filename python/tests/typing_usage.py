@@ -21,6 +21,8 @@ def launch_if_gated(draft: str | os.PathLike[str], target: Path) -> int:
         print(cached.verdict)
     except GateError as e:
         reason: str = e.reason
+        remedy: str | None = e.fix
+        print(remedy)
         path: str = e.path
         package: str = e.package
         print(reason, path, package)
@@ -32,6 +34,8 @@ def launch_if_gated(draft: str | os.PathLike[str], target: Path) -> int:
         outcome: Literal["PASS", "FAIL", "UNDECIDED"] = c.outcome
         evidence: dict[str, Any] | None = c.evidence
         blocked: str | None = c.blocked_by
+        fix: str | None = c.fix
+        print(fix)
         print(c.id, outcome, c.message, evidence, blocked)
     census: dict[str, Any] = report.census
     items: list[str] = report.not_checked

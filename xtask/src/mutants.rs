@@ -405,6 +405,10 @@ const MUTANTS: &[Mutant] = &[
     Mutant { check: "manifest.sha256 (git blob hash)", file: "gate/src/manifest/cache.rs", from: "hasher.update(format!(\"blob {}\\0\", file.len()).as_bytes());", to: "hasher.update(format!(\"blob {}\", file.len()).as_bytes());", filter: "hostile::a_hub_cache_download_passes" },
     Mutant { check: "manifest.sha256 (hub cache unvouched file)", file: "gate/src/manifest/cache.rs", from: "Named::Neither(\"a file of its own, not a link to a blob\")", to: "Named::Sha256(String::new())", filter: "hostile::a_hub_cache_file_no_digest_names" },
     Mutant { check: "manifest.sha256 (GGUF)", file: "gate/src/package.rs", from: "let check = crate::manifest::check(package, &read)?;", to: "let check = Check::pass(crate::manifest::MANIFEST, \"\");", filter: "cli::manifest_on_a_gguf" },
+    Mutant { check: "fix: config.geometry ids missing", file: "gate/src/checks/geometry.rs", from: "return match missing_ids_fix(c, config_only) {", to: "return match None::<String> {", filter: "folder::control::target_layer_ids_absent" },
+    Mutant { check: "fix: source.config raw ids", file: "gate/src/source/gguf/config.rs", from: "        found.fix = Some(", to: "        let _unused = Some::<String>(", filter: "arms::control::gguf_target_layers_raw_ids" },
+    Mutant { check: "fix: a draft given as --target", file: "gate/src/error.rs", from: "            PackageError::DraftAsTarget { .. } => Some(DRAFT_AS_TARGET_FIX),", to: "            PackageError::DraftAsTarget { .. } => None,", filter: "target_read::a_draft_folder_given_as_the_target" },
+    Mutant { check: "fix: a download not finished", file: "gate/src/draft/folder.rs", from: "Some((_, fix)) => Check::fail(PARSES, why).with_fix(fix),", to: "Some(_) => Check::fail(PARSES, why),", filter: "folder::control::cache_download_interrupted" },
 ];
 /// `cargo xtask mutants [--jobs N] [--changed-since REV [--sample N] [--seed S]] [WORD...]`: every
 /// row, or only the rows whose check or filter contains one of the words (to see one check go red

@@ -153,7 +153,7 @@ fn geometry(c: &DraftConfig, config_only: bool) -> Check {
         target_layer_ids: c.target_layer_ids.clone().ok(),
     };
     if problems.iter().any(FieldProblem::is_invalid) {
-        return Check::fail(
+        let check = Check::fail(
             GEOMETRY,
             format!(
                 "the config's geometry is inconsistent: {}",
@@ -161,6 +161,10 @@ fn geometry(c: &DraftConfig, config_only: bool) -> Check {
             ),
         )
         .with_evidence(evidence);
+        return match missing_ids_fix(c, config_only) {
+            Some(fix) => check.with_fix(fix),
+            None => check,
+        };
     }
     if !problems.is_empty() {
         return Check::undecided(
@@ -170,6 +174,37 @@ fn geometry(c: &DraftConfig, config_only: bool) -> Check {
         .with_evidence(evidence);
     }
     Check::pass(GEOMETRY, summary(c)).with_evidence(evidence)
+}
+
+/// The remedy for ids a draft's config must state and does not: the publisher's training config
+/// names them; the gate never guesses them, and neither should the fix.
+fn missing_ids_fix(c: &DraftConfig, config_only: bool) -> Option<String> {
+    if !config_only {
+        return None;
+    }
+    let ids = matches!(&c.target_layer_ids, Err(p) if p.kind == ProblemKind::Missing);
+    let mask = matches!(c.mask_token_id, Ok(None));
+    let home = if c.speculators.is_some() {
+        "the top level"
+    } else {
+        "dflash_config"
+    };
+    let (what, field) = match (ids, mask) {
+        (true, true) => ("the ids", "target_layer_ids and mask_token_id"),
+        (true, false) => ("the target's layer ids", "target_layer_ids"),
+        (false, true) => ("the mask id", "mask_token_id"),
+        (false, false) => return None,
+    };
+    let field = match c.speculators.is_some() {
+        true => field.replace(
+            "target_layer_ids",
+            "aux_hidden_state_layer_ids (each id plus one)",
+        ),
+        false => field.to_owned(),
+    };
+    Some(format!(
+        "add {field} to {home}, {what} the draft was trained with (from its training config or its publisher)"
+    ))
 }
 
 /// The rules of spec section 10: a DFlash2 config switches on a feature, a feature's pair fits the

@@ -175,11 +175,16 @@ pub fn evaluation(
         ) => {
             // A download the hub client has not finished says so: the weights are not broken,
             // they are not there yet.
-            let unfinished = crate::hub::unfinished_download(dir)
-                .map(|note| format!("; {note}"))
+            let unfinished = crate::hub::unfinished_download(dir);
+            let note = unfinished
+                .as_ref()
+                .map(|(note, _)| format!("; {note}"))
                 .unwrap_or_default();
-            let why = format!("the safetensors weights do not read: {e}{unfinished}");
-            report.checks.push(Check::fail(PARSES, why));
+            let why = format!("the safetensors weights do not read: {e}{note}");
+            report.checks.push(match unfinished {
+                Some((_, fix)) => Check::fail(PARSES, why).with_fix(fix),
+                None => Check::fail(PARSES, why),
+            });
             blocked(report, "the weights were not read");
             quantized_blocked(report, &config, "the weights were not read");
             None

@@ -44,6 +44,8 @@ pub(super) struct Found {
     pub compared: Vec<String>,
     pub differing: Vec<String>,
     pub one_sided: Vec<String>,
+    /// The remedy, when a difference has a known one (the ids written raw: convert again).
+    pub fix: Option<String>,
 }
 
 /// The package's config (as the draft's reader read it) against the source's config.json.

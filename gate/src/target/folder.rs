@@ -26,9 +26,9 @@ pub fn read(dir: &Path) -> Result<Target, PackageError> {
     let (bytes, config, config_file) =
         crate::checkpoint::read_config_inside(dir, "target's", Some(&inside))?;
     if let Ok(draft) = crate::config::DraftConfig::from_json(&bytes) {
-        return Err(PackageError::Malformed {
+        return Err(PackageError::DraftAsTarget {
             path: dir.join(crate::files::CONFIG_FILE),
-            why: format!("it declares a DFlash draft ({}): the folder is a draft, not the model it drafts for (give --target the target model: its folder with config.json and tokenizer.json, its Hugging Face id, or its GGUF)", draft.declared_as),
+            why: format!("it declares a DFlash draft ({})", draft.declared_as),
         });
     }
     let tokenizer = tokenizer_at(&dir.join(TOKENIZER_FILE));

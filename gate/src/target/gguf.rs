@@ -37,9 +37,9 @@ pub fn read(path: &Path) -> Result<Target, PackageError> {
     if arch == crate::draft::gguf::ARCHITECTURE
         || crate::draft::gguf::FORK_DIALECTS.contains(&arch.as_str())
     {
-        return Err(PackageError::Malformed {
+        return Err(PackageError::DraftAsTarget {
             path: path.to_owned(),
-            why: format!("general.architecture is {arch:?}: this GGUF is a DFlash draft, not the model it drafts for (give --target the target model: its folder with config.json and tokenizer.json, its Hugging Face id, or its GGUF)"),
+            why: format!("general.architecture is {arch:?}"),
         });
     }
     let tokens = gguf.token_type(0).map(|(count, _)| count);

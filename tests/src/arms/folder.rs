@@ -252,6 +252,7 @@ const ARMS: &[FolderArm] = &[
                 "dflash_config.target_layer_ids",
                 "required",
                 "never guesses",
+                "; fix: add target_layer_ids to dflash_config, the target's layer ids the draft was trained with",
             ],
         ),
     ),
@@ -269,7 +270,14 @@ const ARMS: &[FolderArm] = &[
     arm(
         "folder::control::mask_token_id_absent",
         mask_absent,
-        fail(GEOMETRY, &["mask_token_id", "required"]),
+        fail(
+            GEOMETRY,
+            &[
+                "mask_token_id",
+                "required",
+                "; fix: add mask_token_id to dflash_config, the mask id the draft was trained with",
+            ],
+        ),
     ),
     arm(
         // The config's own eos ids (a list, as Qwen3's generation config writes them) hold the mask.
@@ -857,7 +865,7 @@ const ARMS: &[FolderArm] = &[
                 "neither model.safetensors nor model.safetensors.index.json is there",
                 "the download is incomplete",
                 ".incomplete)",
-                "`huggingface-cli download z-lab/synthetic-dflash` resumes it",
+                "; fix: `huggingface-cli download z-lab/synthetic-dflash` resumes it",
             ],
         ),
     ),

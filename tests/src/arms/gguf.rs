@@ -377,7 +377,7 @@ pub fn arms() -> Vec<Arm> {
             "control::gguf_target_layers_raw_ids",
             none,
             bent(target_layers_raw_ids),
-            fail(config, &["dflash.target_layers is [1, 3, 5], the package's target_layer_ids themselves: llama.cpp reads dflash.target_layers as each id plus one (the input of layer id + 1, the output of layer id), so it would read the layer before every tap; its converter writes [2, 4, 6]"]),
+            fail(config, &["dflash.target_layers is [1, 3, 5], the package's target_layer_ids themselves: llama.cpp reads dflash.target_layers as each id plus one (the input of layer id + 1, the output of layer id), so it would read the layer before every tap; its converter writes [2, 4, 6]", "; fix: convert the draft again with llama.cpp's convert_hf_to_gguf.py (with --target-model-dir naming its target), which writes each id plus one"]),
         ),
         gguf_arm(
             "control::gguf_target_layers_differ",

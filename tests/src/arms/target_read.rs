@@ -19,7 +19,16 @@ fn expect_error(bend: fn(&Path), reason: &str, names: &str) -> Result<(), String
             "the gate ran ({}) over a target it could not read",
             r.verdict()
         )),
-        Err(e) if e.reason() == reason && e.to_string().contains(names) => Ok(()),
+        // A fix clause the message must end with is the error's `fix` too (the document's field).
+        Err(e)
+            if e.reason() == reason
+                && e.to_string().contains(names)
+                && names
+                    .split_once("; fix: ")
+                    .is_none_or(|(_, fix)| e.fix().is_some_and(|f| f.starts_with(fix))) =>
+        {
+            Ok(())
+        }
         Err(e) => Err(format!(
             "expected {reason} naming {names:?}, got {}: {e}",
             e.reason()
@@ -134,10 +143,10 @@ pub fn trials() -> Vec<(&'static str, Trial)> {
     vec![
         // Given the wrong way round, a draft is named as the draft it is, not read as a target.
         ("target_read::a_draft_folder_given_as_the_target", || {
-            expect_error(a_draft_config, "malformed", "declares a DFlash draft (architectures: DFlashDraftModel): the folder is a draft, not the model it drafts for")
+            expect_error(a_draft_config, "malformed", "declares a DFlash draft (architectures: DFlashDraftModel): a draft, not the model it drafts for; fix: give --target the target model")
         }),
         ("target_read::a_draft_gguf_given_as_the_target", || {
-            expect_error(only_a_draft_gguf, "malformed", "general.architecture is \"dflash\": this GGUF is a DFlash draft, not the model it drafts for")
+            expect_error(only_a_draft_gguf, "malformed", "general.architecture is \"dflash\": a draft, not the model it drafts for; fix: give --target the target model")
         }),
         // A directory holding one GGUF and no config.json is that GGUF, as a draft directory is.
         (

@@ -423,6 +423,9 @@ fn target_layers(
         found.differing.push(format!(
             "{key} is {layers:?}, the package's target_layer_ids themselves: llama.cpp reads {key} as each id plus one (the input of layer id + 1, the output of layer id), so it would read the layer before every tap; its converter writes {plus_one:?}"
         ));
+        found.fix = Some(
+            "convert the draft again with llama.cpp's convert_hf_to_gguf.py (with --target-model-dir naming its target), which writes each id plus one".to_owned(),
+        );
     } else {
         found.differing.push(format!(
             "{key}: GGUF {layers:?}, package target_layer_ids {taps:?} (llama.cpp's converter writes each plus one: {plus_one:?})"
@@ -451,7 +454,7 @@ fn verdict(found: Found, skipped: Vec<String>, name: &str) -> Check {
     };
     let id = super::super::CONFIG;
     if !found.differing.is_empty() {
-        return Check::fail(
+        let check = Check::fail(
             id,
             format!(
                 "the GGUF's metadata differs from the {name}: {}",
@@ -459,6 +462,10 @@ fn verdict(found: Found, skipped: Vec<String>, name: &str) -> Check {
             ),
         )
         .with_evidence(evidence);
+        return match found.fix {
+            Some(fix) => check.with_fix(fix),
+            None => check,
+        };
     }
     if !found.one_sided.is_empty() {
         return Check::undecided(
