@@ -198,6 +198,15 @@ impl Consumer {
         )
     }
 
+    /// `ctest` over the rows matching `regex` with the hub cache `HF_HUB_CACHE` names.
+    fn ctest_with_cache(&self, regex: &str, cache: &Path) -> (bool, String) {
+        let mut cmd = std::process::Command::new("ctest");
+        cmd.current_dir(&self.build)
+            .args(["--output-on-failure", "--no-tests=error", "-R", regex])
+            .env("HF_HUB_CACHE", cache);
+        output(&mut cmd)
+    }
+
     /// `ctest` over the rows matching `regex`, with `path` as the PATH when given: its exit success
     /// and its output.
     fn ctest(&self, regex: &str, env_removed: &[&str], path: Option<&str>) -> (bool, String) {
@@ -310,7 +319,11 @@ impl Row {
 /// The package rows are exactly good, broken and unproven, each running `program` directly, labelled
 /// `dflash_gate`, with a timeout (unproven's its own 60 s).
 fn package_rows_hold(rows: &[Row], program: &Path) -> bool {
-    let mut names = Row::names(rows);
+    // The hub cache's rows, which only the checkout's plain consumer asks for (HUB_ID).
+    let mut names: Vec<_> = Row::names(rows)
+        .into_iter()
+        .filter(|n| !n.starts_with("dflash_gate_package_from_cache"))
+        .collect();
     names.sort_unstable();
     names
         == [
@@ -326,6 +339,30 @@ fn package_rows_hold(rows: &[Row], program: &Path) -> bool {
         && rows
             .iter()
             .any(|r| r.name.ends_with("unproven") && r.timeout == Some(60.0))
+}
+
+/// A revision the smoke test's hub cache does not hold.
+const NOT_HELD: &str = "v-not-held";
+
+/// A hub cache holding `package`'s files as the draft `org/draft` at `refs/main`, as the hub client
+/// lays a download out (each file a blob, the snapshot's names links to them).
+fn hub_cache(work: &Path, package: &Path) -> Result<PathBuf, String> {
+    let cache = work.join("hub");
+    let repo = cache.join("models--org--draft");
+    let commit = "4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a4f3c2b1a";
+    let snapshot = repo.join("snapshots").join(commit);
+    let io = |e: std::io::Error| format!("writing the hub cache in {}: {e}", cache.display());
+    for dir in [&snapshot, &repo.join("blobs"), &repo.join("refs")] {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    std::fs::write(repo.join("refs/main"), commit).map_err(io)?;
+    for (i, name) in ["config.json", "model.q4nx"].iter().enumerate() {
+        let blob = format!("blob{i}");
+        std::fs::copy(package.join(name), repo.join("blobs").join(&blob)).map_err(io)?;
+        std::os::unix::fs::symlink(format!("../../blobs/{blob}"), snapshot.join(name))
+            .map_err(io)?;
+    }
+    Ok(cache)
 }
 
 /// `text` with every run of white space one space: CMake wraps the messages it relays.
@@ -499,6 +536,10 @@ fn from_checkout(
         "-DDFLASH_GATE_TARGET_DIR={}",
         cargo_target.display()
     ));
+    // A draft by its Hugging Face id, in a hub cache the rows are given at test time.
+    let cache = hub_cache(work, good)?;
+    defines.push("-DHUB_ID=org/draft".to_owned());
+    defines.push(format!("-DHUB_REVISION={NOT_HELD}"));
     // Package rows only.
     let plain = Consumer::new(work, "plain", CONSUMER, &defines)?;
     plain.configure(&[], &[])?;
@@ -533,6 +574,19 @@ fn from_checkout(
     // The fixture has no MANIFEST.sha256: asked to verify one, the row is UNDECIDED (exit 3).
     let (ok, out) = plain.ctest("^dflash_gate_package_unproven$", &[], None);
     tally.expect(!ok, "a MANIFEST row fails when there is no manifest", &out);
+    let (ok, out) = plain.ctest_with_cache("^dflash_gate_package_from_cache$", &cache);
+    // Made a path (as rows made every argument before), org/draft is no directory: exit 2.
+    tally.expect(
+        ok,
+        "a row naming a draft by its ORG/NAME gates it from the hub cache, not as a path",
+        &out,
+    );
+    let (ok, out) = plain.ctest_with_cache("^dflash_gate_package_from_cache_at$", &cache);
+    tally.expect(
+        !ok && out.contains(NOT_HELD),
+        "a row's REVISION reaches the gate: one the cache does not hold fails naming it",
+        &out,
+    );
     tally.expect(
         !suite_compiled(cargo_target),
         "(d) the package rows compiled no test suite either",

@@ -78,7 +78,8 @@ const MODULE_HEAD: &str = r#"# DFlashGate.cmake: ctest rows for dflash-gate, bui
 #
 #   enable_testing()                    # the project's own (or include(CTest)): rows need it
 #   include(path/to/DFlashGate.cmake)   # the checkout's cmake/, or a copy from `cargo xtask cmake --out`
-#   dflash_gate_add_package(<name> <package-dir> [TARGET <dir>] [SOURCE <dir or .gguf>] [MANIFEST] [TIMEOUT <s>])
+#   dflash_gate_add_package(<name> <package-dir or ORG/NAME> [REVISION <rev>] [TARGET <dir or ORG/NAME>]
+#                           [SOURCE <dir or .gguf>] [MANIFEST] [TIMEOUT <s>])
 #   dflash_gate_add_suite_row()         # optional: the gate's own test suite, in one row
 #   dflash_gate_add_arm_rows()          # optional: one row per trial of the gate's own test suite
 #
@@ -95,7 +96,8 @@ const CONFIG_HEAD: &str = r#"# DFlashGateConfig.cmake: find_package(DFlashGate) 
 #
 #   enable_testing()                        # the project's own (or include(CTest)): rows need it
 #   find_package(DFlashGate @REQUEST@ REQUIRED)   # CMAKE_PREFIX_PATH=<prefix> for <prefix>/lib/cmake/DFlashGate
-#   dflash_gate_add_package(<name> <package-dir> [TARGET <dir>] [SOURCE <dir or .gguf>] [MANIFEST] [TIMEOUT <s>])
+#   dflash_gate_add_package(<name> <package-dir or ORG/NAME> [REVISION <rev>] [TARGET <dir or ORG/NAME>]
+#                           [SOURCE <dir or .gguf>] [MANIFEST] [TIMEOUT <s>])
 #   dflash_gate_add_suite_row()             # optional: the gate's own test suite, in one row
 #   dflash_gate_add_arm_rows()              # optional: one row per trial of the gate's own test suite
 #
@@ -270,7 +272,7 @@ if(NOT TARGET dflash_gate::dflash_gate)
 endif()
 
 function(dflash_gate_add_package name dir)
-  cmake_parse_arguments(PARSE_ARGV 2 _gate "MANIFEST" "TARGET;SOURCE;TIMEOUT" "")
+  cmake_parse_arguments(PARSE_ARGV 2 _gate "MANIFEST" "TARGET;SOURCE;TIMEOUT;REVISION" "")
   if(_gate_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "dflash_gate_add_package(${name}): unknown arguments ${_gate_UNPARSED_ARGUMENTS}")
   endif()
@@ -284,15 +286,18 @@ function(dflash_gate_add_package name dir)
   if(NOT _timeout MATCHES "^[1-9][0-9]*$")
     message(FATAL_ERROR "dflash_gate_add_package(${name}): TIMEOUT must be a whole number of seconds above 0, not \"${_timeout}\"")
   endif()
-  get_filename_component(_dir "${dir}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  # Paths go to the gate as written, run from this directory: a relative path is read from here, and
+  # an ORG/NAME that is no path here is a Hugging Face id the gate looks up offline in the hub cache
+  # (HF_HUB_CACHE) at test time, as on its command line. Made absolute here, an id would be a path.
   set(_options)
+  if(_gate_REVISION)
+    list(APPEND _options --revision "${_gate_REVISION}")
+  endif()
   if(_gate_TARGET)
-    get_filename_component(_target "${_gate_TARGET}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    list(APPEND _options --target "${_target}")
+    list(APPEND _options --target "${_gate_TARGET}")
   endif()
   if(_gate_SOURCE)
-    get_filename_component(_source "${_gate_SOURCE}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    list(APPEND _options --source "${_source}")
+    list(APPEND _options --source "${_gate_SOURCE}")
   endif()
   if(_gate_MANIFEST)
     list(APPEND _options --manifest)
@@ -304,7 +309,8 @@ function(dflash_gate_add_package name dir)
     add_dependencies(dflash_gate_for_rows dflash_gate)
   endif()
   get_target_property(_exe DFlashGate::dflash-gate IMPORTED_LOCATION)
-  add_test(NAME dflash_gate_package_${name} COMMAND "${_exe}" ${_options} -- "${_dir}")
+  add_test(NAME dflash_gate_package_${name} COMMAND "${_exe}" ${_options} -- "${dir}"
+    WORKING_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")
   set_tests_properties(dflash_gate_package_${name} PROPERTIES LABELS dflash_gate TIMEOUT "${_timeout}")
 endfunction()
 
