@@ -10,7 +10,9 @@
 //! by `DFLASH_GATE_TORCH_PYTHON` has the converter; the loader verdicts are held to z-lab's loaders
 //! themselves in `differential/engines.rs`, when `DFLASH_GATE_ZLAB_PYTHON` names a Python with them,
 //! and every GGUF draft arm to llama.cpp's own model loader in `differential/llama_cpp.rs`, when
-//! `DFLASH_GATE_LLAMA_CPP` names a built llama.cpp; SGLang's and vLLM's config rules are held to
+//! `DFLASH_GATE_LLAMA_CPP` names a built llama.cpp, and its pairing rows to llama.cpp's speculative
+//! decoding in `differential/llama_cpp_pairs.rs`, when `DFLASH_GATE_LLAMA_CPP_SPECULATIVE` names its
+//! `llama-speculative-simple`; SGLang's and vLLM's config rules are held to
 //! those engines' own config-reading functions in `differential/config_rules.rs`, when
 //! `DFLASH_GATE_SGLANG_SRC` or `DFLASH_GATE_VLLM_SRC` names their sources; drafts written by the real
 //! libraries (torch.save, speculators, compressed-tensors, mlx-lm) are gated in
@@ -42,6 +44,7 @@ pub fn trials() -> Vec<Trial> {
     out.extend(converter::trials());
     out.extend(engines::trials());
     out.extend(llama_cpp::trials());
+    out.extend(llama_cpp_pairs::trials());
     out.extend(config_rules::trials());
     out.extend(writers::trials());
     out
@@ -67,6 +70,7 @@ fn one_sided<'a>(a: &'a Shapes, b: &'a Shapes) -> (Only<'a>, Only<'a>) {
 }
 mod gguf;
 mod llama_cpp;
+mod llama_cpp_pairs;
 mod model_class;
 
 /// Our deliberate differences: `Some(reason)` when our refusal of a file the reference accepts is one.

@@ -132,6 +132,15 @@ impl GgufFile {
         self.raw(key, 9, &value);
     }
 
+    pub fn f32_array(&mut self, key: &str, values: &[f32]) {
+        let mut value = 6u32.to_le_bytes().to_vec();
+        value.extend_from_slice(&(values.len() as u64).to_le_bytes());
+        for v in values {
+            value.extend_from_slice(&v.to_le_bytes());
+        }
+        self.raw(key, 9, &value);
+    }
+
     pub fn string_array<S: AsRef<str>>(&mut self, key: &str, values: &[S]) {
         let mut value = 8u32.to_le_bytes().to_vec();
         value.extend_from_slice(&(values.len() as u64).to_le_bytes());

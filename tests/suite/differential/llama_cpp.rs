@@ -13,7 +13,8 @@
 //!
 //! The table's `crashes` rows (the mask under another key, taps past the target, another hidden
 //! size, a mask past the target's vocabulary) abort at the first draft or prefill, not in the loader:
-//! loading alone cannot show them, so they are printed and not held. Nor are `cannot tell` and
+//! loading alone cannot show them, so they are printed and not held here
+//! (`differential::gguf_pairs_against_llama_cpps_speculative_decoding` holds them, `llama_cpp_pairs.rs`). Nor are `cannot tell` and
 //! `not its form`, nor the arms the gate gives no report (exit 2: a shard, a directory it does not
 //! pick from). Every arm is printed in one table: the gate's verdict, the table's, what the loader
 //! did and its message.
@@ -222,7 +223,7 @@ fn first_failure(report: &dflash_gate::Report) -> String {
 }
 
 /// The file llama.cpp is given for a gated path: the path itself, or a directory's `draft.gguf`.
-fn the_gguf(path: &Path) -> Option<PathBuf> {
+pub(super) fn the_gguf(path: &Path) -> Option<PathBuf> {
     if path.is_file() {
         return Some(path.to_owned());
     }

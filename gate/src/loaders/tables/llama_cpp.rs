@@ -2,8 +2,9 @@
 //! sdist holds no git metadata, so the build is named by the package's version): `src/models/dflash.cpp`,
 //! `src/llama-model-loader.cpp` (`check_tensor_dims`, `done_getting_tensors`), `src/llama-context.cpp`
 //! (the tap assertion), `common/speculative.cpp` (the DFlash drafter: its mask id from
-//! `llama_vocab_mask`, no vocabulary check) and `common/common.cpp` / `src/llama-batch.cpp` (where a
-//! missing mask or a target of another width aborts).
+//! `llama_vocab_mask`, no vocabulary check), `common/common.cpp` (where a missing mask aborts) and
+//! `ggml/src/ggml.c` (where a target of another width aborts). The pairing rows were run:
+//! `differential::gguf_pairs_against_llama_cpps_speculative_decoding`.
 
 use crate::engine::{Engine, LoaderOutcome::*};
 use crate::loaders::{Rule, Shape, Table, When};
@@ -78,8 +79,8 @@ pub static TABLE: Table = Table {
             reads: "dflash.embedding_length against the target's",
             when: When::HiddenDiffers,
             outcome: Crashes,
-            words: "set_token_embd: embedding size mismatch, then get_sub_batch: failed to add embedding (GGML_ABORT) at the first prefill",
-            source: "common/speculative.cpp; src/llama-batch.cpp",
+            words: "GGML_ASSERT(ggml_can_mul_mat(a, b)) failed as the draft's context is made: it borrows the target's token_embd and output, of another width (a draft with its own embedding and head aborts at the first prefill instead: set_token_embd: embedding size mismatch, then get_sub_batch: failed to add embedding)",
+            source: "src/models/dflash.cpp (the target's tensors through ctx_other); ggml/src/ggml.c (ggml_mul_mat); src/llama-batch.cpp",
         },
         Rule {
             id: "mask_id_outside_the_target_vocab",
