@@ -71,7 +71,7 @@ pub use error::PackageError;
 pub use evaluation::evaluate;
 pub use files::FileError;
 pub use form::Form;
-pub use package::{gate, Options};
+pub use package::{gate, read_target, Options, ReadTarget};
 pub use report::{
     error_json, Against, Census, Check, Comparison, Evidence, FileCensus, FileUse, GridCensus,
     Named, NotChecked, Outcome, Report, SourceGridCensus, TensorCensus, Tool, SCHEMA_VERSION, TOOL,

@@ -33,12 +33,44 @@ pub struct Options {
     /// Engines whose verdict on the draft is a check of its own (`loader.NAME`): what they refuse,
     /// crash on, serve wrong or do not read fails it (`--loader`).
     pub loaders: Vec<crate::engine::Engine>,
+    /// `target`, already read ([`read_target`]): many drafts held to one target read it once.
+    target_read: Option<ReadTarget>,
+}
+
+/// A target read once ([`read_target`]), to hold many drafts to it (a fit report) without reading
+/// it again for each: [`Options::with_read_target`]. Cheap to clone.
+#[derive(Clone)]
+pub struct ReadTarget(std::sync::Arc<crate::target::Target>);
+
+impl std::fmt::Debug for ReadTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadTarget")
+    }
+}
+
+/// Reads the target at `path` (a folder, a GGUF, a hub cache repository or `ORG/NAME`) as `--target`
+/// does: its config and the headers of its weight files. An error is `--target`'s.
+pub fn read_target(path: &Path) -> Result<ReadTarget, PackageError> {
+    let dir = crate::hub::resolve(path, None, crate::hub::cache_root().as_deref())
+        .map_err(|e| e.under_option("--target"))?;
+    crate::target::read(&dir)
+        .map(|t| ReadTarget(std::sync::Arc::new(t)))
+        .map_err(|e| e.under_option("--target"))
 }
 
 impl Options {
     /// Also checks the draft against the target package in `dir` (`--target`).
     pub fn with_target(mut self, dir: impl Into<PathBuf>) -> Options {
         self.target = Some(dir.into());
+        self.target_read = None;
+        self
+    }
+
+    /// Also checks the draft against `target`, read from `dir` beforehand ([`read_target`]): what
+    /// `with_target(dir)` answers, without reading the target again.
+    pub fn with_read_target(mut self, dir: impl Into<PathBuf>, target: ReadTarget) -> Options {
+        self.target = Some(dir.into());
+        self.target_read = Some(target);
         self
     }
 
@@ -222,7 +254,7 @@ fn gate_resolved(dir: &Path, options: &Options, start: Instant) -> Result<Report
         bytes.unchanged()?;
     }
     if let Some(target_dir) = &options.target {
-        let target = read_target(target_dir)?;
+        let target = target_of(options, target_dir)?;
         let checks = crate::target::checks(&evaluation, &target);
         let answers = crate::target::answered(&checks);
         answered(&mut evaluation.report, "--target", checks, answers);
@@ -292,7 +324,7 @@ fn gate_folder(
         judged.extend(checkpoint.files().into_iter().skip(1));
     }
     if let Some(target_dir) = &options.target {
-        let target = read_target(target_dir)?;
+        let target = target_of(options, target_dir)?;
         let checks = crate::target::checks(&evaluation, &target);
         let answers = crate::target::answered(&checks);
         answered(&mut evaluation.report, "--target", checks, answers);
@@ -315,10 +347,15 @@ fn gate_folder(
 
 /// The target `--target` names: a folder or package, or a hub cache repository (or `ORG/NAME`)
 /// resolved to its `main` snapshot, offline.
-fn read_target(path: &Path) -> Result<crate::target::Target, PackageError> {
-    let dir = crate::hub::resolve(path, None, crate::hub::cache_root().as_deref())
-        .map_err(|e| e.under_option("--target"))?;
-    crate::target::read(&dir).map_err(|e| e.under_option("--target"))
+/// The target `options` names: as read beforehand, else read now from `path`.
+fn target_of(
+    options: &Options,
+    path: &Path,
+) -> Result<std::sync::Arc<crate::target::Target>, PackageError> {
+    match &options.target_read {
+        Some(read) => Ok(read.0.clone()),
+        None => read_target(path).map(|r| r.0),
+    }
 }
 
 fn is_gguf(name: &std::ffi::OsStr) -> bool {
@@ -585,7 +622,7 @@ fn gate_gguf(
             .map_err(|e| e.under_option("--source"))?;
     }
     if let Some(target) = &options.target {
-        let target = read_target(target)?;
+        let target = target_of(options, target)?;
         let passed = |id: &str| {
             evaluation
                 .report

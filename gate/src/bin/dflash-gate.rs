@@ -7,6 +7,8 @@
 
 #[path = "dflash-gate/cli.rs"]
 mod cli;
+#[path = "dflash-gate/fit.rs"]
+mod fit;
 #[path = "dflash-gate/interrupt.rs"]
 mod interrupt;
 #[path = "dflash-gate/print.rs"]
@@ -49,6 +51,9 @@ struct Args {
     many: bool,
     /// `--format github`: a workflow annotation after each package's text for what it objects to.
     github: bool,
+    /// A fit report's targets (several `--target`, or a folder of them), with their row names: each
+    /// draft is held to each, and `options.target` is unset.
+    fit: Vec<(String, PathBuf)>,
     colour: print::When,
     options: Options,
 }
@@ -98,8 +103,15 @@ fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
         return Ok(Request::Version);
     }
     let mut options = Options::default().with_manifest(parsed.has("--manifest"));
-    if let Some(dir) = parsed.value("--target") {
-        options = options.with_target(dir);
+    let mut fit = Vec::new();
+    for dir in parsed.values("--target") {
+        let named =
+            tree::targets_named(Path::new(dir)).map_err(|why| Refused { why, usage: false })?;
+        fit.extend(named);
+    }
+    if fit.len() == 1 {
+        options = options.with_target(&fit[0].1);
+        fit.clear();
     }
     if let Some(dir) = parsed.value("--source") {
         options = options.with_source(dir);
@@ -160,7 +172,7 @@ fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
         return Err("no package directory given".to_owned().into());
     }
     Ok(Request::Gate(Args {
-        many: all || items.len() > 1,
+        many: all || items.len() > 1 || !fit.is_empty(),
         items,
         json,
         census: parsed.has("--census"),
@@ -169,6 +181,7 @@ fn request(raw: Vec<OsString>) -> Result<Request, Refused> {
         colour,
         options,
         github: format == Some(Format::Github),
+        fit,
     }))
 }
 
@@ -326,6 +339,12 @@ fn run(
     gated: &mut Gated,
 ) {
     let mut documents = Vec::new();
+    // A fit report reads each target once, whatever the number of drafts.
+    let targets: Vec<_> = args
+        .fit
+        .iter()
+        .map(|(_, dir)| dflash_gate::read_target(dir))
+        .collect();
     // One line per package reads as a table: the package column as wide as the widest name.
     let width = args
         .items
@@ -344,6 +363,23 @@ fn run(
         // `--format github`'s annotations for this item.
         let mut notes = String::new();
         let text = match item {
+            Item::Gate { dir, .. } if !args.fit.is_empty() => {
+                let name = item
+                    .label_name()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| item.name());
+                let (text, code) = fit::report(
+                    dir,
+                    &name,
+                    &args.fit,
+                    &targets,
+                    &args.options,
+                    args.json,
+                    &mut documents,
+                );
+                gated.count(code);
+                text
+            }
             Item::Gate { dir, .. } => match dflash_gate::gate(dir, &args.options) {
                 Ok(report) => {
                     gated.count(report.verdict().exit_code());

@@ -1439,3 +1439,87 @@ fn format_github_annotates_what_failed_and_what_could_not_run() {
     let json = stdout(&gate_dir(&good, &["--format", "json"]));
     assert_eq!(json, stdout(&gate_dir(&good, &["--json"])));
 }
+
+/// A fit report: one draft and three targets (given as a folder of them) is one table, a row per
+/// target: the one it fits says yes, the others no with their first reason; the exit status is 0, as
+/// it fits one. `--target` given several times is the same report, and the JSON a document per pair
+/// naming its target. A folder holding no target is refused, saying so.
+#[test]
+fn a_fit_report_says_which_targets_a_draft_fits() {
+    use gate_tests::synth::{Encoding, Geometry, Package, TargetPackage};
+    let root = tempfile::tempdir().unwrap();
+    let draft = root.path().join("draft");
+    std::fs::create_dir_all(&draft).unwrap();
+    Package::generate(&Geometry::small(), Encoding::default(), 7)
+        .write(&draft)
+        .unwrap();
+    let targets = root.path().join("targets");
+    for name in ["fits", "wide", "shallow"] {
+        std::fs::create_dir_all(targets.join(name)).unwrap();
+        TargetPackage::matching(&Geometry::small())
+            .write(&targets.join(name))
+            .unwrap();
+    }
+    edit_config(&targets.join("wide"), |c| {
+        c.insert("hidden_size".into(), 512.into());
+    });
+    edit_config(&targets.join("shallow"), |c| {
+        c.insert("num_hidden_layers".into(), 2.into());
+    });
+    let o = gate_dir(&draft, &["--target", targets.to_str().unwrap()]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains(": fits 1 of 3 targets"), "{text}");
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("/{name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{text}"))
+            .to_owned()
+    };
+    assert!(row("fits").contains("  yes  "), "{text}");
+    assert!(
+        row("wide").contains("  no  ") && row("wide").contains("target.hidden_size: "),
+        "{text}"
+    );
+    assert!(
+        row("shallow").contains("  no  ") && row("shallow").contains("target.depth: "),
+        "{text}"
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    // Named one by one: the same rows; as JSON, a report per pair naming its target.
+    let each: Vec<String> = ["fits", "wide", "shallow"]
+        .iter()
+        .map(|n| targets.join(n).to_str().unwrap().to_owned())
+        .collect();
+    let mut args: Vec<&std::ffi::OsStr> = vec![draft.as_os_str()];
+    for t in &each {
+        args.push(std::ffi::OsStr::new("--target"));
+        args.push(std::ffi::OsStr::new(t));
+    }
+    args.push(std::ffi::OsStr::new("--json"));
+    let o = gate(&args);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let given: Vec<&str> = doc
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["target"]["given"].as_str().unwrap())
+        .collect();
+    assert_eq!(given, each.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(0));
+    // Fitting none: the best pair's status (here a FAIL).
+    std::fs::remove_dir_all(targets.join("fits")).unwrap();
+    let o = gate_dir(&draft, &["--target", targets.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains(": fits 0 of 2 targets"),
+        "{}",
+        stdout(&o)
+    );
+    // A folder of no targets.
+    let empty = root.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = gate_dir(&draft, &["--target", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no target model under it"));
+}

@@ -162,10 +162,10 @@ fn loader_names_engines_and_an_unknown_one_is_a_usage_error() {
 fn a_repeated_single_valued_option_is_refused() {
     let dir = fixture();
     let dir = dir.to_str().unwrap();
-    let o = gate(&[dir, "--target", "a", "--target=b"]);
+    let o = gate(&[dir, "--source", "a", "--source=b"]);
     assert_eq!(o.status.code(), Some(2));
     let err = text(&o.stderr);
-    assert!(err.contains("--target given twice"), "{err}");
+    assert!(err.contains("--source given twice"), "{err}");
     assert!(err.contains("\"a\"") && err.contains("\"b\""), "{err}");
     // A repeated switch changes nothing.
     assert_eq!(gate(&[dir, "--census", "--census"]).status.code(), Some(0));

@@ -52,8 +52,8 @@ pub const OPTIONS: &[Opt] = &[
     Opt {
         long: "--target",
         short: None,
-        takes: Takes::One("DIR"),
-        help: "also check the draft against this target package (target.* checks)",
+        takes: Takes::Many("DIR"),
+        help: "also check the draft against this target model (target.* checks): a folder, a GGUF, a hub cache repository or ORG/NAME; given several times, or naming a folder of targets or a hub cache, a fit report: for each target, whether the draft fits it and the first reason (exit 0 when it fits one)",
     },
     Opt {
         long: "--source",

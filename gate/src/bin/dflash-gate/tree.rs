@@ -155,6 +155,46 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
     Ok(items)
 }
 
+/// What `--target DIR` names: the one target DIR is, or, when DIR is a folder of targets or a hub
+/// cache (no config.json, no GGUF and no hub repository of its own), each model directly under it
+/// that is another model than a draft (as `--all` lists it skipped), with its row name. A folder
+/// under which no target is found is refused.
+pub fn targets_named(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    let plain = || {
+        Ok(vec![(
+            dflash_gate::__private::escape::name(dir.as_os_str()),
+            dir.to_owned(),
+        )])
+    };
+    let holds_own = |names: &[OsString]| names.iter().any(|n| n == CONFIG_FILE || is_gguf(n));
+    if !dir.is_dir() || dflash_gate::__private::hub::is_repository(dir) {
+        return plain();
+    }
+    match entry_names(dir) {
+        Ok(names) if !holds_own(&names) => {}
+        _ => return plain(),
+    }
+    let items = entries_under(dir, &[], true).map_err(|e| {
+        format!(
+            "--target {}: cannot list it: {e}",
+            dflash_gate::__private::escape::name(dir.as_os_str())
+        )
+    })?;
+    let mut targets: Vec<(String, PathBuf)> = items
+        .iter()
+        .filter(|i| matches!(i, Item::Skip { reason, .. } if *reason == "another_model"))
+        .map(|i| (i.name(), i.dir().to_owned()))
+        .collect();
+    targets.sort_by(|a, b| a.1.cmp(&b.1));
+    if targets.is_empty() {
+        return Err(format!(
+            "--target {}: no target model under it (a folder with a config.json or a GGUF of a model, not a draft), and it is none itself",
+            dflash_gate::__private::escape::name(dir.as_os_str())
+        ));
+    }
+    Ok(targets)
+}
+
 /// The items for the entries of `dir`. `descend`: a hub cache directly under it is looked into, one
 /// level (the repositories of `~/.cache/huggingface/hub` under `--all ~/.cache/huggingface`).
 fn entries_under(
