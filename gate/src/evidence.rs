@@ -396,6 +396,13 @@ pub struct TargetDepth {
     pub taps: Vec<u64>,
     pub target_layers: u64,
     pub draft_num_target_layers: Option<u64>,
+    /// The architecture the target states (a GGUF's `general.architecture`, a config's
+    /// `architectures[0]`); `None` when it states none.
+    pub target_architecture: Option<String>,
+    /// Whether llama.cpp b11434's graph for that architecture records the last layer's output (a GGUF
+    /// draft's `dflash.target_layers` entry equal to the target's layer count reads it); `None` when
+    /// the target states no architecture.
+    pub records_last_layer: Option<bool>,
 }
 
 /// `target.vocab`: `problems` kinds `draft_vocab_size` (the two differ), `draft_field` (the draft's

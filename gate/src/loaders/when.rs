@@ -101,6 +101,10 @@ pub enum When {
     MaskIsLiveToken,
     /// With `--target`: a tap is not below the target's layer count (`target.depth`).
     TapBeyondTarget,
+    /// With `--target`, a GGUF draft: its deepest `dflash.target_layers` entry is the target's layer
+    /// count (the last layer's output), and the target's architecture is one whose llama.cpp graph
+    /// records no input past its last layer (`target.depth`).
+    TapAtTargetsLastLayer,
     /// With `--target`: the mask id is at or past the target's vocabulary (`target.mask_token`).
     MaskOutsideTargetVocab,
     /// With `--target`: the draft's hidden size is not the target's (`target.hidden_size`).
@@ -312,6 +316,25 @@ impl Facts<'_> {
                     .iter()
                     .find(|t| **t >= e.target_layers)
                     .map(|t| format!("tap {t} of a target of {} layers", e.target_layers)),
+                _ => None,
+            }),
+            // A config's ids are read by engines that take the last layer's own output; only a
+            // GGUF's entry equal to the layer count asks for an input past the last layer.
+            When::TapAtTargetsLastLayer if self.shape() != Shape::Gguf => Met::No,
+            When::TapAtTargetsLastLayer => self.paired(CheckId::TARGET_DEPTH, |e| match e {
+                Evidence::TargetDepth(e)
+                    if e.records_last_layer == Some(false)
+                        && e.target_layers
+                            .checked_sub(1)
+                            .is_some_and(|last| e.taps.contains(&last)) =>
+                {
+                    Some(format!(
+                        "dflash.target_layers entry {} of a {} target of {} layers",
+                        e.target_layers,
+                        e.target_architecture.as_deref().unwrap_or("?"),
+                        e.target_layers
+                    ))
+                }
                 _ => None,
             }),
             When::MaskOutsideTargetVocab => self.paired(CheckId::TARGET_MASK_TOKEN, |e| match e {

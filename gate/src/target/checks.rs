@@ -185,6 +185,8 @@ pub(super) fn depth(draft: &Draft, target: &Target) -> Check {
         taps: taps.clone(),
         target_layers: layers,
         draft_num_target_layers: draft.num_target_layers.clone().ok().flatten(),
+        target_architecture: target.architecture.name().map(str::to_owned),
+        records_last_layer: target.architecture.records_last_layer(),
     };
     if let Some(bad) = taps.iter().find(|&&t| t >= layers) {
         return Check::fail(
@@ -196,6 +198,9 @@ pub(super) fn depth(draft: &Draft, target: &Target) -> Check {
             ),
         )
         .with_evidence(evidence);
+    }
+    if let Some(check) = last_layer(draft, target, taps, layers) {
+        return check.with_evidence(evidence);
     }
     match draft.num_target_layers.clone() {
         Ok(Some(n)) if n != layers => Check::fail(
@@ -218,6 +223,55 @@ pub(super) fn depth(draft: &Draft, target: &Target) -> Check {
             ),
         )
         .with_evidence(evidence),
+    }
+}
+
+/// llama.cpp's abort when a GGUF draft taps a layer input its target's graph never records.
+const NULL_LAYER_INPUT: &str =
+    "GGML_ASSERT(t_layer_inp[il] != nullptr && \"layer input tensor is null\")";
+
+/// A GGUF draft whose deepest `dflash.target_layers` entry is the target's layer count: the output of
+/// the last layer, which llama.cpp b11434 records only for the architectures that record it
+/// ([`super::RECORDS_LAST_LAYER_GGUF`]). Its context accepts the tap (`lid <= n_layer()`), then the
+/// first prefill aborts for every other architecture. Stricter than spec 15's `<= layers`: a FAIL
+/// for an architecture that does not record it, UNDECIDED when the target states none. `None` when
+/// the draft does not tap the last layer, or the architecture records it.
+fn last_layer(draft: &Draft, target: &Target, taps: &[u64], layers: u64) -> Option<Check> {
+    draft.gguf.as_ref()?;
+    // `layers` is positive: both readers refuse a count of 0.
+    if !taps.contains(&(layers - 1)) {
+        return None;
+    }
+    let reads = format!(
+        "{} reaches {layers}, the target's layer count ({}): the output of its last layer",
+        draft.taps_named(taps),
+        crate::report::count_layers(layers)
+    );
+    match (
+        target.architecture.records_last_layer(),
+        target.architecture.named(),
+    ) {
+        (Some(true), _) => None,
+        (Some(false), Some(named)) => Some(Check::fail(
+            DEPTH,
+            format!(
+                "{reads}: llama.cpp b11434 records it only for a target of {}, not this one ({named}), \
+                 and aborts at the first prefill, {NULL_LAYER_INPUT}",
+                super::RECORDS_LAST_LAYER_GGUF.join(", ")
+            ),
+        )),
+        _ => Some(Check::undecided(
+            DEPTH,
+            format!(
+                "{reads}: llama.cpp b11434 records it only for a target of {}, and aborts at the first \
+                 prefill on any other ({NULL_LAYER_INPUT}); {}, so which it is cannot be told",
+                super::RECORDS_LAST_LAYER_GGUF.join(", "),
+                match &target.architecture {
+                    super::Architecture::NotStated(why) => why.as_str(),
+                    _ => "the target states no architecture",
+                }
+            ),
+        )),
     }
 }
 

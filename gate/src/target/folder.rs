@@ -47,6 +47,7 @@ pub fn read(dir: &Path) -> Result<Target, PackageError> {
         stated_in: super::StatedIn::Config,
         rope: super::rope::of_target_config(&config),
         weights_absent,
+        architecture: architecture(&config),
     };
     // The config and the weight headers were there together: a config renamed into place while the
     // headers were read is "changed while it was read", not a target that never existed.
@@ -106,6 +107,34 @@ fn stated(config: &Value, name: &str) -> Field<u64> {
             Ok(u) => Ok(u),
             Err(_) => problem(format!("is {v}, an integer too long for 64 bits")),
         },
+    }
+}
+
+/// The architecture a target's config states, as llama.cpp's converter chooses its model class:
+/// `text_config.architectures[0]` where stated, else `architectures[0]`.
+fn architecture(config: &Value) -> super::Architecture {
+    let first = |v: Option<&Value>| match v.and_then(|a| a.as_array()).and_then(|a| a.first()) {
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let nested = config
+        .get("text_config")
+        .and_then(|t| t.get("architectures"));
+    if let Some(name) = first(nested) {
+        return super::Architecture::Config {
+            name,
+            field: "text_config.architectures[0]",
+        };
+    }
+    match first(config.get("architectures")) {
+        Some(name) => super::Architecture::Config {
+            name,
+            field: "architectures[0]",
+        },
+        None => super::Architecture::NotStated(
+            "the target's config.json states no architectures (a list whose first entry is a string)"
+                .to_owned(),
+        ),
     }
 }
 

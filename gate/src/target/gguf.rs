@@ -96,6 +96,7 @@ pub fn read(path: &Path) -> Result<Target, PackageError> {
         stated_in: super::StatedIn::Gguf,
         rope: super::rope::of_gguf(header, &arch),
         weights_absent: false,
+        architecture: super::Architecture::Gguf(arch.clone()),
     };
     if let Some(fault) = gguf.token_types_fault() {
         // Read by id beside the tokens, as llama.cpp reads them: not a tokenizer to take the

@@ -50,6 +50,74 @@ pub struct Target {
     /// `vocab_size` is then the only statement of the rows, and `target.vocab` compares with it.
     /// Weights that are there but cannot be read as one set are not this.
     pub weights_absent: bool,
+    /// The architecture the target states, as llama.cpp chooses the graph it runs by.
+    pub architecture: Architecture,
+}
+
+/// What a target states of its architecture: a GGUF's `general.architecture`, or a config's
+/// `architectures[0]` (`text_config.architectures[0]` where that is stated), the entry llama.cpp's
+/// converter (`get_model_architecture`) chooses the model class, and so the GGUF's architecture, by.
+/// A config's `model_type` is not read: the converter never reads it to choose.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Architecture {
+    /// A GGUF target's `general.architecture`.
+    Gguf(String),
+    /// A config's `architectures[0]`, and the field it was read from.
+    Config { name: String, field: &'static str },
+    /// None stated (or not a string): why.
+    NotStated(String),
+}
+
+/// The target architectures whose graph in llama.cpp b11434 records the last layer's output as the
+/// input of layer `n_layer` (`res->t_layer_inp[n_layer]`, in `src/models/deepseek4.cpp`,
+/// `src/models/mimo2.cpp` and `src/models/nemotron-h.cpp`, whose graph `nemotron_h_moe` shares), so
+/// a DFlash draft's `dflash.target_layers` entry equal to the target's layer count is served. Every
+/// other graph records only the inputs of layers 0 to `n_layer - 1`.
+pub const RECORDS_LAST_LAYER_GGUF: [&str; 4] =
+    ["deepseek4", "mimo2", "nemotron_h", "nemotron_h_moe"];
+
+/// The Hugging Face `architectures` llama.cpp's converter writes as one of
+/// [`RECORDS_LAST_LAYER_GGUF`] (`conversion/deepseek.py`, `conversion/mimo.py`,
+/// `conversion/nemotron.py`: the classes registered with `model_arch` `DEEPSEEK4`, `MIMO2`,
+/// `NEMOTRON_H` and `NEMOTRON_H_MOE`).
+pub const RECORDS_LAST_LAYER_HF: [&str; 5] = [
+    "DeepseekV4ForCausalLM",
+    "MiMoV2FlashForCausalLM",
+    "MiMoV2ForCausalLM",
+    "NemotronHForCausalLM",
+    "NemotronHPuzzleForCausalLM",
+];
+
+impl Architecture {
+    /// Whether llama.cpp b11434's graph for this architecture records the last layer's output;
+    /// `None` when the target states none.
+    pub fn records_last_layer(&self) -> Option<bool> {
+        match self {
+            Architecture::Gguf(a) => Some(RECORDS_LAST_LAYER_GGUF.contains(&a.as_str())),
+            Architecture::Config { name, .. } => {
+                Some(RECORDS_LAST_LAYER_HF.contains(&name.as_str()))
+            }
+            Architecture::NotStated(_) => None,
+        }
+    }
+
+    /// The architecture as a message names it: `general.architecture "qwen3"`, or
+    /// `architectures[0] "Qwen3ForCausalLM"`; `None` when not stated.
+    pub fn named(&self) -> Option<String> {
+        match self {
+            Architecture::Gguf(a) => Some(format!("general.architecture {a:?}")),
+            Architecture::Config { name, field } => Some(format!("{field} {name:?}")),
+            Architecture::NotStated(_) => None,
+        }
+    }
+
+    /// The name alone, for the evidence.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Architecture::Gguf(a) | Architecture::Config { name: a, .. } => Some(a),
+            Architecture::NotStated(_) => None,
+        }
+    }
 }
 
 /// Reads the target at `path`: a GGUF model file by its header and metadata, anything else as a
@@ -376,6 +444,10 @@ mod tests {
             stated_in: StatedIn::Config,
             rope: Default::default(),
             weights_absent: false,
+            architecture: Architecture::Config {
+                name: "Qwen3ForCausalLM".to_owned(),
+                field: "architectures[0]",
+            },
         }
     }
 

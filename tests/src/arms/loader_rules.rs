@@ -76,6 +76,15 @@ fn gguf_drafts(when: When) -> Option<(Draft, Draft)> {
             GgufPaired(|c| c["num_hidden_layers"] = 3.into()),
             MATCHED_GGUF,
         ),
+        // The small draft's deepest dflash.target_layers entry is 6: a Qwen3 target of six layers
+        // records no output past its last layer; a Nemotron-H target of six records it.
+        When::TapAtTargetsLastLayer => (
+            GgufPaired(|c| c["num_hidden_layers"] = 6.into()),
+            GgufPaired(|c| {
+                c["num_hidden_layers"] = 6.into();
+                c["architectures"] = serde_json::json!(["NemotronHForCausalLM"]);
+            }),
+        ),
         When::MaskOutsideTargetVocab => {
             (GgufPaired(|c| c["vocab_size"] = 999.into()), MATCHED_GGUF)
         }

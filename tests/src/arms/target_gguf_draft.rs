@@ -172,12 +172,83 @@ pub fn trials() -> Vec<(&'static str, Trial)> {
                 )
             },
         ),
+        // An entry equal to the target's layer count reads the last layer's output, which llama.cpp
+        // records only for the architectures that record it: a Qwen3 target's first prefill aborts.
         ("target_gguf_draft::deepest_tap_is_the_last_layer", || {
             expect(
                 against(gguf(|f| layers(f, deepest()))),
-                &[("target.depth", Outcome::Pass, "dflash.target_layers")],
+                &[(
+                    "target.depth",
+                    Outcome::Fail,
+                    "dflash.target_layers [2, 4, 6] in the GGUF, the HF ids [1, 3, 5] reaches 6, the target's layer count (6 layers)",
+                ), (
+                    "target.depth",
+                    Outcome::Fail,
+                    "not this one (general.architecture \"qwen3\"), and aborts at the first prefill, GGML_ASSERT(t_layer_inp[il] != nullptr && \"layer input tensor is null\")",
+                )],
             )
         }),
+        (
+            "target_gguf_draft::deepest_tap_is_the_last_layer_of_a_qwen3_folder",
+            || {
+                expect(
+                    against(folder(|c| c["num_hidden_layers"] = deepest().into())),
+                    &[(
+                        "target.depth",
+                        Outcome::Fail,
+                        "not this one (architectures[0] \"Qwen3ForCausalLM\")",
+                    )],
+                )
+            },
+        ),
+        // Nemotron-H's graph records the last layer's output (t_layer_inp[n_layer]): the tap is served.
+        (
+            "target_gguf_draft::deepest_tap_is_the_last_layer_of_a_nemotron_h",
+            || {
+                expect(
+                    against(folder(|c| {
+                        c["num_hidden_layers"] = deepest().into();
+                        c["architectures"] = serde_json::json!(["NemotronHForCausalLM"]);
+                    })),
+                    &[(
+                        "target.depth",
+                        Outcome::Pass,
+                        "every tap in dflash.target_layers [2, 4, 6] in the GGUF",
+                    )],
+                )
+            },
+        ),
+        // A multimodal config's text model names its own class, as llama.cpp's converter reads it.
+        (
+            "target_gguf_draft::deepest_tap_is_the_last_layer_of_a_nested_mimo2",
+            || {
+                expect(
+                    against(folder(|c| {
+                        c["num_hidden_layers"] = deepest().into();
+                        c["text_config"] =
+                            serde_json::json!({"architectures": ["MiMoV2ForCausalLM"]});
+                    })),
+                    &[("target.depth", Outcome::Pass, "every tap in")],
+                )
+            },
+        ),
+        // A target that names no architecture: whether llama.cpp records its last layer is not known.
+        (
+            "target_gguf_draft::deepest_tap_is_the_last_layer_of_an_unnamed_target",
+            || {
+                expect(
+                    against(folder(|c| {
+                        c["num_hidden_layers"] = deepest().into();
+                        c.as_object_mut().unwrap().remove("architectures");
+                    })),
+                    &[(
+                        "target.depth",
+                        Outcome::Undecided,
+                        "the target's config.json states no architectures",
+                    )],
+                )
+            },
+        ),
         ("target_gguf_draft::deepest_tap_past_the_last_layer", || {
             expect(
                 against(gguf(|f| layers(f, deepest() - 1))),

