@@ -575,6 +575,13 @@ fn gate_gguf(
                 IS_DFLASH,
                 "not compared: the GGUF holds no draft upstream llama.cpp loads as one",
             ),
+            // DSpark's heads have no mapping to hold them to their source by (spec 18.3).
+            Some(g) if !crate::draft::gguf::dspark_parts(&g.header).is_empty() => {
+                gguf_source::blocked(
+                    crate::checks::GEOMETRY,
+                    "not compared: the GGUF holds DSpark's keys or tensors, which the gate does not read",
+                )
+            }
             Some(g) => {
                 gguf_source::checks(g, checkpoint).map_err(|p| PackageError::internal(path, p))?
             }

@@ -144,7 +144,7 @@ pub fn of_gguf(
                 Check::blocked(
                     *id,
                     crate::check_id::CheckId::CONFIG_GEOMETRY,
-                    "--target given: not compared, config.geometry refused the GGUF's metadata",
+                    "--target given: not compared, config.geometry did not accept the GGUF's metadata",
                 )
             })
             .collect(),

@@ -431,6 +431,21 @@ const ARMS: &[SourceArm] = &[
             ),
         )
     },
+    // DSpark's heads have no converter mapping the gate reads (spec 18.3): nothing is compared,
+    // each source check blocked by config.geometry's UNDECIDED, never a FAIL of unmapped tensors.
+    SourceArm {
+        bend: |f| super::gguf_draft::dspark(f, true),
+        ..arm(
+            "gguf_source::control::dspark_heads_not_compared",
+            GgmlType::Q8_0,
+            Owed::Refused {
+                check: CheckId::CONFIG_GEOMETRY,
+                outcome: Outcome::Undecided,
+                mentions: &["DSpark's", "markov_w1.weight", "not settled upstream"],
+                also: &[],
+            },
+        )
+    },
     SourceArm {
         source: |root| root.join("draft").join("draft.gguf"),
         ..arm(
