@@ -396,6 +396,20 @@ pub struct TargetDepth {
     pub taps: Vec<u64>,
     pub target_layers: u64,
     pub draft_num_target_layers: Option<u64>,
+    /// The verifier a speculators draft names against the target's architectures (spec 18.1); null
+    /// for a draft whose form names no verifier.
+    pub verifier_architectures: Option<VerifierArchitectures>,
+}
+
+/// `target.depth`'s comparison of the verifier a speculators config names
+/// (`speculators_config.verifier.architectures`) with the target's `architectures` (its
+/// config.json): `compared` only when both were read; a side not read is null.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct VerifierArchitectures {
+    pub verifier: Option<Vec<String>>,
+    pub target: Option<Vec<String>>,
+    pub compared: bool,
 }
 
 /// `target.vocab`: `problems` kinds `draft_vocab_size` (the two differ), `draft_field` (the draft's

@@ -50,6 +50,10 @@ pub struct Target {
     /// `vocab_size` is then the only statement of the rows, and `target.vocab` compares with it.
     /// Weights that are there but cannot be read as one set are not this.
     pub weights_absent: bool,
+    /// The Transformers classes its config.json names (`architectures`), which a speculators
+    /// draft's verifier is held to; why there are none to compare (absent, of another type, a GGUF
+    /// target) otherwise.
+    pub architectures: Result<Vec<String>, String>,
 }
 
 /// Reads the target at `path`: a GGUF model file by its header and metadata, anything else as a
@@ -170,6 +174,10 @@ pub struct Draft {
     pub gguf: Option<(Vec<u64>, String)>,
     /// Its RoPE, read canonically (`target.rope`).
     pub rope: rope::Rope,
+    /// The verifier a speculators config names (`speculators_config.verifier.architectures`, spec
+    /// 18.1), which `target.depth` holds to the target's architectures; `None` for a draft whose form
+    /// names no verifier (z-lab's schema, a GGUF).
+    pub verifier_architectures: Option<Field<Vec<String>>>,
 }
 
 impl Draft {
@@ -183,6 +191,10 @@ impl Draft {
             mask_token_id: c.mask_token_id.clone(),
             gguf: None,
             rope: rope::of_canonical(&c.canonical, ""),
+            verifier_architectures: c
+                .speculators
+                .as_ref()
+                .map(|s| s.verifier_architectures.clone()),
         }
     }
 
@@ -215,6 +227,7 @@ impl Draft {
             mask_token_id: Ok(Some(m.mask_token_id)),
             gguf: Some((m.target_layers.clone(), m.mask_key.clone())),
             rope: rope::of_gguf(header, crate::draft::gguf::ARCHITECTURE),
+            verifier_architectures: None,
         }
     }
 
@@ -376,6 +389,7 @@ mod tests {
             stated_in: StatedIn::Config,
             rope: Default::default(),
             weights_absent: false,
+            architectures: Err("the test target states none".to_owned()),
         }
     }
 
