@@ -498,8 +498,8 @@ pub struct SourceInventory {
     pub missing: Vec<String>,
     pub extra: Vec<String>,
     pub misshapen: Vec<String>,
-    /// Only against a GGUF: tensors that could not be paired, since the second family's tensors
-    /// are not compared against a GGUF yet.
+    /// Only against a GGUF: tensors that could not be paired. Always empty now: every tensor is
+    /// paired by its name, DFlash2's by llama.cpp's (spec 18.3); kept within schema 3.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unpaired: Option<Vec<String>>,
 }
