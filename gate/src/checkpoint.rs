@@ -24,6 +24,24 @@ use std::path::{Path, PathBuf};
 
 pub const SINGLE_FILE: &str = "model.safetensors";
 pub const INDEX_FILE: &str = "model.safetensors.index.json";
+/// The index a repository that keeps its draft in a `dflash/` folder (MiMo's layout, spec 18.2) may
+/// name its draft's weights by: its shards are `dflash_draft_model*.safetensors`, read as the index
+/// names them, as `INDEX_FILE`'s are.
+pub const DRAFT_INDEX_FILE: &str = "dflash_draft_model.safetensors.index.json";
+/// What MiMo's draft weight files are named by (`dflash_draft_model.safetensors`, or its shards):
+/// read when an index names them, never by their name alone.
+pub const DRAFT_WEIGHTS_PREFIX: &str = "dflash_draft_model";
+
+/// Whether `name` is one of MiMo's draft weight files (`dflash_draft_model*.safetensors`).
+pub fn is_draft_weights(name: &std::ffi::OsStr) -> bool {
+    let bytes = name.as_encoded_bytes();
+    bytes.starts_with(DRAFT_WEIGHTS_PREFIX.as_bytes()) && bytes.ends_with(b".safetensors")
+}
+
+/// Whether `name` is an index of a checkpoint's shards ([`INDEX_FILE`] or [`DRAFT_INDEX_FILE`]).
+pub fn is_index(name: &std::ffi::OsStr) -> bool {
+    name == INDEX_FILE || name == DRAFT_INDEX_FILE
+}
 
 /// The most shards a checkpoint read whole may have. Each shard's bytes stay mapped, under the
 /// `SIGBUS` guard, for the whole comparison; past the guard's [`GUARDED_MAPS`] slots a shard would be
@@ -41,6 +59,9 @@ pub struct Headers {
     /// Each shard, in shard order (sorted by file name): its file name and its table. No tensor is in
     /// two shards.
     pub shards: Vec<(String, Table)>,
+    /// The index the shards were named by ([`INDEX_FILE`] or [`DRAFT_INDEX_FILE`]); `None` for a
+    /// single `model.safetensors` read without one.
+    pub index: Option<&'static str>,
 }
 
 /// A checkpoint with every shard's bytes in hand (mapped when large).
@@ -71,6 +92,8 @@ enum Layout {
         shards: Vec<String>,
         /// The index file as read.
         seen: files::Seen,
+        /// Its name ([`INDEX_FILE`] or [`DRAFT_INDEX_FILE`]).
+        named: &'static str,
     },
 }
 
@@ -180,15 +203,16 @@ fn read(
     // Every file read, so that the checkpoint read is proved to have been there together, as read,
     // once the last header is in: a file renamed into place midway is "changed while it was read".
     let mut seen = vec![config_file.seen()];
-    let (names, index) = match layout(dir, how, max_tensors, inside)? {
-        Layout::Single => (vec![SINGLE_FILE.to_owned()], None),
+    let (names, index, index_file) = match layout(dir, how, max_tensors, inside)? {
+        Layout::Single => (vec![SINGLE_FILE.to_owned()], None, None),
         Layout::Sharded {
             index,
             shards,
             seen: index_seen,
+            named,
         } => {
             seen.push(index_seen);
-            (shards, Some(index))
+            (shards, Some(index), Some(named))
         }
     };
     let mut listed: HashMap<&str, usize> = HashMap::new();
@@ -201,13 +225,11 @@ fn read(
         let path = dir.join(name);
         let count = listed.get(name.as_str()).copied().unwrap_or_default();
         let plural = if count == 1 { "" } else { "s" };
-        let named = index
-            .as_ref()
-            .map(|_| format!("{INDEX_FILE} lists {count} tensor{plural} in it"));
+        let named = index_file.map(|i| format!("{i} lists {count} tensor{plural} in it"));
         let file = open_present(&path, named, inside)?;
         let table = read_table(&file)?;
-        if let Some(index) = &index {
-            agrees(dir, index, name, count, &table, &shards)?;
+        if let (Some(index), Some(index_file)) = (&index, index_file) {
+            agrees(&dir.join(index_file), index, name, count, &table, &shards)?;
         }
         shards.push((name.clone(), table));
         seen.push(file.seen());
@@ -222,6 +244,7 @@ fn read(
         dir: dir.to_owned(),
         config,
         shards,
+        index: index_file,
     };
     Ok((headers, config_file, files))
 }
@@ -273,11 +296,23 @@ fn layout(
         Ok(_) => true,
         Err(e) => e.kind() != std::io::ErrorKind::NotFound,
     };
-    match (there(SINGLE_FILE), there(INDEX_FILE)) {
-        (true, true) => one_file_indexed(dir, how, max_tensors, inside),
-        (true, false) => Ok(Layout::Single),
-        (false, true) => sharded(dir, how, max_tensors, inside),
-        (false, false) => Err(PackageError::Missing {
+    let indexes: Vec<&'static str> = [INDEX_FILE, DRAFT_INDEX_FILE]
+        .into_iter()
+        .filter(|n| there(n))
+        .collect();
+    // Two indexes: a loader reads the one it looks for, and another loader the other.
+    if indexes.len() > 1 {
+        return Err(malformed(
+            dir,
+            format!("holds both {INDEX_FILE} and {DRAFT_INDEX_FILE}: a loader may read either, so the gate does not pick one"),
+        ));
+    }
+    let index = indexes.first().copied();
+    match (there(SINGLE_FILE), index) {
+        (true, Some(index)) => one_file_indexed(dir, index, how, max_tensors, inside),
+        (true, None) => Ok(Layout::Single),
+        (false, Some(index)) => sharded(dir, index, how, max_tensors, inside),
+        (false, None) => Err(PackageError::Missing {
             path: dir.to_owned(),
             why: no_weights(dir, how),
         }),
@@ -292,11 +327,12 @@ fn layout(
 /// `model.safetensors` first (transformers) load different files, and the gate does not pick one.
 fn one_file_indexed(
     dir: &Path,
+    index: &'static str,
     how: Read,
     max_tensors: usize,
     inside: Option<&files::Inside>,
 ) -> Result<Layout, PackageError> {
-    let layout = sharded(dir, how, max_tensors, inside)?;
+    let layout = sharded(dir, index, how, max_tensors, inside)?;
     let Layout::Sharded { shards, .. } = &layout else {
         return Ok(layout);
     };
@@ -315,7 +351,7 @@ fn one_file_indexed(
     };
     Err(malformed(
         dir,
-        format!("holds both {SINGLE_FILE} and {INDEX_FILE}, and the index names {first}{more}, not only {SINGLE_FILE}: a loader may read either (transformers reads {SINGLE_FILE} first), so the gate does not pick one"),
+        format!("holds both {SINGLE_FILE} and {index}, and the index names {first}{more}, not only {SINGLE_FILE}: a loader may read either (transformers reads {SINGLE_FILE} first), so the gate does not pick one"),
     ))
 }
 
@@ -324,11 +360,12 @@ fn one_file_indexed(
 /// read, before any shard is opened.
 fn sharded(
     dir: &Path,
+    named: &'static str,
     how: Read,
     max_tensors: usize,
     inside: Option<&files::Inside>,
 ) -> Result<Layout, PackageError> {
-    let path = dir.join(INDEX_FILE);
+    let path = dir.join(named);
     let file = open_present(&path, None, inside)?;
     let bytes = file.read_all(MAX_INDEX_BYTES)?;
     let seen = file.seen();
@@ -352,6 +389,7 @@ fn sharded(
         index,
         shards,
         seen,
+        named,
     })
 }
 
@@ -360,6 +398,24 @@ fn sharded(
 /// may well be a Q4NX package: its reader looks for one before it comes here.)
 fn no_weights(dir: &Path, how: Read) -> String {
     let why = format!("no weights: neither {SINGLE_FILE} nor {INDEX_FILE} is there");
+    // MiMo's draft weights are read only as an index names them.
+    let mut unnamed: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| is_draft_weights(n))
+        .map(|n| crate::escape::name(&n))
+        .collect();
+    if !unnamed.is_empty() {
+        unnamed.sort();
+        return format!(
+            "{why}, nor {DRAFT_INDEX_FILE}; {} {} there, but no index names {}: a loader that reads an index (transformers) finds no weights, and the gate does not read what no index names",
+            crate::checks::list(&unnamed, 3),
+            if unnamed.len() == 1 { "is" } else { "are" },
+            if unnamed.len() == 1 { "it" } else { "them" }
+        );
+    }
     if how == Read::Headers {
         return why;
     }
@@ -424,20 +480,20 @@ fn open_under(path: &Path, inside: Option<&files::Inside>) -> Result<RegularFile
 /// index lists in it; `earlier` are the shards read before. The shard's entries are taken in file
 /// order and the index's names in sorted order, so the tensor named is the same on every run.
 fn agrees(
-    dir: &Path,
+    index_path: &Path,
     index: &HashMap<String, String>,
     name: &str,
     listed: usize,
     table: &Table,
     earlier: &[(String, Table)],
 ) -> Result<(), PackageError> {
-    let index_path = dir.join(INDEX_FILE);
+    let dir = index_path.parent().unwrap_or(index_path);
     for entry in &table.entries {
         let tensor = &entry.name;
         match index.get(tensor) {
             None => {
                 return Err(malformed(
-                    &index_path,
+                    index_path,
                     format!("tensor {tensor} in {name} is not in the index's weight_map"),
                 ))
             }
@@ -449,7 +505,7 @@ fn agrees(
                     ));
                 }
                 return Err(malformed(
-                    &index_path,
+                    index_path,
                     format!("tensor {tensor} is listed in {shard} but stored in {name}"),
                 ));
             }
@@ -465,7 +521,7 @@ fn agrees(
             .min();
         if let Some(tensor) = missing {
             return Err(malformed(
-                &index_path,
+                index_path,
                 format!("tensor {tensor} is listed in {name} but that shard has no such tensor"),
             ));
         }

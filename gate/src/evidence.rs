@@ -403,6 +403,20 @@ pub struct TargetDepth {
     /// draft's `dflash.target_layers` entry equal to the target's layer count reads it); `None` when
     /// the target states no architecture.
     pub records_last_layer: Option<bool>,
+    /// The verifier a speculators draft names against the target's architectures (spec 18.1); null
+    /// for a draft whose form names no verifier.
+    pub verifier_architectures: Option<VerifierArchitectures>,
+}
+
+/// `target.depth`'s comparison of the verifier a speculators config names
+/// (`speculators_config.verifier.architectures`) with the target's `architectures` (its
+/// config.json): `compared` only when both were read; a side not read is null.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct VerifierArchitectures {
+    pub verifier: Option<Vec<String>>,
+    pub target: Option<Vec<String>>,
+    pub compared: bool,
 }
 
 /// `target.vocab`: `problems` kinds `draft_vocab_size` (the two differ), `draft_field` (the draft's
@@ -507,8 +521,8 @@ pub struct SourceInventory {
     pub missing: Vec<String>,
     pub extra: Vec<String>,
     pub misshapen: Vec<String>,
-    /// Only against a GGUF: tensors that could not be paired, since the second family's tensors
-    /// are not compared against a GGUF yet.
+    /// Only against a GGUF: tensors that could not be paired. Always empty now: every tensor is
+    /// paired by its name, DFlash2's by llama.cpp's (spec 18.3); kept within schema 3.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unpaired: Option<Vec<String>>,
 }

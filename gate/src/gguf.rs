@@ -80,6 +80,18 @@ pub const DFLASH2_KEYS: [&str; 4] = [
     "selector_top_k",
 ];
 
+/// The keys after `{a}.` that llama.cpp b11434 reads or its converter writes for a DSpark draft (a
+/// DFlash draft with a Markov head and a confidence head): `sample_from_anchor` (read by the Markov
+/// head, `src/models/dflash.cpp`), `has_confidence_head` (written by `conversion/qwen.py`'s
+/// `DSparkModel`) and `hyper_connection.count` (DeepSeek-V4's backbone under a DSpark draft). Kept, so
+/// a draft holding them is named UNDECIDED rather than read as the dflash graph (spec 18.3: DSpark's
+/// GGUF keys are not settled upstream).
+pub const DSPARK_KEYS: [&str; 3] = [
+    "sample_from_anchor",
+    "has_confidence_head",
+    "hyper_connection.count",
+];
+
 /// Whether a name is a GGUF file's by its extension (any case), as every reader that tells the form
 /// from a path does: the draft, `--all`, a target, a source, the hub lookup's wording.
 pub fn is_gguf_name(name: &std::ffi::OsStr) -> bool {
@@ -272,7 +284,7 @@ pub struct Header {
     /// How many metadata entries the file has (each read and checked; few kept).
     pub metadata_count: u64,
     /// `general.architecture`, `general.alignment`, [`KEPT_TOKENIZER_KEYS`] and
-    /// `{architecture}.{key}` for each of [`COMPARED_KEYS`], in file order.
+    /// `{architecture}.{key}` for each of [`COMPARED_KEYS`] and [`DSPARK_KEYS`], in file order.
     pub kept: Vec<Kept>,
     /// In file order, which is data order.
     pub tensors: Vec<TensorInfo>,
@@ -811,8 +823,9 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
             || key == SPLIT_COUNT_KEY
             || KEPT_TOKENIZER_KEYS.contains(&key)
             || prefix.as_deref().is_some_and(|p| {
-                key.strip_prefix(p)
-                    .is_some_and(|rest| COMPARED_KEYS.contains(&rest))
+                key.strip_prefix(p).is_some_and(|rest| {
+                    COMPARED_KEYS.contains(&rest) || DSPARK_KEYS.contains(&rest)
+                })
             });
         if !wanted {
             continue;
@@ -1056,7 +1069,7 @@ pub fn parse(bytes: &[u8]) -> Result<Header, GgufError> {
 }
 
 /// Whether a key may be one [`Header::kept`] holds: `general.architecture`, `general.alignment`, or
-/// `{prefix}.{one of COMPARED_KEYS}` (the prefix is held to the architecture once all are read).
+/// `{prefix}.{one of COMPARED_KEYS or DSPARK_KEYS}` (the prefix is held to the architecture once all are read).
 fn kept_candidate(key: &str) -> bool {
     if key == "general.architecture"
         || key == "general.alignment"
@@ -1066,7 +1079,7 @@ fn kept_candidate(key: &str) -> bool {
         return true;
     }
     key.split_once('.')
-        .is_some_and(|(_, rest)| COMPARED_KEYS.contains(&rest))
+        .is_some_and(|(_, rest)| COMPARED_KEYS.contains(&rest) || DSPARK_KEYS.contains(&rest))
 }
 
 /// `x` rounded up to `alignment` (a power of two), or `None` on overflow.

@@ -142,6 +142,11 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
     Ok(report)
 }
 
+/// The folder a repository may keep its draft in: XiaomiMiMo's layout (spec 18.2), whose root holds
+/// the target's files (or only a README) and whose `dflash/` holds the draft's config.json, weights
+/// and `mask_embedding.pt`.
+pub const DRAFT_FOLDER: &str = "dflash";
+
 /// Gates the package in `dir`, a path already resolved out of any hub cache name.
 fn gate_resolved(dir: &Path, options: &Options, start: Instant) -> Result<Report, PackageError> {
     // A GGUF draft carries its config in its metadata: a `.gguf` file, or a directory holding one.
@@ -155,9 +160,88 @@ fn gate_resolved(dir: &Path, options: &Options, start: Instant) -> Result<Report
     // refused before a byte of it is read, so no value derived from another file (a header length, an
     // architecture string) can reach a report.
     let inside = files::Inside::package(dir)?;
-    let (names, mut files) = list_files(dir)?;
-    drafts_under(dir, &names, &inside)?;
-    if let Some(name) = gguf_in(dir, &names, &inside)? {
+    let (names, files) = list_files(dir)?;
+    if !keeps_its_draft_in_a_folder(dir, &names, &inside) {
+        return gate_listed(dir, &inside, names, files, options, start);
+    }
+    // The repository is the package: its link rule (a hub cache snapshot's blobs among its roots)
+    // holds the folder's files too, and a folder that is itself a link out of it is not read.
+    let folder = dir.join(DRAFT_FOLDER);
+    if !inside.holds(&folder) {
+        let to = std::fs::read_link(&folder).unwrap_or_else(|_| folder.clone());
+        return Err(FileError::Outside { path: folder, to }.into());
+    }
+    let (names, files) = list_files(&folder)?;
+    let mut report = gate_listed(&folder, &inside, names, files, options, start)?;
+    report.package = escape::name(dir.as_os_str());
+    report.against.draft_in = Some(DRAFT_FOLDER.to_owned());
+    Ok(report)
+}
+
+/// Whether the directory `dir` (its entries `names`) keeps its draft in [`DRAFT_FOLDER`], to be
+/// gated there. Only when the root is no draft itself, so that the descent can never pass over a
+/// draft, or a broken one, that the root holds: the root holds no `*.q4nx` and no `*.gguf`, and its
+/// config.json, when it has one, reads (under the link rule) as a JSON object that is not a draft's:
+/// another model's, such as the target's beside its draft. A config that cannot be read may be a
+/// broken draft's, so the root is then gated as it is and says why. And only when `dflash/` holds a
+/// draft and no other subdirectory does: several draft folders are a folder of drafts, which
+/// `--all` gates one by one.
+pub fn keeps_its_draft_in_a_folder(dir: &Path, names: &[OsString], inside: &files::Inside) -> bool {
+    if names.iter().any(|n| files::is_weight_file(n) || is_gguf(n)) {
+        return false;
+    }
+    if names.iter().any(|n| n == CONFIG_FILE) {
+        let another = inside
+            .open(&dir.join(CONFIG_FILE))
+            .and_then(|f| f.read_all(MAX_CONFIG_BYTES))
+            .is_ok_and(|bytes| {
+                matches!(
+                    crate::strict_json::parse(&bytes),
+                    Ok(serde_json::Value::Object(_))
+                ) && !crate::config::reads_as_a_draft(&bytes)
+            });
+        if !another {
+            return false;
+        }
+    }
+    let folder = dir.join(DRAFT_FOLDER);
+    if !names.iter().any(|n| n == DRAFT_FOLDER)
+        || !std::fs::metadata(&folder).is_ok_and(|m| m.is_dir())
+        || !holds_a_draft(&folder, inside)
+    {
+        return false;
+    }
+    !names.iter().any(|n| {
+        n != DRAFT_FOLDER
+            && std::fs::metadata(dir.join(n)).is_ok_and(|m| m.is_dir())
+            && holds_a_draft(&dir.join(n), inside)
+    })
+}
+
+/// [`keeps_its_draft_in_a_folder`] for a directory not yet listed (`--all`'s listing asks it of each
+/// directory it meets): `false` when it cannot be listed or its link rule not set.
+pub fn keeps_its_draft_in_a_folder_at(dir: &Path) -> bool {
+    let Ok(inside) = files::Inside::package(dir) else {
+        return false;
+    };
+    let Ok((names, _)) = list_files(dir) else {
+        return false;
+    };
+    keeps_its_draft_in_a_folder(dir, &names, &inside)
+}
+
+/// Gates the directory `dir`, listed (`names`, `files`), under the link rule `inside`: the
+/// package's, or for a draft kept in a folder of its repository, the repository's.
+fn gate_listed(
+    dir: &Path,
+    inside: &files::Inside,
+    names: Vec<OsString>,
+    mut files: Vec<FileCensus>,
+    options: &Options,
+    start: Instant,
+) -> Result<Report, PackageError> {
+    drafts_under(dir, &names, inside)?;
+    if let Some(name) = gguf_in(dir, &names, inside)? {
         let path = dir.join(&name);
         inside.admits(&files::open(&path)?)?;
         for file in &mut files {
@@ -167,9 +251,9 @@ fn gate_resolved(dir: &Path, options: &Options, start: Instant) -> Result<Report
                 FileUse::NotChecked
             };
         }
-        return gate_gguf(&path, dir, Some((files, &inside)), options, start);
+        return gate_gguf(&path, dir, Some((files, inside)), options, start);
     }
-    let (config, config_file) = read_config(dir, &inside)?;
+    let (config, config_file) = read_config(dir, inside)?;
     let q4nx: Vec<String> = names
         .iter()
         .filter(|n| files::is_weight_file(n))
@@ -183,7 +267,7 @@ fn gate_resolved(dir: &Path, options: &Options, start: Instant) -> Result<Report
             .iter()
             .any(|n| n.as_encoded_bytes().ends_with(b".safetensors"));
     if unweighted && folder::released_as_a_folder(dir, &config) {
-        return gate_folder(dir, &inside, options, (config, config_file), files, start);
+        return gate_folder(dir, inside, options, (config, config_file), files, start);
     }
     if folder::holds_weights(&names) {
         if !q4nx.is_empty() {
@@ -192,15 +276,14 @@ fn gate_resolved(dir: &Path, options: &Options, start: Instant) -> Result<Report
                 why: format!(
                     "holds both Q4NX weights ({}) and safetensors weights ({}): each form's loader reads its own, so the gate does not pick one (move one form out)",
                     crate::checks::list(&q4nx, 3),
-                    if names.iter().any(|n| n == crate::checkpoint::INDEX_FILE) {
-                        crate::checkpoint::INDEX_FILE
-                    } else {
-                        crate::checkpoint::SINGLE_FILE
+                    match names.iter().find(|n| crate::checkpoint::is_index(n)) {
+                        Some(index) => escape::name(index),
+                        None => crate::checkpoint::SINGLE_FILE.into(),
                     }
                 ),
             });
         }
-        return gate_folder(dir, &inside, options, (config, config_file), files, start);
+        return gate_folder(dir, inside, options, (config, config_file), files, start);
     }
     let weight = locate_weights(&names);
     // Every other `*.q4nx` beside the one read: never read, so never the package's weights.
@@ -490,7 +573,7 @@ fn drafts_under(
                 || is_gguf(n)
                 || files::is_weight_file(n)
                 || n.as_encoded_bytes().ends_with(b".safetensors")
-                || *n == crate::checkpoint::INDEX_FILE
+                || crate::checkpoint::is_index(n)
         })
         .map(|n| escape::name(n))
         .collect();
@@ -604,6 +687,13 @@ fn gate_gguf(
                 IS_DFLASH,
                 "not compared: the GGUF holds no draft upstream llama.cpp loads as one",
             ),
+            // DSpark's heads have no mapping to hold them to their source by (spec 18.3).
+            Some(g) if !crate::draft::gguf::dspark_parts(&g.header).is_empty() => {
+                gguf_source::blocked(
+                    crate::checks::GEOMETRY,
+                    "not compared: the GGUF holds DSpark's keys or tensors, which the gate does not read",
+                )
+            }
             Some(g) => {
                 gguf_source::checks(g, checkpoint).map_err(|p| PackageError::internal(path, p))?
             }
@@ -802,7 +892,7 @@ fn list_files(dir: &Path) -> Result<(Vec<OsString>, Vec<FileCensus>), PackageErr
             } else if raw == crate::manifest::MANIFEST_FILE {
                 FileUse::Manifest
             } else if files::is_weight_file(raw)
-                || raw == crate::checkpoint::INDEX_FILE
+                || crate::checkpoint::is_index(raw)
                 || raw.as_encoded_bytes().ends_with(b".safetensors")
             {
                 FileUse::Weights

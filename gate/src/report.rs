@@ -631,8 +631,9 @@ pub struct Named {
 
 /// What a report was checked against, beside the package: the `--target` and `--source` it was
 /// given, and, for a draft read from a Hugging Face hub cache, its repository id and the commit of
-/// the snapshot read (with the ref it was reached by, for the human header). Each is absent from
-/// the document when it does not apply.
+/// the snapshot read (with the ref it was reached by, for the human header); for a repository that
+/// keeps its draft in a folder of its own, that folder. Each is absent from the document when it
+/// does not apply.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Against {
     pub target: Option<Named>,
@@ -641,6 +642,10 @@ pub struct Against {
     pub revision: Option<String>,
     /// The ref (`main`, or the `--revision` given) the snapshot was reached by, when it was.
     pub reference: Option<String>,
+    /// The folder under the package the draft was found in and gated (`dflash`, XiaomiMiMo's
+    /// layout): the package names a repository whose root is no draft. The census's files are that
+    /// folder's.
+    pub draft_in: Option<String>,
 }
 
 impl Against {
@@ -654,6 +659,11 @@ impl Against {
                 .map(|r| format!(" ({})", crate::escape::escape(r)))
                 .unwrap_or_default();
             out.push(format!("repository   {repository}@{revision}{by}"));
+        }
+        if let Some(folder) = &self.draft_in {
+            out.push(format!(
+                "draft        {folder}/ (the repository keeps its draft there; its root is no draft)"
+            ));
         }
         for (word, named) in [("target", &self.target), ("source", &self.source)] {
             if let Some(n) = named {
@@ -714,6 +724,8 @@ impl Serialize for Report {
             repository: Option<&'a str>,
             #[serde(skip_serializing_if = "Option::is_none")]
             revision: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            draft_in: Option<&'a str>,
         }
         ReportDocument {
             schema_version: SCHEMA_VERSION,
@@ -732,6 +744,7 @@ impl Serialize for Report {
             source: self.against.source.as_ref(),
             repository: self.against.repository.as_deref(),
             revision: self.against.revision.as_deref(),
+            draft_in: self.against.draft_in.as_deref(),
         }
         .serialize(s)
     }

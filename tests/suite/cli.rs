@@ -41,7 +41,62 @@ pub fn trials() -> Vec<Trial> {
             "cli::all_reads_nothing_a_cache_repositorys_link_out_reaches",
             all_cache_link_out,
         ),
+        Trial::test(
+            "cli::all_gates_a_repository_keeping_its_draft_in_dflash",
+            all_dflash_folder,
+        ),
     ]
+}
+
+/// A repository that keeps its draft in `dflash/` (XiaomiMiMo's layout: the target's config and
+/// weights at its root) is gated by `--all`, where its root alone reads as another model's folder
+/// (skipped), and its row and JSON document say where the draft was found.
+fn all_dflash_folder() -> Result<(), Failed> {
+    use gate_tests::synth::{source, Encoding, Geometry, Package};
+    let root = tempfile::tempdir()?;
+    let models = root.path().join("models");
+    let repository = models.join("mimo");
+    let mut package = Package::generate(&Geometry::small(), Encoding::default(), 7);
+    std::fs::create_dir_all(repository.join("dflash"))?;
+    source::write_source(
+        &mut package,
+        &repository.join("dflash"),
+        Default::default(),
+        7,
+    )?;
+    std::fs::copy(
+        repository.join("dflash/model.safetensors"),
+        repository.join("model.safetensors"),
+    )?;
+    std::fs::write(
+        repository.join("config.json"),
+        r#"{"architectures":["MiMoV2ForCausalLM"],"model_type":"mimo_v2","hidden_size":256}"#,
+    )?;
+    let o = gate(&["--all".as_ref(), models.as_os_str()])?;
+    let out = text(&o.stdout);
+    let row = out.lines().next().unwrap_or_default();
+    if o.status.code() != Some(0)
+        || !row.starts_with("PASS")
+        || !row.contains("/mimo ")
+        || !row.contains("[safetensors, draft in dflash/] 6 of 6")
+    {
+        return Err(format!(
+            "exit {:?}, owed 0 with the repository gated in dflash/:\n{out}{}",
+            o.status.code(),
+            text(&o.stderr)
+        )
+        .into());
+    }
+    let o = gate(&["--all".as_ref(), models.as_os_str(), "--json".as_ref()])?;
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout)?;
+    let report = &doc[0];
+    let named = report["package"]
+        .as_str()
+        .is_some_and(|p| p.ends_with("mimo"));
+    if report["draft_in"] != "dflash" || !named {
+        return Err(format!("the document does not say the draft is in dflash/: {doc}").into());
+    }
+    Ok(())
 }
 
 /// `--all` over a hub cache whose repository's `blobs` is a link out of it: its row is an ERROR

@@ -587,10 +587,13 @@ fn verdict_line(report: &Report, name: &str, note: Option<&str>, width: usize) -
             report.checks().len()
         ),
     };
-    // A package's form goes unsaid (it is the form the gate began with); any other form is named.
-    let form = match report.census().form {
-        dflash_gate::Form::Q4nx => String::new(),
-        other => format!("[{}] ", other.token()),
+    // A package's form goes unsaid (it is the form the gate began with); any other form is named,
+    // and so is the folder of a repository the draft was found in.
+    let form = match (report.census().form, &report.against().draft_in) {
+        (dflash_gate::Form::Q4nx, None) => String::new(),
+        (dflash_gate::Form::Q4nx, Some(folder)) => format!("[draft in {folder}/] "),
+        (other, None) => format!("[{}] ", other.token()),
+        (other, Some(folder)) => format!("[{}, draft in {folder}/] ", other.token()),
     };
     let line = format!(
         "{:<10} {name:<width$}  {form}{detail}{}",

@@ -110,9 +110,13 @@ fn map_type(t: &TensorInfo, want: Dtype) -> Result<(), String> {
     }
 }
 
-/// Whether `names` (a directory's entries) hold a Hugging Face folder's weights.
+/// Whether `names` (a directory's entries) hold a Hugging Face folder's weights: `model.safetensors`,
+/// an index, or MiMo's `dflash_draft_model*.safetensors` (read only as an index names them: without
+/// one, `container.parses` says so, rather than reading the folder as a Q4NX package).
 pub fn holds_weights(names: &[std::ffi::OsString]) -> bool {
-    names.iter().any(|n| n == SINGLE_FILE || n == INDEX_FILE)
+    names.iter().any(|n| {
+        n == SINGLE_FILE || crate::checkpoint::is_index(n) || crate::checkpoint::is_draft_weights(n)
+    })
 }
 
 /// Whether a directory holding config.json and no weights of any form is a Hugging Face release
@@ -285,7 +289,7 @@ fn weight_checks(
         let why = format!(
             "{} beside the weights {} names: a loader that globs *.safetensors (vLLM) loads {} too, and nothing here vouches for {}",
             checks::list(&unread, 3),
-            if read.len() > 1 || read.first() != Some(&SINGLE_FILE) { INDEX_FILE } else { "the folder" },
+            if read.len() > 1 || read.first() != Some(&SINGLE_FILE) { headers.index.unwrap_or(INDEX_FILE) } else { "the folder" },
             if unread.len() == 1 { "it" } else { "them" },
             if unread.len() == 1 { "it" } else { "them" },
         );
@@ -390,7 +394,8 @@ fn census(
             .shards
             .first()
             .is_some_and(|(n, _)| n != SINGLE_FILE);
-    census.weight_file = Some(if sharded { INDEX_FILE } else { SINGLE_FILE }.to_owned());
+    let index = headers.index.unwrap_or(INDEX_FILE);
+    census.weight_file = Some(if sharded { index } else { SINGLE_FILE }.to_owned());
     census.file_bytes = Some(file_bytes);
     census.header_bytes = Some(headers.shards.iter().map(|(_, t)| t.header_bytes).sum());
     let scheme = config

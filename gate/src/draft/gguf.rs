@@ -86,6 +86,37 @@ pub struct Meta {
 
 pub use crate::gguf::DFLASH2_KEYS;
 
+/// The tensors llama.cpp b11434 creates for a DSpark draft beside the dflash graph (its
+/// `load_arch_tensors`, `src/models/dflash.cpp`): the Markov head (`markov_w1.weight`, whose
+/// presence is what makes llama.cpp build one, `markov_w2.weight` and its optional scale), the
+/// optional confidence head (`conf_proj`), and the reduced vocabulary's map `d2t`, which only the
+/// converter's `DSparkModel` writes.
+pub const DSPARK_TENSORS: [&str; 6] = [
+    "markov_w1.weight",
+    "markov_w2.weight",
+    "markov_w2.scale",
+    "conf_proj.weight",
+    "conf_proj.bias",
+    "d2t",
+];
+
+/// DSpark's keys ([`crate::gguf::DSPARK_KEYS`] after `dflash.`) and tensors ([`DSPARK_TENSORS`]) the
+/// file holds, named in that order. DSpark's GGUF layout is not settled upstream (spec 18.3): a draft
+/// holding any of them is UNDECIDED naming them, never held to the dflash graph alone (which would
+/// call its heads unexplained, or its reduced head misshapen) and never passed.
+pub fn dspark_parts(header: &Header) -> Vec<String> {
+    let a = ARCHITECTURE;
+    let keys = crate::gguf::DSPARK_KEYS
+        .iter()
+        .map(|k| format!("{a}.{k}"))
+        .filter(|k| header.get(k).is_some());
+    let tensors = DSPARK_TENSORS
+        .iter()
+        .filter(|t| header.tensor(t).is_some())
+        .map(|t| (*t).to_owned());
+    keys.chain(tensors).collect()
+}
+
 /// The GGUF's checks. `path` is the `.gguf` file; the file comes back open with the evaluation so the
 /// caller can prove, when the report is done, that it still holds what was read.
 pub fn evaluation(
@@ -161,11 +192,21 @@ pub fn evaluation(
     {
         report.census.family = Some(crate::family::DFLASH2.token);
     }
-    report.checks.push(geometry_check(&meta));
+    let dspark = dspark_parts(header);
+    report.checks.push(geometry_check(&meta, &dspark));
     report.checks.push(mask_type(&gguf, &meta));
     report.checks.push(parses(header));
     census(report, &gguf, path);
     match &meta {
+        Ok(_) if !dspark.is_empty() => {
+            for id in [checks::inventory::COMPLETE, checks::inventory::EXPLAINED] {
+                report.checks.push(Check::blocked(
+                    id,
+                    GEOMETRY,
+                    "not run: the tensors llama.cpp creates for a DSpark draft follow from DSpark's keys and tensors, which the gate does not read",
+                ));
+            }
+        }
         Ok(meta) => {
             // llama.cpp sizes an own embedding table and head by its vocabulary's token count
             // (n_vocab), which dflash.vocab_size only restates: without that key, the tokens are
@@ -183,7 +224,7 @@ pub fn evaluation(
                 report.checks.push(Check::blocked(
                     id,
                     GEOMETRY,
-                    "not run: the tensors' shapes follow from the metadata config.geometry refused",
+                    "not run: the tensors' shapes follow from the metadata config.geometry did not accept",
                 ));
             }
         }
@@ -639,7 +680,7 @@ fn mask_type(gguf: &Gguf, meta: &Result<Meta, Vec<String>>) -> Check {
         return Check::blocked(
             MASK_TOKEN,
             GEOMETRY,
-            "not run: the mask id is read with the metadata config.geometry refused",
+            "not run: the mask id is read with the metadata config.geometry did not accept",
         );
     };
     let (mask, at) = (meta.mask_token_id, &meta.mask_key);
@@ -697,9 +738,42 @@ fn mask_type(gguf: &Gguf, meta: &Result<Meta, Vec<String>>) -> Check {
     .with_evidence(evidence(Some(ty)))
 }
 
-/// `config.geometry` over the metadata.
-fn geometry_check(meta: &Result<Meta, Vec<String>>) -> Check {
+/// `config.geometry` over the metadata. A draft holding DSpark's keys or tensors (`dspark`) is
+/// UNDECIDED naming them, unless the dflash keys llama.cpp reads for every draft are themselves
+/// refused: that FAIL stands, and says what else the file holds. Over DeepSeek-V4's backbone
+/// (`hyper_connection.count`) the dflash keys are not that backbone's, so nothing is refused from them.
+fn geometry_check(meta: &Result<Meta, Vec<String>>, dspark: &[String]) -> Check {
     use crate::checks::MAX_KNOWN_BLOCK;
+    if !dspark.is_empty() {
+        let backbone = dspark
+            .iter()
+            .any(|k| k.ends_with(".hyper_connection.count"));
+        let held = list(dspark, dspark.len());
+        match meta {
+            Err(problems) if !backbone => {
+                return Check::fail(
+                    GEOMETRY,
+                    format!(
+                        "the metadata does not give a draft llama.cpp builds: {}; the file also holds DSpark's {held}, which the gate does not read",
+                        list_of(problems, problems.len(), 4)
+                    ),
+                );
+            }
+            _ => {
+                let what = if backbone {
+                    "a DSpark draft over DeepSeek-V4's backbone, whose keys and tensors are not the dflash graph's"
+                } else {
+                    "a DSpark draft (the dflash graph with a Markov head, and a confidence head where conf_proj is held)"
+                };
+                return Check::undecided(
+                    GEOMETRY,
+                    format!(
+                        "cannot decide: the file holds DSpark's {held}, from which llama.cpp b11434 builds {what}; DSpark's GGUF keys and tensors are not settled upstream, so the gate does not read them"
+                    ),
+                );
+            }
+        }
+    }
     match meta {
         // As a config's is: a block no draft or loader is known to use is not decided.
         Ok(m) if m.block_size > MAX_KNOWN_BLOCK => Check::undecided(

@@ -609,6 +609,9 @@ fn only_the_architectures_compared_keys_are_kept_and_a_tokenizer_is_streamed_pas
         kv("dflash.vocab_size", 11, &(-1i64).to_le_bytes()),
         kv("general.architecture", 8, &s("dflash")),
         u32_kv("dflash.unlisted", 1),
+        // DSpark's keys are kept, so a draft holding them is named for them (spec 18.3).
+        u32_kv("dflash.hyper_connection.count", 4),
+        u32_kv("llama.hyper_connection.count", 4),
     ];
     let h = parse(&file(&kvs, &[], 32, &[])).expect("tokenizer");
     let keys: Vec<&str> = h.kept.iter().map(|k| k.key.as_str()).collect();
@@ -618,7 +621,8 @@ fn only_the_architectures_compared_keys_are_kept_and_a_tokenizer_is_streamed_pas
             "dflash.target_layers",
             "dflash.attention.layer_norm_rms_epsilon",
             "dflash.vocab_size",
-            "general.architecture"
+            "general.architecture",
+            "dflash.hyper_connection.count"
         ]
     );
     assert_eq!(
@@ -638,7 +642,7 @@ fn only_the_architectures_compared_keys_are_kept_and_a_tokenizer_is_streamed_pas
         h.get("dflash.vocab_size").map(|k| &k.value),
         Some(&Value::Integer(-1))
     );
-    assert_eq!(h.metadata_count, 7);
+    assert_eq!(h.metadata_count, 9);
 }
 
 #[test]

@@ -19,7 +19,7 @@ use crate::dtype::{f32_to_bf16, Dtype};
 use crate::escape::escape;
 use crate::evaluation::Evaluation;
 use crate::evidence::{Evidence, ExactGrid, SourceQ41};
-use crate::family::{source_name, Role, SCALAR_PREFIX};
+use crate::family::{source_name, SCALAR_PREFIX};
 use crate::gguf::{GgmlType, Gguf, TensorInfo as GgufInfo};
 use crate::parallel::{self, WorkerPanic};
 use crate::report::{Check, SourceGridCensus};
@@ -84,10 +84,6 @@ impl<'g> Index<'g> {
 /// 768), as gguf-py and llama.cpp read the shape.
 fn logical(info: &GgufInfo) -> Vec<u64> {
     super::squeezed(&info.dims).iter().rev().copied().collect()
-}
-
-fn is_second_family(name: &str) -> bool {
-    source_name(name).is_some_and(|s| matches!(s.role, Role::Conv { .. } | Role::Selector(_)))
 }
 
 /// How one paired tensor is compared.
@@ -222,7 +218,7 @@ pub fn checks(
     let tensors = &gguf.header.tensors;
     let index = Index::new(tensors);
     let mut claimed = HashSet::new();
-    let (mut missing, mut misshapen, mut unpaired) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut missing, mut misshapen) = (Vec::new(), Vec::new());
     let (mut other, mut undecided) = (Vec::new(), Vec::new());
     let mut plans = Vec::new();
     for info in &container.table.entries {
@@ -232,11 +228,10 @@ pub fn checks(
         let found = source_names(&info.name)
             .into_iter()
             .find_map(|n| index.by_bare.get(&n).copied());
+        // DFlash2's tensors are paired by llama.cpp's names as every other tensor is (spec 18.3:
+        // `blk.{i}.attn_conv_base`, `selector_predecessor.weight`, ...), so one the GGUF lacks is
+        // missing: a DFlash2 GGUF holds them.
         let Some(i) = found else {
-            if is_second_family(&info.name) {
-                unpaired.push(info.name.clone());
-                continue;
-            }
             let bare = info.name.strip_prefix("model.").unwrap_or(&info.name);
             let expected = match (index.spelling, names::to_llama(bare)) {
                 (Some(Spelling::Llama) | None, Some(llama)) => {
@@ -333,18 +328,11 @@ pub fn checks(
             strangers.push(escape(&t.name).into_owned());
         }
     }
-    if unpaired.is_empty() {
-        extra.extend(
-            strangers
-                .iter()
-                .map(|n| format!("GGUF tensor {n} has no package counterpart")),
-        );
-    } else {
-        // The second family's tensors are not compared against a GGUF yet (their llama.cpp names are
-        // read, spec 18.3, their values are not): a GGUF tensor no name explains may be one of
-        // them under a name of its writer's, so neither side is called missing.
-        unpaired.extend(strangers.iter().map(|n| format!("GGUF tensor {n}")));
-    }
+    extra.extend(
+        strangers
+            .iter()
+            .map(|n| format!("GGUF tensor {n} has no package counterpart")),
+    );
     extra.sort();
     // Tensors of other types are dequantized and rounded to bf16 first, one tensor per item on
     // every core: the BF16 ones (gains, fc) at once, the grids' a batch at a time, each batch
@@ -393,7 +381,7 @@ pub fn checks(
             batch_bytes = 0;
         }
     }
-    checks.push(inventory(paired, &missing, &extra, &misshapen, &unpaired));
+    checks.push(inventory(paired, &missing, &extra, &misshapen));
     let (bf16, finite) = super::compare_bf16(container, &pairs, &other)?;
     checks.push(bf16);
     let bound = (!compared.is_empty()).then(|| super::grid_verdict(&compared));
@@ -407,19 +395,15 @@ pub fn checks(
     })
 }
 
-fn inventory(
-    paired: usize,
-    missing: &[String],
-    extra: &[String],
-    misshapen: &[String],
-    unpaired: &[String],
-) -> Check {
+fn inventory(paired: usize, missing: &[String], extra: &[String], misshapen: &[String]) -> Check {
     let evidence = crate::evidence::SourceInventory {
         paired,
         missing: missing.to_vec(),
         extra: extra.to_vec(),
         misshapen: misshapen.to_vec(),
-        unpaired: Some(unpaired.to_vec()),
+        // Every tensor is paired by its name now, DFlash2's by llama.cpp's: none is left unpaired
+        // (the field stays, empty, within schema 3).
+        unpaired: Some(Vec::new()),
     };
     let id = super::INVENTORY;
     let problems: Vec<&String> = missing.iter().chain(extra).chain(misshapen).collect();
@@ -429,16 +413,6 @@ fn inventory(
             format!(
                 "the package and its GGUF do not hold the same tensors: {}",
                 crate::checks::list(&problems, 6)
-            ),
-        )
-        .with_evidence(evidence);
-    }
-    if !unpaired.is_empty() {
-        return Check::undecided(
-            id,
-            format!(
-                "cannot decide: the second family's tensors are not compared against a GGUF yet, so these could not be paired: {}",
-                crate::checks::list(unpaired, 6)
             ),
         )
         .with_evidence(evidence);

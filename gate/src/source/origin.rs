@@ -4,7 +4,7 @@
 //! converted from), as are several GGUFs and a sharded one (`-00001-of-00003.gguf`), which is not
 //! read.
 
-use crate::checkpoint::{Checkpoint, INDEX_FILE};
+use crate::checkpoint::Checkpoint;
 use crate::error::PackageError;
 use crate::escape;
 use crate::evaluation::Evaluation;
@@ -103,7 +103,7 @@ impl Source {
             .collect();
         let checkpoint: Vec<&OsString> = names
             .iter()
-            .filter(|n| has_extension(n, "safetensors") || *n == INDEX_FILE)
+            .filter(|n| has_extension(n, "safetensors") || crate::checkpoint::is_index(n))
             .collect();
         let listed = |names: &[&OsString]| {
             names

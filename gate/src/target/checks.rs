@@ -4,7 +4,7 @@ use super::{Draft, StatedIn, Target, DEPTH, HIDDEN, VOCAB};
 use crate::config::{FieldProblem, ProblemKind};
 use crate::container::TensorInfo;
 use crate::dtype::Dtype;
-use crate::evidence::{Finding, TargetDepth, TargetHiddenSize, TargetVocab};
+use crate::evidence::{Finding, TargetDepth, TargetHiddenSize, TargetVocab, VerifierArchitectures};
 use crate::report::Check;
 use crate::tile::{TILE_BYTES, TILE_COLS, TILE_ROWS};
 
@@ -161,7 +161,88 @@ fn is_float(d: Dtype) -> bool {
     )
 }
 
+/// The verifier a speculators draft names against the target's architectures, as `target.depth`
+/// says it: its evidence, the clause a message carries, and whether the two differ. `None` for a
+/// draft whose form names no verifier.
+struct Verifier {
+    evidence: VerifierArchitectures,
+    said: String,
+    differs: bool,
+}
+
+fn verifier(draft: &Draft, target: &Target) -> Option<Verifier> {
+    let stated = draft.verifier_architectures.as_ref()?;
+    let field = crate::config::canonical::VERIFIER_ARCHITECTURES;
+    let classes = |c: &[String]| c.join(", ");
+    let (said, differs) = match (stated, &target.architectures) {
+        (Err(p), _) => (
+            format!("the verifier's architectures were not compared: the draft's {p}"),
+            false,
+        ),
+        (Ok(v), Err(why)) => (
+            format!(
+                "the verifier's architectures ({field} [{}]) were not compared: {why}",
+                classes(v)
+            ),
+            false,
+        ),
+        (Ok(v), Ok(t)) => {
+            let set = |c: &[String]| c.iter().cloned().collect::<std::collections::BTreeSet<_>>();
+            if set(v) == set(t) {
+                (
+                    format!(
+                        "the verifier the draft was trained against ({field} [{}]) is the target's (architectures in its config.json)",
+                        classes(v)
+                    ),
+                    false,
+                )
+            } else {
+                (
+                    format!(
+                        "the draft was trained against {field} [{}], and the target's config.json states architectures [{}]: its taps read another model's layers",
+                        classes(v),
+                        classes(t)
+                    ),
+                    true,
+                )
+            }
+        }
+    };
+    Some(Verifier {
+        evidence: VerifierArchitectures {
+            verifier: stated.clone().ok(),
+            target: target.architectures.clone().ok(),
+            compared: stated.is_ok() && target.architectures.is_ok(),
+        },
+        said,
+        differs,
+    })
+}
+
+/// `target.depth`: every tap is a layer the target has, the draft's `num_target_layers` (where it
+/// states one) is the target's count, and a speculators draft's verifier is the target's model
+/// (its architectures against the target config's, when both are stated; otherwise the message says
+/// they were not compared). Another verifier FAILs whatever the counts, as it does not depend on them.
 pub(super) fn depth(draft: &Draft, target: &Target) -> Check {
+    let verifier = verifier(draft, target);
+    let record = verifier.as_ref().map(|v| v.evidence.clone());
+    if let Some(v) = verifier.as_ref().filter(|v| v.differs) {
+        let check = Check::fail(DEPTH, v.said.clone());
+        return match (&draft.target_layer_ids, &target.num_hidden_layers) {
+            (Ok(taps), Ok(layers)) => check.with_evidence(TargetDepth {
+                taps: taps.clone(),
+                target_layers: *layers,
+                draft_num_target_layers: draft.num_target_layers.clone().ok().flatten(),
+                target_architecture: target.architecture.name().map(str::to_owned),
+                records_last_layer: target.architecture.records_last_layer(),
+                verifier_architectures: record,
+            }),
+            _ => check,
+        };
+    }
+    let said = verifier
+        .map(|v| format!("; {}", v.said))
+        .unwrap_or_default();
     if let Err(p) = &target.num_hidden_layers {
         if p.is_invalid() {
             return unusable(DEPTH, p, target.stated_in);
@@ -187,6 +268,7 @@ pub(super) fn depth(draft: &Draft, target: &Target) -> Check {
         draft_num_target_layers: draft.num_target_layers.clone().ok().flatten(),
         target_architecture: target.architecture.name().map(str::to_owned),
         records_last_layer: target.architecture.records_last_layer(),
+        verifier_architectures: record,
     };
     if let Some(bad) = taps.iter().find(|&&t| t >= layers) {
         return Check::fail(
@@ -214,7 +296,7 @@ pub(super) fn depth(draft: &Draft, target: &Target) -> Check {
         _ => Check::pass(
             DEPTH,
             format!(
-                "every tap in {} is below the target's {}",
+                "every tap in {} is below the target's {}{said}",
                 match draft.gguf {
                     None => format!("{taps:?}"),
                     Some(_) => draft.taps_named(taps),

@@ -48,6 +48,7 @@ pub fn read(dir: &Path) -> Result<Target, PackageError> {
         rope: super::rope::of_target_config(&config),
         weights_absent,
         architecture: architecture(&config),
+        architectures: architectures(&config),
     };
     // The config and the weight headers were there together: a config renamed into place while the
     // headers were read is "changed while it was read", not a target that never existed.
@@ -136,6 +137,27 @@ fn architecture(config: &Value) -> super::Architecture {
                 .to_owned(),
         ),
     }
+}
+
+/// The classes the target's config.json names in `architectures` (Transformers writes the model's
+/// class there, as a speculators config names its verifier's), or why there are none to compare.
+fn architectures(config: &Value) -> Result<Vec<String>, String> {
+    let at = "the target's config.json";
+    let value = match config.get("architectures") {
+        None | Some(Value::Null) => return Err(format!("{at} states no architectures")),
+        Some(v) => v,
+    };
+    let not = || {
+        format!(
+            "{at}'s architectures is {}, not an array of class names",
+            shown(value)
+        )
+    };
+    let items = value.as_array().filter(|a| !a.is_empty()).ok_or_else(not)?;
+    items
+        .iter()
+        .map(|item| item.as_str().map(str::to_owned).ok_or_else(not))
+        .collect()
 }
 
 /// A JSON value of the wrong type as a message shows it: a short string or a scalar as written, an

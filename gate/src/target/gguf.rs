@@ -97,6 +97,10 @@ pub fn read(path: &Path) -> Result<Target, PackageError> {
         rope: super::rope::of_gguf(header, &arch),
         weights_absent: false,
         architecture: super::Architecture::Gguf(arch.clone()),
+        architectures: Err(format!(
+            "a GGUF target states general.architecture \"{}\", not the Transformers classes a verifier is named by",
+            crate::escape::escape(&arch)
+        )),
     };
     if let Some(fault) = gguf.token_types_fault() {
         // Read by id beside the tokens, as llama.cpp reads them: not a tokenizer to take the

@@ -52,6 +52,10 @@ pub struct Target {
     pub weights_absent: bool,
     /// The architecture the target states, as llama.cpp chooses the graph it runs by.
     pub architecture: Architecture,
+    /// The Transformers classes its config.json names (`architectures`), which a speculators
+    /// draft's verifier is held to; why there are none to compare (absent, of another type, a GGUF
+    /// target) otherwise.
+    pub architectures: Result<Vec<String>, String>,
 }
 
 /// What a target states of its architecture: a GGUF's `general.architecture`, or a config's
@@ -212,7 +216,7 @@ pub fn of_gguf(
                 Check::blocked(
                     *id,
                     crate::check_id::CheckId::CONFIG_GEOMETRY,
-                    "--target given: not compared, config.geometry refused the GGUF's metadata",
+                    "--target given: not compared, config.geometry did not accept the GGUF's metadata",
                 )
             })
             .collect(),
@@ -238,6 +242,10 @@ pub struct Draft {
     pub gguf: Option<(Vec<u64>, String)>,
     /// Its RoPE, read canonically (`target.rope`).
     pub rope: rope::Rope,
+    /// The verifier a speculators config names (`speculators_config.verifier.architectures`, spec
+    /// 18.1), which `target.depth` holds to the target's architectures; `None` for a draft whose form
+    /// names no verifier (z-lab's schema, a GGUF).
+    pub verifier_architectures: Option<Field<Vec<String>>>,
 }
 
 impl Draft {
@@ -251,6 +259,10 @@ impl Draft {
             mask_token_id: c.mask_token_id.clone(),
             gguf: None,
             rope: rope::of_canonical(&c.canonical, ""),
+            verifier_architectures: c
+                .speculators
+                .as_ref()
+                .map(|s| s.verifier_architectures.clone()),
         }
     }
 
@@ -283,6 +295,7 @@ impl Draft {
             mask_token_id: Ok(Some(m.mask_token_id)),
             gguf: Some((m.target_layers.clone(), m.mask_key.clone())),
             rope: rope::of_gguf(header, crate::draft::gguf::ARCHITECTURE),
+            verifier_architectures: None,
         }
     }
 
@@ -448,6 +461,7 @@ mod tests {
                 name: "Qwen3ForCausalLM".to_owned(),
                 field: "architectures[0]",
             },
+            architectures: Err("the test target states none".to_owned()),
         }
     }
 

@@ -43,6 +43,10 @@ pub(crate) enum Owed {
         check: &'static str,
         mentions: &'static [&'static str],
     },
+    /// Every check passes, and the report says the draft was found in `folder` under the repository
+    /// named: `against().draft_in`, the JSON document's `draft_in` (held to the schema) and the
+    /// header's line.
+    PassFoundIn { folder: &'static str },
 }
 
 #[derive(Clone, Copy)]
@@ -169,6 +173,153 @@ const ARMS: &[FolderArm] = &[
         ),
     ),
     arm("folder::pass::mimo_like_attention_sinks", mimo_like, Owed::Pass),
+    // XiaomiMiMo's layout (spec 18.2): the repository's root holds the target's files (or only a
+    // README) and its `dflash/` the draft, whose weights may be named `dflash_draft_model*` by an
+    // index. Gating the repository gates the draft there, and says so.
+    mask_arm(
+        "folder::pass::mimo_repository_keeping_its_draft_in_dflash",
+        |d| {
+            mimo_like(d);
+            mask_embedding(d, |_, _| {});
+            named_as_mimo(d, DRAFT_INDEX);
+            in_dflash(d, true)
+        },
+        Owed::PassFoundIn { folder: "dflash" },
+    ),
+    arm(
+        "folder::pass::readme_beside_a_dflash_folder",
+        |d| in_dflash(d, false),
+        Owed::PassFoundIn { folder: "dflash" },
+    ),
+    arm(
+        "folder::pass::cache_repository_keeping_its_draft_in_dflash",
+        |d| {
+            in_dflash(d, true);
+            cache_repository(d)
+        },
+        Owed::PassFoundIn { folder: "dflash" },
+    ),
+    arm(
+        "folder::pass::draft_weights_named_by_their_own_index",
+        |d| named_as_mimo(d, DRAFT_INDEX),
+        Owed::Pass,
+    ),
+    FolderArm {
+        shards: 2,
+        ..arm(
+            "folder::pass::draft_shards_named_by_the_model_index",
+            |d| named_as_mimo(d, MODEL_INDEX),
+            Owed::Pass,
+        )
+    },
+    arm(
+        // The draft in dflash/ is gated for real: its defects are found there.
+        "folder::control::dflash_folder_draft_tensor_missing",
+        |d| {
+            tensor_missing(d);
+            in_dflash(d, true)
+        },
+        fail(COMPLETE, &["layers.0.mlp.down_proj.weight"]),
+    ),
+    arm(
+        // The root is a draft too: the gate never descends past it, and a folder of two drafts
+        // is --all's.
+        "folder::control::dflash_folder_beside_a_draft_at_the_root",
+        |d| {
+            in_dflash(d, false);
+            std::fs::copy(d.join("dflash/config.json"), d.join("config.json")).unwrap();
+            d.to_owned()
+        },
+        Owed::Error(&["holds a draft directory (dflash)", "did you mean --all?"]),
+    ),
+    arm(
+        // A root config that cannot be read may be a broken draft's: not passed over.
+        "folder::control::dflash_folder_beside_an_unreadable_root_config",
+        |d| {
+            in_dflash(d, true);
+            std::fs::write(d.join("config.json"), b"{not json").unwrap();
+            d.to_owned()
+        },
+        Owed::Error(&["holds a draft directory (dflash)", "did you mean --all?"]),
+    ),
+    arm(
+        // A GGUF at the root may be a draft: the gate does not pass over it to the folder.
+        "folder::control::dflash_folder_beside_a_gguf_at_the_root",
+        |d| {
+            in_dflash(d, false);
+            std::fs::write(d.join("draft.gguf"), b"GGUF").unwrap();
+            d.to_owned()
+        },
+        Owed::Error(&["holds a draft directory (dflash) beside draft.gguf", "did you mean --all?"]),
+    ),
+    arm(
+        "folder::control::dflash_folder_beside_another_draft_folder",
+        |d| {
+            in_dflash(d, true);
+            copy_dir(&d.join("dflash"), &d.join("other"));
+            d.to_owned()
+        },
+        Owed::Error(&["holds draft directories (dflash, other)", "did you mean --all?"]),
+    ),
+    arm(
+        "folder::control::dflash_folder_leaves_the_repository",
+        |d| {
+            in_dflash(d, true);
+            let outside = d.parent().unwrap().join("elsewhere");
+            std::fs::rename(d.join("dflash"), &outside).unwrap();
+            std::os::unix::fs::symlink(&outside, d.join("dflash")).unwrap();
+            d.to_owned()
+        },
+        Owed::Error(&["dflash", "leads out of the package"]),
+    ),
+    arm(
+        // Read only as an index names them: a loader that reads an index finds nothing.
+        "folder::control::draft_weights_no_index_names",
+        |d| {
+            named_as_mimo(d, DRAFT_INDEX);
+            std::fs::remove_file(d.join(DRAFT_INDEX)).unwrap();
+            d.to_owned()
+        },
+        fail(
+            PARSES,
+            &["dflash_draft_model.safetensors is there, but no index names it"],
+        ),
+    ),
+    FolderArm {
+        shards: 2,
+        ..arm(
+            // A stray file the index does not list is refused, as any unlisted safetensors is.
+            "folder::control::draft_shard_the_index_does_not_list",
+            |d| {
+                named_as_mimo(d, DRAFT_INDEX);
+                std::fs::copy(
+                    d.join("dflash_draft_model-00002-of-00002.safetensors"),
+                    d.join("dflash_draft_model-00003-of-00002.safetensors"),
+                )
+                .unwrap();
+                d.to_owned()
+            },
+            fail(
+                PARSES,
+                &["dflash_draft_model-00003-of-00002.safetensors beside the weights dflash_draft_model.safetensors.index.json names"],
+            ),
+        )
+    },
+    FolderArm {
+        shards: 2,
+        ..arm(
+            "folder::control::draft_weights_named_by_two_indexes",
+            |d| {
+                named_as_mimo(d, DRAFT_INDEX);
+                std::fs::copy(d.join(DRAFT_INDEX), d.join(MODEL_INDEX)).unwrap();
+                d.to_owned()
+            },
+            fail(
+                PARSES,
+                &["holds both model.safetensors.index.json and dflash_draft_model.safetensors.index.json"],
+            ),
+        )
+    },
     arm(
         "folder::control::attention_sink_missing",
         attention_sink_missing,
@@ -1199,6 +1350,13 @@ pub(crate) fn judge_counted(
             if report.verdict() != Outcome::Pass {
                 return Err(format!("not a PASS:\n{text}"));
             }
+            if let Some(folder) = &report.against().draft_in {
+                if !text.contains("draft        ") {
+                    return Err(format!(
+                        "draft_in is {folder}, and no header line says so:\n{text}"
+                    ));
+                }
+            }
             if report.checks().len() != count {
                 return Err(format!(
                     "{} checks, {count} owed:\n{text}",
@@ -1220,6 +1378,22 @@ pub(crate) fn judge_counted(
                 None => Ok(()),
                 Some(m) => Err(format!("the census's {tensor} does not say {m:?}: {said}")),
             }
+        }
+        Owed::PassFoundIn { folder } => {
+            judge_counted(form, Owed::Pass, Ok(report.clone()), count)?;
+            let json = report.to_json();
+            crate::schema::validate(&json)?;
+            let line = format!("draft        {folder}/ (the repository keeps its draft there");
+            if report.against().draft_in.as_deref() != Some(folder)
+                || json["draft_in"] != folder
+                || !text.lines().any(|l| l.starts_with(&line))
+                || report.package().ends_with(folder)
+            {
+                return Err(format!(
+                    "the report does not say the draft is in {folder}/ of the repository:\n{text}"
+                ));
+            }
+            Ok(())
         }
         Owed::PassSaying { check, mentions } => {
             judge_counted(form, Owed::Pass, Ok(report.clone()), count)?;
@@ -1459,6 +1633,89 @@ fn eagle_ids_not_plus_one(dir: &Path) -> PathBuf {
     })
 }
 
+const MODEL_INDEX: &str = "model.safetensors.index.json";
+const DRAFT_INDEX: &str = "dflash_draft_model.safetensors.index.json";
+
+/// The folder's weights named as MiMo names its draft's (`model*.safetensors` become
+/// `dflash_draft_model*.safetensors`), and listed by the index `index` (written from the file's own
+/// header when the folder has one file and no index).
+fn named_as_mimo(dir: &Path, index: &str) -> PathBuf {
+    let old = dir.join(MODEL_INDEX);
+    let mut map = serde_json::Map::new();
+    if old.exists() {
+        let doc: Value = serde_json::from_slice(&std::fs::read(&old).unwrap()).unwrap();
+        map = doc["weight_map"].as_object().unwrap().clone();
+        std::fs::remove_file(&old).unwrap();
+    } else {
+        for (name, ..) in read_tensors(&dir.join("model.safetensors")) {
+            map.insert(name, json!("model.safetensors"));
+        }
+    }
+    let renamed = |f: &str| f.replacen("model", "dflash_draft_model", 1);
+    let files: std::collections::BTreeSet<String> = map
+        .values()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    for f in &files {
+        std::fs::rename(dir.join(f), dir.join(renamed(f))).unwrap();
+    }
+    for v in map.values_mut() {
+        *v = json!(renamed(v.as_str().unwrap()));
+    }
+    let doc = json!({"metadata": {}, "weight_map": map});
+    std::fs::write(dir.join(index), serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    dir.to_owned()
+}
+
+/// XiaomiMiMo's layout: the folder's draft moved into the repository's `dflash/`, the root holding a
+/// README and, with `target`, the target's config.json and weights (another model's, which the root
+/// is then: no draft).
+fn in_dflash(dir: &Path, target: bool) -> PathBuf {
+    let folder = dir.join("dflash");
+    let names: Vec<std::ffi::OsString> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    std::fs::create_dir(&folder).unwrap();
+    for name in names {
+        std::fs::rename(dir.join(&name), folder.join(&name)).unwrap();
+    }
+    std::fs::write(
+        dir.join("README.md"),
+        b"# A model, and its DFlash draft in dflash/\n",
+    )
+    .unwrap();
+    if target {
+        let config = json!({"architectures": ["MiMoV2ForCausalLM"], "model_type": "mimo_v2",
+            "hidden_size": 256, "num_hidden_layers": 8, "vocab_size": 1000});
+        std::fs::write(
+            dir.join("config.json"),
+            serde_json::to_vec_pretty(&config).unwrap(),
+        )
+        .unwrap();
+        write_tensors(
+            &dir.join("model-00001-of-00001.safetensors"),
+            &[zeros("model.embed_tokens.weight", vec![1000, 256])],
+        );
+        let index = json!({"metadata": {}, "weight_map": {"model.embed_tokens.weight": "model-00001-of-00001.safetensors"}});
+        std::fs::write(
+            dir.join(MODEL_INDEX),
+            serde_json::to_vec_pretty(&index).unwrap(),
+        )
+        .unwrap();
+    }
+    dir.to_owned()
+}
+
+/// Copies the files of directory `from` into a new directory `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
 /// MiMo's shape: `dflash_config.attention_sink_bias` and a sink of `[num_attention_heads]` per layer.
 fn mimo_like(dir: &Path) -> PathBuf {
     config(dir, |c| {
@@ -1618,15 +1875,26 @@ fn cache_repository(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(repo.join("blobs")).unwrap();
     std::fs::create_dir_all(repo.join("refs")).unwrap();
     std::fs::write(repo.join("refs/main"), COMMIT).unwrap();
-    for (i, entry) in std::fs::read_dir(dir).unwrap().enumerate() {
+    let mut blobs = 0usize;
+    let mut link = |file: &Path, at: &Path, up: &str| {
+        let blob = format!("{blobs:064x}");
+        blobs += 1;
+        std::fs::rename(file, repo.join("blobs").join(&blob)).unwrap();
+        std::os::unix::fs::symlink(format!("{up}blobs/{blob}"), at).unwrap();
+    };
+    for entry in std::fs::read_dir(dir).unwrap() {
         let entry = entry.unwrap();
-        let blob = format!("{i:064x}");
-        std::fs::rename(entry.path(), repo.join("blobs").join(&blob)).unwrap();
-        std::os::unix::fs::symlink(
-            format!("../../blobs/{blob}"),
-            snapshot.join(entry.file_name()),
-        )
-        .unwrap();
+        // A folder of the repository (`dflash/`) is a directory of the snapshot, its files links.
+        if entry.path().is_dir() {
+            let folder = snapshot.join(entry.file_name());
+            std::fs::create_dir(&folder).unwrap();
+            for file in std::fs::read_dir(entry.path()).unwrap() {
+                let file = file.unwrap();
+                link(&file.path(), &folder.join(file.file_name()), "../../../");
+            }
+            continue;
+        }
+        link(&entry.path(), &snapshot.join(entry.file_name()), "../../");
     }
     repo
 }

@@ -1067,42 +1067,106 @@ const REQUIRED: [(&str, &str); 5] = [
     ("dflash.attention.head_count_kv", "num_key_value_heads"),
 ];
 
-/// A DFlash2 package against a GGUF: its convolutions and selector have no GGUF names, so
-/// source.inventory is UNDECIDED naming them, never PASS; the rest is compared as usual.
+/// A DFlash2 package against the GGUF it was converted from (spec 18.3): its convolutions and
+/// selector are paired by llama.cpp's names (`blk.{i}.attn_conv_base`, `selector_predecessor.weight`,
+/// ...) and compared as every other tensor, so the faithful pair passes every check, 36 tensors
+/// paired where the first family's 25 are.
 fn dflash2_against_gguf() -> Result<(), String> {
-    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (dir, options) = faithful_pair(root.path(), super::Base::Dflash2)?;
-    let r = dflash_gate::gate(&dir, &options).map_err(|e| e.to_string())?;
+    let r = dflash2_pair(unbent)?;
     let inventory = r
         .check(CheckId::SOURCE_INVENTORY)
         .ok_or("no source.inventory")?;
-    if inventory.outcome() != Outcome::Undecided
-        || !inventory.message().contains("the second family's tensors are not compared against a GGUF yet, so these could not be paired: ")
-        || !inventory.message().contains("model.layers.0.attention_conv.base_kernel")
+    if !inventory
+        .message()
+        .contains("every one of the 36 package tensors")
     {
-        return Err(format!("source.inventory: {} {}", inventory.outcome(), inventory.message()));
+        return Err(format!("source.inventory: {}", inventory.message()));
     }
-    // The synthetic GGUF is a first-family file: DFlash2's keys are not in it, so it is no
-    // conversion of this package, and source.config says which it lost.
-    let config = r.check(CheckId::SOURCE_CONFIG).ok_or("no source.config")?;
-    if config.outcome() != Outcome::Fail
-        || !config.message().contains(
-            "dflash.conv_kernel_size is absent, but the package config states conv_kernel_size",
-        )
-    {
-        return Err(format!(
-            "source.config: {} {}",
-            config.outcome(),
-            config.message()
-        ));
+    match r.checks().iter().find(|c| c.outcome() != Outcome::Pass) {
+        Some(c) => Err(format!("{} {}: {}", c.id(), c.outcome(), c.message())),
+        None => Ok(()),
     }
+}
+
+/// The DFlash2 package gated against its GGUF bent by `bend`.
+fn dflash2_pair(bend: fn(&mut GgufFile)) -> Result<Report, String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (dir, options) = super::prepare_arm(
+        root.path(),
+        super::Base::Dflash2,
+        Encoding::default(),
+        none,
+        super::Extra::Source(with(GgufSource { bend, ..GGUF })),
+    )?;
+    dflash_gate::gate(&dir, &options).map_err(|e| e.to_string())
+}
+
+/// Every check passes but `owed`, which has each outcome and names each of its words.
+fn only(r: &Report, owed: &[(&str, Outcome, &[&str])]) -> Result<(), String> {
     for c in r.checks() {
-        let expected = [CheckId::SOURCE_INVENTORY, CheckId::SOURCE_CONFIG];
-        if !expected.contains(&c.id()) && c.outcome() != Outcome::Pass {
-            return Err(format!("{} {}: {}", c.id(), c.outcome(), c.message()));
+        let (outcome, words) = match owed.iter().find(|(id, ..)| *id == c.id()) {
+            Some((_, outcome, words)) => (*outcome, *words),
+            None => (Outcome::Pass, &[][..]),
+        };
+        if c.outcome() != outcome || words.iter().any(|w| !c.message().contains(w)) {
+            return Err(format!(
+                "{}: {} {}, owed {outcome} naming {words:?}",
+                c.id(),
+                c.outcome(),
+                c.message()
+            ));
         }
     }
     Ok(())
+}
+
+/// A first-family GGUF against the DFlash2 package (its four keys and seven kinds of tensor
+/// dropped): no conversion of it. `source.config` names each key the converter dropped, and
+/// `source.inventory` each tensor, by llama.cpp's name.
+fn dflash2_against_a_first_family_gguf() -> Result<(), String> {
+    let r = dflash2_pair(|f| {
+        for key in [
+            "dflash.conv_kernel_size",
+            "dflash.conv_group_size",
+            "dflash.selector_rank",
+            "dflash.selector_top_k",
+        ] {
+            assert!(f.remove(key));
+        }
+        f.tensors
+            .retain(|t| !t.0.contains("_conv_") && !t.0.starts_with("selector_"));
+    })?;
+    only(
+        &r,
+        &[
+            (
+                CheckId::SOURCE_CONFIG,
+                Outcome::Fail,
+                &["dflash.conv_kernel_size is absent, but the package config states conv_kernel_size"],
+            ),
+            (
+                CheckId::SOURCE_INVENTORY,
+                Outcome::Fail,
+                &["model.layers.0.attention_conv.base_kernel has no GGUF tensor (llama.cpp's name: blk.0.attn_conv_base)"],
+            ),
+        ],
+    )
+}
+
+/// One base kernel's value changed in the GGUF: `source.bf16` names it.
+fn dflash2_conv_base_differs_from_its_gguf() -> Result<(), String> {
+    let r = dflash2_pair(|f| {
+        let data = &mut super::gguf_draft::tensor(f, "blk.1.ffn_conv_base").3;
+        data[4 * 7..4 * 8].copy_from_slice(&0.75f32.to_le_bytes());
+    })?;
+    only(
+        &r,
+        &[(
+            CheckId::SOURCE_BF16,
+            Outcome::Fail,
+            &["model.layers.1.mlp_conv.base_kernel"],
+        )],
+    )
 }
 
 /// Every trial of this module, named.
@@ -1152,8 +1216,16 @@ pub fn trials() -> Vec<(String, Trial)> {
         out.push((format!("arms::gguf::config::{key}_differs"), different));
     }
     out.push((
-        "arms::gguf::dflash2_package_undecided".into(),
+        "arms::gguf::pass::dflash2_package_against_its_gguf".into(),
         Box::new(dflash2_against_gguf),
+    ));
+    out.push((
+        "arms::gguf::control::dflash2_package_against_a_first_family_gguf".into(),
+        Box::new(dflash2_against_a_first_family_gguf),
+    ));
+    out.push((
+        "arms::gguf::control::dflash2_conv_base_differs_from_its_gguf".into(),
+        Box::new(dflash2_conv_base_differs_from_its_gguf),
     ));
     out.push((
         "arms::gguf::config::other_integer_and_float_types_compare_by_value".into(),

@@ -326,6 +326,98 @@ const ARMS: &[GgufArm] = &[
             ],
         ),
     ),
+    // DSpark (spec 18.3): llama.cpp b11434 builds a Markov head and a confidence head beside the
+    // dflash graph from these keys and tensors, but DSpark's GGUF layout is not settled upstream:
+    // UNDECIDED naming them, never a PASS, and never a FAIL that calls the heads unexplained.
+    arm(
+        "gguf_draft::control::dspark_heads",
+        |f| dspark(f, true),
+        undecided(
+            GEOMETRY,
+            &[
+                "DSpark's dflash.sample_from_anchor, dflash.has_confidence_head, markov_w1.weight, markov_w2.weight, conf_proj.weight",
+                "llama.cpp b11434 builds a DSpark draft",
+                "not settled upstream",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::dspark_keys_only",
+        |f| {
+            f.raw("dflash.sample_from_anchor", 7, &[1]);
+            f.raw("dflash.has_confidence_head", 7, &[0]);
+        },
+        undecided(
+            GEOMETRY,
+            &["DSpark's dflash.sample_from_anchor, dflash.has_confidence_head,"],
+        ),
+    ),
+    arm(
+        // markov_w1.weight alone is what makes llama.cpp build the Markov head.
+        "gguf_draft::control::dspark_markov_head_without_its_keys",
+        |f| dspark(f, false),
+        undecided(
+            GEOMETRY,
+            &["DSpark's markov_w1.weight, markov_w2.weight, conf_proj.weight,"],
+        ),
+    ),
+    arm(
+        // A reduced vocabulary: d2t (I64) and a head of its rows, which llama.cpp sizes by d2t.
+        "gguf_draft::control::dspark_reduced_vocabulary",
+        |f| {
+            dspark(f, true);
+            f.tensor("d2t", vec![500], GgmlType::I64, vec![0; 500 * 8]);
+            let bytes = 256 * 500 * 2;
+            f.tensor("output.weight", vec![256, 500], GgmlType::F16, vec![0; bytes]);
+        },
+        undecided(GEOMETRY, &["conf_proj.weight, d2t,"]),
+    ),
+    arm(
+        // DeepSeek-V4's backbone: the dflash keys are not its own, so one it lacks is no FAIL.
+        "gguf_draft::control::dspark_deepseek4_backbone",
+        |f| {
+            dspark(f, true);
+            f.u32("dflash.hyper_connection.count", 4);
+            assert!(f.remove("dflash.feed_forward_length"));
+        },
+        Owed::Refused {
+            check: GEOMETRY,
+            outcome: Outcome::Undecided,
+            mentions: &[
+                "dflash.hyper_connection.count",
+                "DeepSeek-V4's backbone, whose keys and tensors are not the dflash graph's",
+            ],
+            also: &[],
+        },
+    ),
+    arm(
+        // A key every dflash draft needs, DSpark's too: its absence is the FAIL it is.
+        "gguf_draft::control::dspark_heads_without_target_layers",
+        |f| {
+            dspark(f, true);
+            assert!(f.remove("dflash.target_layers"));
+        },
+        fail(
+            GEOMETRY,
+            &[
+                "dflash.target_layers is absent",
+                "the file also holds DSpark's dflash.sample_from_anchor",
+            ],
+        ),
+    ),
+    arm(
+        "gguf_draft::control::dspark_nan_in_the_markov_head",
+        |f| {
+            dspark(f, true);
+            tensor(f, "markov_w1.weight").3[2 * 5..2 * 6].copy_from_slice(&0x7e00u16.to_le_bytes());
+        },
+        Owed::Refused {
+            check: FINITE,
+            outcome: Outcome::Fail,
+            mentions: &["markov_w1.weight f16", "element 5", "NaN"],
+            also: &[GEOMETRY, COMPLETE, EXPLAINED],
+        },
+    ),
     // A draft with its own embedding table and output head (token_embd and output), as llama.cpp
     // loads them: ne [hidden, vocab], the vocabulary the metadata's or, unstated, the target's.
     arm(
@@ -973,6 +1065,39 @@ fn dflash2(f: &mut GgufFile, ty: GgmlType) {
     let dims = vec![hidden, rank];
     let data = zeros(&dims, ty);
     f.tensor("selector_hidden.weight", dims, ty, data);
+}
+
+/// DSpark's heads as llama.cpp b11434 creates them (`src/models/dflash.cpp`): the Markov head
+/// (`markov_w1.weight` and `markov_w2.weight`, ne `{rank, vocab}`, rank 32) and the confidence head
+/// (`conf_proj.weight`, ne `{hidden + rank, 1}`), of zeros; with `keys`, the two keys the converter's
+/// `DSparkModel` writes beside them.
+pub(crate) fn dspark(f: &mut GgufFile, keys: bool) {
+    let (hidden, rank, vocab) = (256u64, 32u64, 1000u64);
+    if keys {
+        f.raw("dflash.sample_from_anchor", 7, &[1]);
+        f.raw("dflash.has_confidence_head", 7, &[1]);
+    }
+    for name in ["markov_w1.weight", "markov_w2.weight"] {
+        let bytes = (rank * vocab * 2) as usize;
+        f.tensor(name, vec![rank, vocab], GgmlType::F16, vec![0; bytes]);
+    }
+    let bytes = ((hidden + rank) * 4) as usize;
+    f.tensor(
+        "conf_proj.weight",
+        vec![hidden + rank, 1],
+        GgmlType::F32,
+        vec![0; bytes],
+    );
+}
+
+/// The check `check` UNDECIDED naming each of `mentions`; every other check passes or is blocked by it.
+const fn undecided(check: &'static str, mentions: &'static [&'static str]) -> Owed {
+    Owed::Refused {
+        check,
+        outcome: Outcome::Undecided,
+        mentions,
+        also: &[],
+    }
 }
 
 /// An embedding table and output head of zeros, ne `[hidden, vocab]` each, in F16.

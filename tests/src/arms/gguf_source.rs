@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Copy)]
 struct SourceArm {
     name: &'static str,
+    /// The draft's geometry: the first family, or DFlash2 (its seven tensors converted from the
+    /// folder's own values, as llama.cpp's converter writes them).
+    base: Base,
     matrices: GgmlType,
     /// Done to the GGUF before it is written.
     bend: fn(&mut GgufFile),
@@ -28,6 +31,7 @@ struct SourceArm {
 const fn arm(name: &'static str, matrices: GgmlType, owed: Owed) -> SourceArm {
     SourceArm {
         name,
+        base: Base::Small,
         matrices,
         bend: |_| {},
         source: |root| root.join("source"),
@@ -431,6 +435,92 @@ const ARMS: &[SourceArm] = &[
             ),
         )
     },
+    // DSpark's heads have no converter mapping the gate reads (spec 18.3): nothing is compared,
+    // each source check blocked by config.geometry's UNDECIDED, never a FAIL of unmapped tensors.
+    // DFlash2 (spec 18.3): the seven tensors, as llama.cpp's converter maps them from the folder
+    // (no transpose; base kernels F32), are paired and compared as every other tensor.
+    SourceArm {
+        base: Base::Dflash2,
+        ..arm("gguf_source::pass::dflash2_f16", GgmlType::F16, Owed::Pass)
+    },
+    SourceArm {
+        base: Base::Dflash2,
+        ..arm("gguf_source::pass::dflash2_q8_0", GgmlType::Q8_0, Owed::Pass)
+    },
+    SourceArm {
+        base: Base::Dflash2,
+        bend: |f| {
+            let data = &mut tensor(f, "blk.0.attn_conv_base").3;
+            data[4 * 300..4 * 301].copy_from_slice(&0.75f32.to_le_bytes());
+        },
+        ..arm(
+            "gguf_source::control::dflash2_conv_base_changed",
+            GgmlType::F16,
+            fail(
+                BF16,
+                &[
+                    "blk.0.attn_conv_base (f32) differs from source layers.0.attention_conv.base_kernel",
+                    "row 1, column 44",
+                    "GGUF 0.75",
+                ],
+            ),
+        )
+    },
+    SourceArm {
+        base: Base::Dflash2,
+        // The two codebooks under each other's names: every shape right, the values not.
+        bend: |f| {
+            let successor = tensor(f, "selector_successor.weight").3.clone();
+            let predecessor = std::mem::replace(&mut tensor(f, "selector_predecessor.weight").3, successor);
+            tensor(f, "selector_successor.weight").3 = predecessor;
+        },
+        ..arm(
+            "gguf_source::control::dflash2_codebooks_swapped",
+            GgmlType::Q8_0,
+            fail(
+                Q4_1,
+                &["selector_predecessor.weight (q8_0)", "candidate_selector.predecessor_codebook"],
+            ),
+        )
+    },
+    SourceArm {
+        base: Base::Dflash2,
+        // A converter that transposed the hidden projection: llama.cpp refuses its shape, and it
+        // pairs with no source tensor of its shape.
+        bend: |f| {
+            let t = tensor(f, "selector_hidden.weight");
+            let (k, n) = (t.1[0] as usize, t.1[1] as usize);
+            let halves: Vec<[u8; 2]> = t.3.as_chunks::<2>().0.to_vec();
+            t.3 = (0..k)
+                .flat_map(|c| (0..n).map(move |r| (r, c)))
+                .flat_map(|(r, c)| halves[r * k + c])
+                .collect();
+            t.1 = vec![n as u64, k as u64];
+        },
+        ..arm(
+            "gguf_source::control::dflash2_selector_hidden_transposed",
+            GgmlType::F16,
+            Owed::Refused {
+                check: INVENTORY,
+                outcome: Outcome::Fail,
+                mentions: &["GGUF tensor selector_hidden.weight is f16 ne [32, 256], source candidate_selector.hidden_projection.weight is"],
+                also: &[CheckId::INVENTORY_COMPLETE],
+            },
+        )
+    },
+    SourceArm {
+        bend: |f| super::gguf_draft::dspark(f, true),
+        ..arm(
+            "gguf_source::control::dspark_heads_not_compared",
+            GgmlType::Q8_0,
+            Owed::Refused {
+                check: CheckId::CONFIG_GEOMETRY,
+                outcome: Outcome::Undecided,
+                mentions: &["DSpark's", "markov_w1.weight", "not settled upstream"],
+                also: &[],
+            },
+        )
+    },
     SourceArm {
         source: |root| root.join("draft").join("draft.gguf"),
         ..arm(
@@ -589,16 +679,17 @@ fn write_pair(arm: &SourceArm) -> Result<(tempfile::TempDir, PathBuf, PathBuf), 
     for d in [&dir, &source] {
         std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
     }
-    let mut package = Package::generate(&Base::Small.geometry(), Encoding::default(), SEED);
+    let geometry = arm.base.geometry();
+    let mut package = Package::generate(&geometry, Encoding::default(), SEED);
     let options = GgufOptions {
         matrices: arm.matrices,
         ..GgufOptions::DEFAULT
     };
     let mut file = gguf_for(&mut package, options, SEED).map_err(|e| e.to_string())?;
-    (arm.bend)(&mut file);
-    std::fs::write(dir.join("draft.gguf"), file.bytes()).map_err(|e| e.to_string())?;
     write_source(&mut package, &source, SourceOptions::default(), SEED)
         .map_err(|e| e.to_string())?;
+    (arm.bend)(&mut file);
+    std::fs::write(dir.join("draft.gguf"), file.bytes()).map_err(|e| e.to_string())?;
     let named = (arm.source)(root.path());
     let draft = dir.join("draft.gguf");
     Ok((root, draft, named))

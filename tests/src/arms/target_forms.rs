@@ -82,6 +82,54 @@ fn folder(
     }
 }
 
+/// Gates the small draft as a speculators folder (vLLM's training output, whose verifier is
+/// `Qwen3ForCausalLM`), its config bent by `bend`, against a target written by `write`; the report is
+/// held to the schema, so the verifier's evidence is too.
+fn speculators_against(
+    bend: fn(&mut serde_json::Value),
+    write: impl FnOnce(&Path, &Geometry) -> std::path::PathBuf,
+) -> Result<Result<Report, dflash_gate::PackageError>, String> {
+    use crate::synth::source::{write_source, SourceOptions};
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let draft = root.path().join("draft");
+    std::fs::create_dir(&draft).map_err(|e| e.to_string())?;
+    let g = Base::Small.geometry();
+    let mut package = Package::generate(&g, Encoding::default(), SEED);
+    write_source(&mut package, &draft, SourceOptions::default(), SEED)
+        .map_err(|e| e.to_string())?;
+    super::folder::speculators(&draft);
+    super::folder::config(&draft, bend);
+    let target = write(root.path(), &g);
+    let options = dflash_gate::Options::default().with_target(target);
+    let result = dflash_gate::gate(&draft, &options);
+    if let Ok(report) = &result {
+        crate::schema::validate(&report.to_json())?;
+    }
+    Ok(result)
+}
+
+/// `target.depth`'s evidence of the verifier's architectures, as the JSON document holds it.
+fn verifier_evidence(report: &Report) -> serde_json::Value {
+    let check = report.check("target.depth").map(|c| c.evidence().cloned());
+    serde_json::to_value(check.flatten()).expect("evidence")["verifier_architectures"].clone()
+}
+
+/// [`expect`], and `target.depth`'s evidence of the verifier is `evidence`.
+fn expect_verifier(
+    report: Result<Result<Report, dflash_gate::PackageError>, String>,
+    want: &[(&str, Outcome, &str)],
+    evidence: serde_json::Value,
+) -> Result<(), String> {
+    let report = report?.map_err(|e| format!("the gate could not run: {e}"))?;
+    let found = verifier_evidence(&report);
+    if found != evidence {
+        return Err(format!(
+            "target.depth's verifier_architectures is {found}, {evidence} owed"
+        ));
+    }
+    expect(Ok(Ok(report)), want)
+}
+
 /// Every check in `want` ended as said, naming what it must.
 pub(super) fn expect(
     report: Result<Result<Report, dflash_gate::PackageError>, String>,
@@ -346,6 +394,135 @@ pub fn trials() -> Vec<(&'static str, Trial)> {
                 against(gguf(|_| {})),
                 &[("target.rope", Outcome::Pass, "qwen3.rope.freq_base")],
             )
+        }),
+        // A speculators draft names its verifier (spec 18.1): held to the target's architectures
+        // when both are stated, and said not compared otherwise, never passed as compared.
+        ("target_forms::speculators_verifier_is_the_target", || {
+            expect_verifier(
+                speculators_against(|_| {}, folder(|_| {}, false)),
+                &[(
+                    "target.depth",
+                    Outcome::Pass,
+                    "the verifier the draft was trained against (speculators_config.verifier.architectures [Qwen3ForCausalLM]) is the target's",
+                )],
+                serde_json::json!({"verifier": ["Qwen3ForCausalLM"], "target": ["Qwen3ForCausalLM"], "compared": true}),
+            )
+        }),
+        (
+            "target_forms::speculators_verifier_is_another_model",
+            || {
+                expect_verifier(
+                speculators_against(
+                    |_| {},
+                    folder(|c| c["architectures"] = serde_json::json!(["LlamaForCausalLM"]), false),
+                ),
+                &[
+                    (
+                        "target.depth",
+                        Outcome::Fail,
+                        "the draft was trained against speculators_config.verifier.architectures [Qwen3ForCausalLM], and the target's config.json states architectures [LlamaForCausalLM]",
+                    ),
+                    ("target.hidden_size", Outcome::Pass, "equals the target's"),
+                ],
+                serde_json::json!({"verifier": ["Qwen3ForCausalLM"], "target": ["LlamaForCausalLM"], "compared": true}),
+            )
+            },
+        ),
+        (
+            "target_forms::speculators_verifier_another_model_beside_a_shallow_target",
+            || {
+                // Another model FAILs whatever the depth: a count the target states wrongly does not
+                // hide it.
+                expect(
+                    speculators_against(
+                        |_| {},
+                        folder(
+                            |c| {
+                                c["architectures"] = serde_json::json!(["LlamaForCausalLM"]);
+                                c["num_hidden_layers"] = serde_json::json!("eight");
+                            },
+                            false,
+                        ),
+                    ),
+                    &[("target.depth", Outcome::Fail, "[LlamaForCausalLM]")],
+                )
+            },
+        ),
+        (
+            "target_forms::speculators_target_states_no_architectures",
+            || {
+                expect_verifier(
+                speculators_against(
+                    |_| {},
+                    folder(|c| drop(c.as_object_mut().expect("object").remove("architectures")), false),
+                ),
+                &[(
+                    "target.depth",
+                    Outcome::Pass,
+                    "the verifier's architectures (speculators_config.verifier.architectures [Qwen3ForCausalLM]) were not compared: the target's config.json states no architectures",
+                )],
+                serde_json::json!({"verifier": ["Qwen3ForCausalLM"], "target": null, "compared": false}),
+            )
+            },
+        ),
+        (
+            "target_forms::speculators_target_architectures_of_another_type",
+            || {
+                expect(
+                speculators_against(
+                    |_| {},
+                    folder(|c| c["architectures"] = serde_json::json!("Qwen3ForCausalLM"), false),
+                ),
+                &[(
+                    "target.depth",
+                    Outcome::Pass,
+                    "were not compared: the target's config.json's architectures is \"Qwen3ForCausalLM\", a string, not an array of class names",
+                )],
+            )
+            },
+        ),
+        ("target_forms::speculators_against_a_gguf_target", || {
+            expect_verifier(
+                speculators_against(|_| {}, gguf(|_| {})),
+                &[(
+                    "target.depth",
+                    Outcome::Pass,
+                    "were not compared: a GGUF target states general.architecture \"qwen3\", not the Transformers classes a verifier is named by",
+                )],
+                serde_json::json!({"verifier": ["Qwen3ForCausalLM"], "target": null, "compared": false}),
+            )
+        }),
+        (
+            "target_forms::speculators_draft_names_no_verifier_architectures",
+            || {
+                expect_verifier(
+                speculators_against(
+                    |c| drop(c["speculators_config"]["verifier"].as_object_mut().expect("verifier").remove("architectures")),
+                    folder(|_| {}, false),
+                ),
+                &[
+                    (
+                        "target.depth",
+                        Outcome::Pass,
+                        "the verifier's architectures were not compared: the draft's speculators_config.verifier.architectures is missing",
+                    ),
+                    ("config.geometry", Outcome::Fail, "speculators_config.verifier.architectures"),
+                ],
+                serde_json::json!({"verifier": null, "target": ["Qwen3ForCausalLM"], "compared": false}),
+            )
+            },
+        ),
+        ("target_forms::zlab_draft_names_no_verifier", || {
+            // z-lab's schema names no verifier: nothing to compare, and nothing said of it.
+            let report = against(folder(|_| {}, false))?.map_err(|e| e.to_string())?;
+            let depth = report.check("target.depth").ok_or("no target.depth")?;
+            if depth.message().contains("verifier") || !verifier_evidence(&report).is_null() {
+                return Err(format!(
+                    "target.depth speaks of a verifier: {}",
+                    depth.message()
+                ));
+            }
+            Ok(())
         }),
         ("target_forms::text_config_of_the_wrong_type", || {
             expect(

@@ -9,7 +9,9 @@
 
 use super::source::{matrix_seed, quantize, source_matrix, unblock, Quantizer};
 use super::{blocks, set_code, Package};
-use dflash_gate::__private::family::{LayerGain, Projection, Role};
+use dflash_gate::__private::family::{
+    ConvPart, ConvSite, LayerGain, Projection, Role, SelectorPart,
+};
 use dflash_gate::__private::gguf::GgmlType;
 use dflash_gate::__private::tile::{GridGeometry, TILE_BYTES, TILE_COLS, TILE_ROWS};
 use half::{bf16, f16};
@@ -236,6 +238,30 @@ pub fn gguf_name(role: Role) -> Option<String> {
     })
 }
 
+/// llama.cpp's name for a DFlash2 role (spec 18.3; `gguf-py`'s `constants.py`, b11434), spelt here
+/// apart from the gate's own table so that the two are held to each other: the base kernels
+/// without `.weight`, the codebooks with it.
+pub fn dflash2_gguf_name(role: Role) -> Option<String> {
+    Some(match role {
+        Role::Conv { layer, site, part } => {
+            let site = match site {
+                ConvSite::Attention => "attn",
+                ConvSite::Mlp => "ffn",
+            };
+            match part {
+                ConvPart::BaseKernel => format!("blk.{layer}.{site}_conv_base"),
+                ConvPart::KernelProjection => format!("blk.{layer}.{site}_conv_proj.weight"),
+            }
+        }
+        Role::Selector(SelectorPart::HiddenProjection) => "selector_hidden.weight".to_owned(),
+        Role::Selector(SelectorPart::PredecessorCodebook) => {
+            "selector_predecessor.weight".to_owned()
+        }
+        Role::Selector(SelectorPart::SuccessorCodebook) => "selector_successor.weight".to_owned(),
+        _ => return None,
+    })
+}
+
 /// The name a GGUF written with `names` gives a package role.
 pub fn named(role: Role, names: GgufNames) -> Option<String> {
     match names {
@@ -293,8 +319,11 @@ pub fn grid_from_blocks_rounding(n: u64, k: u64, blocks: &[u8], round: fn(f32) -
 
 /// Writes the GGUF `package` is converted from to `path`, and makes the package's grids from it.
 /// Matrices are drawn from the same values [`super::source::write_source`] draws (same `seed`), so a
-/// checkpoint written first stays a faithful source of the package. Tensors with no GGUF name (the
-/// DFlash2 features') and the `dflash.*` scalars (metadata here) are not written.
+/// checkpoint written first stays a faithful source of the package. The `dflash.*` scalars are metadata
+/// here; a DFlash2 draft's features are its four keys and, under llama.cpp's names, its seven tensors
+/// (spec 18.3), laid out as llama.cpp's converter (b11434) lays them out from a folder: each shape
+/// reversed into `ne` order, no transpose, the base kernels F32 whatever the file type (their names do
+/// not end in `.weight`, `conversion/base.py`), the others of the matrices' type.
 pub fn write_gguf(
     package: &mut Package,
     path: &Path,
@@ -362,6 +391,15 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
     }
     let taps: Vec<i32> = g.taps.iter().map(|&t| t as i32 + 1).collect();
     file.i32_array("dflash.target_layers", &taps);
+    if let super::Draft::DFlash2(f) = &g.draft {
+        // `conversion/qwen.py`'s DFlashModel writes the four keys when the config has a convolution.
+        if let (Some((kernel, group)), Some((rank, top_k))) = (f.conv, f.selector) {
+            file.u32("dflash.conv_kernel_size", narrow(kernel)?);
+            file.u32("dflash.conv_group_size", narrow(group)?);
+            file.u32("dflash.selector_rank", narrow(rank)?);
+            file.u32("dflash.selector_top_k", narrow(top_k)?);
+        }
+    }
     if options.tokenizer {
         file.string("tokenizer.ggml.model", "gpt2");
         let tokens: Vec<String> = (0..g.vocab_size).map(|i| format!("tok{i}")).collect();
@@ -385,8 +423,14 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
         let Some(role) = naming.role(&t.name) else {
             continue;
         };
-        let Some(name) = named(role, options.names) else {
-            continue;
+        let name = match named(role, options.names) {
+            Some(name) => name,
+            // DFlash2's tensors under llama.cpp's names (`blk.{i}.attn_conv_base`, ...).
+            None if options.names == GgufNames::Llama => match dflash2_gguf_name(role) {
+                Some(name) => name,
+                None => continue,
+            },
+            None => continue,
         };
         entries.push((i, role, name));
     }
@@ -445,6 +489,35 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
                 };
                 file.tensor(&name, vec![k, n], options.matrices, blocks);
             }
+            Role::Conv {
+                part: ConvPart::BaseKernel,
+                ..
+            } => {
+                let values = bf16_values(&t.data);
+                let ne: Vec<u64> = t.shape.iter().rev().copied().collect();
+                let data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                file.tensor(&name, ne, GgmlType::F32, data);
+            }
+            Role::Conv { .. } | Role::Selector(_) => {
+                let (n, k) = super::dflash2::grid_dims(&g, role)
+                    .ok_or_else(|| io::Error::other(format!("{name}: no DFlash2 matrix")))?;
+                let gridded = t.dtype == dflash_gate::__private::dtype::Dtype::I8;
+                // A gridded tensor's values are drawn as a projection's are (the source's own); a
+                // BF16 one's are the package's, which then holds what a converter makes of the
+                // GGUF's (its values, or their dequantization rounded to bf16).
+                let values = if gridded {
+                    source_matrix(n, k, matrix_seed(seed, i))
+                } else {
+                    bf16_values(&t.data)
+                };
+                let (blocks, grid) = matrix_blocks(n, k, &values, options.matrices)?;
+                if gridded {
+                    t.data = grid;
+                } else if let Some(made) = dequantized_bf16(options.matrices, &blocks)? {
+                    t.data = made;
+                }
+                file.tensor(&name, vec![k, n], options.matrices, blocks);
+            }
             Role::Fc => {
                 let values = bf16_values(&t.data);
                 let (hidden, cols) = (g.hidden, g.taps.len() as u64 * g.hidden);
@@ -483,6 +556,55 @@ pub fn gguf_for(package: &mut Package, options: GgufOptions, seed: u64) -> io::R
         }
     }
     Ok(file)
+}
+
+/// An N x K matrix's `values` as `ty`'s bytes (row-major, `ne` `{K, N}`), and the package grid a
+/// converter makes of them (each Q4_1 block a group; any other type dequantized, rounded to bf16 and
+/// quantized by the min/max rule; a float type the values quantized so).
+fn matrix_blocks(n: u64, k: u64, values: &[f32], ty: GgmlType) -> io::Result<(Vec<u8>, Vec<u8>)> {
+    let blocks: Vec<u8> = match ty {
+        GgmlType::Q8_0 => values.chunks_exact(32).flat_map(blocks::q8_0).collect(),
+        GgmlType::Q4_1 => q4_1_blocks(values),
+        GgmlType::F16 => values
+            .iter()
+            .flat_map(|&v| f16::from_f32(v).to_bits().to_le_bytes())
+            .collect(),
+        GgmlType::BF16 => values
+            .iter()
+            .flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes())
+            .collect(),
+        other => return Err(io::Error::other(format!("DFlash2 matrices in {other}"))),
+    };
+    let grid = match ty {
+        GgmlType::Q4_1 => grid_from_blocks(n, k, &blocks),
+        GgmlType::Q8_0 => {
+            let rounded = dequantized_bf16(ty, &blocks)?.unwrap_or_default();
+            let rounded: Vec<f32> = rounded
+                .chunks_exact(2)
+                .map(|b| bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+                .collect();
+            quantize(n, k, &rounded, Quantizer::MinMax)
+        }
+        _ => quantize(n, k, values, Quantizer::MinMax),
+    };
+    Ok((blocks, grid))
+}
+
+/// A block type's values dequantized as ggml does and rounded to bf16 (as a converter stores them);
+/// `None` for a float type, whose values are stored as they are.
+fn dequantized_bf16(ty: GgmlType, blocks: &[u8]) -> io::Result<Option<Vec<u8>>> {
+    if !matches!(ty, GgmlType::Q8_0 | GgmlType::Q4_1) {
+        return Ok(None);
+    }
+    let count = blocks.len() / ty.type_size() as usize * ty.block_size() as usize;
+    let mut values = vec![0f32; count];
+    dflash_gate::__private::gguf::dequantize(ty, blocks, &mut values).map_err(io::Error::other)?;
+    Ok(Some(
+        values
+            .iter()
+            .flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes())
+            .collect(),
+    ))
 }
 
 pub(crate) mod tests {

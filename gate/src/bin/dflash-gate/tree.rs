@@ -13,7 +13,9 @@
 //! architecture is misspelt is still gated and refused. A GGUF draft is a file: a directory holding a
 //! `*.gguf`, and a `*.gguf` directly under DIR, are gated, unless the file's `general.architecture` is
 //! another model's (neither `dflash` nor a fork's dialect: a target beside its draft), which is
-//! skipped, named by it. A directory with neither a config.json nor a weight file is not a package:
+//! skipped, named by it. A repository that keeps its draft in a `dflash/` folder (its root no
+//! draft, the folder one) is gated, as the gate descends into it. A directory with neither a
+//! config.json nor a weight file is not a package:
 //! listed as skipped and counted, never dropped. A folder of several GGUF drafts is gated file by
 //! file. A hub cache (DIR itself, or a directory directly under it) is gated repository by
 //! repository, each at its `refs/main` snapshot by the rules of a plain folder.
@@ -231,6 +233,11 @@ fn classify(dir: PathBuf, beside: &[(&str, &Path)], descend: bool) -> Vec<Item> 
     if let Some((option, _)) = beside.iter().find(|(_, named)| same_dir(&dir, named)) {
         let why = format!("the {option} directory, not a package");
         return vec![skip(dir, "option_directory", why)];
+    }
+    // A repository that keeps its draft in a `dflash/` folder (XiaomiMiMo's layout): its root is the
+    // target's files or a README, so by its root alone it would be passed over; the gate descends.
+    if dflash_gate::__private::package::keeps_its_draft_in_a_folder_at(&dir) {
+        return vec![Item::gate(dir)];
     }
     // Any kind of entry: a link to nothing, a FIFO, a directory named config.json still say that a
     // package was meant here.
