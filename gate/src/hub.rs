@@ -188,6 +188,9 @@ const INCOMPLETE: &str = ".incomplete";
 
 /// The snapshot `revision` names in repository directory `repo`: `refs/REV` holds the commit whose
 /// snapshot it is; a commit may be named directly.
+/// The fewest hex digits a short commit may have: git's default abbreviation.
+const MIN_SHORT_COMMIT: usize = 7;
+
 fn snapshot(repo: &Path, revision: &str) -> Result<PathBuf, PackageError> {
     let plain = !revision.is_empty()
         && revision != "."
@@ -241,6 +244,20 @@ fn snapshot(repo: &Path, revision: &str) -> Result<PathBuf, PackageError> {
         .map(|e| crate::escape::name(&e.file_name()))
         .collect();
     held.sort();
+    // A short commit, as git and the gate's own notes print one (7 digits or more), names the one
+    // snapshot it begins; two it begins is no answer, and the error lists them.
+    let short = commit == revision
+        && revision.len() >= MIN_SHORT_COMMIT
+        && revision.bytes().all(|b| b.is_ascii_hexdigit());
+    if short {
+        let starting: Vec<&String> = held
+            .iter()
+            .filter(|h| h.len() == 40 && h.starts_with(&revision.to_ascii_lowercase()))
+            .collect();
+        if let [one] = starting[..] {
+            return Ok(repo.join("snapshots").join(one));
+        }
+    }
     let held = crate::checks::list(&held, 4);
     Err(missing(if commit == revision {
         format!("no snapshot for revision {} (neither refs/{0} nor snapshots/{0}; snapshots held: {held}): the gate reads the cache offline and downloads nothing", shown(revision))
@@ -301,6 +318,28 @@ mod tests {
         std::fs::write(repo.join("refs/bad"), "not a commit").unwrap();
         let e = resolve(&repo, Some("bad"), None).unwrap_err().to_string();
         assert!(e.contains("not a 40-digit commit"), "{e}");
+    }
+
+    #[test]
+    fn a_short_commit_names_the_one_snapshot_it_begins() {
+        let (_tmp, repo) = cache();
+        let commit = std::fs::read_dir(repo.join("snapshots"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.len() == 40)
+            .expect("a 40-digit snapshot");
+        let found = snapshot(&repo, &commit[..7]).unwrap();
+        assert!(found.ends_with(&commit), "{}", found.display());
+        // Six digits are not enough, and a prefix no snapshot begins is refused naming it.
+        assert!(snapshot(&repo, &commit[..6]).is_err());
+        let other = if commit.starts_with('0') {
+            "1111111"
+        } else {
+            "0000000"
+        };
+        let e = snapshot(&repo, other).unwrap_err().to_string();
+        assert!(e.contains(other), "{e}");
     }
 
     #[test]

@@ -146,7 +146,7 @@ pub fn check(dir: &Path, read: &[&files::RegularFile]) -> Result<Check, PackageE
         && outside.is_empty()
         && unlisted.is_empty()
     {
-        return Ok(Check::pass(MANIFEST, format!("every file listed in {MANIFEST_FILE} matches: {} files, {bytes} bytes hashed (unlisted: none)", listed.len()))
+        return Ok(Check::pass(MANIFEST, format!("every file listed in {MANIFEST_FILE} matches: {} {}, {bytes} bytes hashed (unlisted: none)", listed.len(), if listed.len() == 1 { "file" } else { "files" }))
             .with_evidence(evidence));
     }
     let mut parts = Vec::new();

@@ -378,6 +378,9 @@ fn run(
                     &mut documents,
                 );
                 gated.count(code);
+                if args.github && code != 0 {
+                    notes = print::fit_annotation(&name, code);
+                }
                 text
             }
             Item::Gate { dir, .. } => match dflash_gate::gate(dir, &args.options) {

@@ -141,7 +141,7 @@ pub(super) fn check(
         Check::fail(
             MANIFEST,
             format!(
-                "the hub cache snapshot does not match its blobs' digests: {}; `huggingface-cli download` fetches the repository again",
+                "the hub cache snapshot does not match its blobs' digests: {}; the hub client does not hash a blob it already holds: `huggingface-cli download --force-download` fetches the files again",
                 parts.join("; ")
             ),
         )

@@ -1466,6 +1466,15 @@ fn a_fit_report_says_which_targets_a_draft_fits() {
     edit_config(&targets.join("shallow"), |c| {
         c.insert("num_hidden_layers".into(), 2.into());
     });
+    // A draft's GGUF beside the targets is no target: the report leaves it out, as a draft folder.
+    {
+        use gate_tests::synth::gguf::{gguf_for, GgufOptions};
+        let mut package = Package::generate(&Geometry::small(), Encoding::default(), 7);
+        let bytes = gguf_for(&mut package, GgufOptions::DEFAULT, 7)
+            .unwrap()
+            .bytes();
+        std::fs::write(targets.join("draft.gguf"), bytes).unwrap();
+    }
     let o = gate_dir(&draft, &["--target", targets.to_str().unwrap()]);
     let text = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{text}");
@@ -1507,12 +1516,21 @@ fn a_fit_report_says_which_targets_a_draft_fits() {
         .collect();
     assert_eq!(given, each.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(o.status.code(), Some(0));
-    // Fitting none: the best pair's status (here a FAIL).
+    // Fitting none: the best pair's status (here a FAIL), and with --format github an annotation.
     std::fs::remove_dir_all(targets.join("fits")).unwrap();
-    let o = gate_dir(&draft, &["--target", targets.to_str().unwrap()]);
+    let o = gate_dir(
+        &draft,
+        &["--target", targets.to_str().unwrap(), "--format", "github"],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(
         stdout(&o).contains(": fits 0 of 2 targets"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("::error title=dflash-gate fit::")
+            && stdout(&o).contains("fits none of the targets given"),
         "{}",
         stdout(&o)
     );

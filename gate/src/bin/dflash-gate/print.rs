@@ -170,6 +170,20 @@ pub fn annotations(report: &Report) -> String {
     out
 }
 
+/// `--format github` for a fit report whose draft fits none of its targets: one `::error` (one
+/// `::warning` when what kept it from fitting could not be decided); the table says which and why.
+pub fn fit_annotation(draft: &str, code: u8) -> String {
+    let (command, said) = match code {
+        3 => (
+            "warning",
+            "cannot tell whether it fits any of the targets given",
+        ),
+        2 => ("error", "none of the targets given could be read"),
+        _ => ("error", "fits none of the targets given"),
+    };
+    annotation(command, "dflash-gate fit", &format!("{draft}: {said}"))
+}
+
 /// `--format github` for a package the gate could not run on: one `::error`, its message the
 /// error's own (which names the path).
 pub fn error_annotation(why: &str) -> String {

@@ -158,7 +158,7 @@ pub fn packages_under(models: &Path, beside: &[(&str, &Path)]) -> Result<Vec<Ite
 }
 
 /// What `--target DIR` names: the one target DIR is, or, when DIR is a folder of targets or a hub
-/// cache (no config.json, no GGUF and no hub repository of its own), each model directly under it
+/// cache (no config.json and no hub repository of its own), each model directly under it
 /// that is another model than a draft (as `--all` lists it skipped), with its row name. A folder
 /// under which no target is found is refused.
 pub fn targets_named(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
@@ -168,7 +168,9 @@ pub fn targets_named(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
             dir.to_owned(),
         )])
     };
-    let holds_own = |names: &[OsString]| names.iter().any(|n| n == CONFIG_FILE || is_gguf(n));
+    // A GGUF beside the targets is classified as each entry is (a draft is no target); a folder
+    // holding only its target's GGUF names that file.
+    let holds_own = |names: &[OsString]| names.iter().any(|n| n == CONFIG_FILE);
     if !dir.is_dir() || dflash_gate::__private::hub::is_repository(dir) {
         return plain();
     }
