@@ -24,10 +24,11 @@ type Compare = fn(&Path) -> Result<(), String>;
 /// The trials, by name: each run with the Python of `DFLASH_GATE_PYTHON`, or listed as ignored with
 /// why in its name when there is no such Python or it has no `gguf` package.
 pub fn trials() -> Vec<Trial> {
-    let all: [(&str, Compare); 3] = [
+    let all: [(&str, Compare); 4] = [
         ("gguf_reference", compare_all),
         ("gguf_k_quants", compare_k_quants),
         ("gguf_quant_sizes", compare_quant_sizes),
+        ("gguf_drafts_written_by_gguf_py", written_by_gguf_py),
     ];
     let python = std::env::var_os(PYTHON_VAR).map(PathBuf::from);
     let missing = match &python {
@@ -418,4 +419,81 @@ fn compare(
         }
     }
     Ok(())
+}
+
+/// The GGUF draft arms, DFlash2's among them, written again by gguf-py's own `GGUFWriter` (the
+/// library llama.cpp's converter writes with: `tests/differential/gguf_rewrite.py`) and gated: each
+/// is judged as the arm's own file is (the same verdict and the same failing checks), so the gate
+/// reads the converter's library's layout, not only the generator's copy of it.
+fn written_by_gguf_py(python: &Path) -> Result<(), String> {
+    use gate_tests::arms::gguf_draft;
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/differential/gguf_rewrite.py");
+    let arms = [
+        "gguf_draft::pass::faithful",
+        "gguf_draft::pass::dflash2_f16",
+        "gguf_draft::pass::dflash2_q8_0",
+        "gguf_draft::control::dflash2_key_missing",
+        "gguf_draft::control::dflash2_selector_top_k_beyond_the_vocabulary",
+        "gguf_draft::control::dflash2_conv_projection_misshapen",
+    ];
+    for name in arms {
+        let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let path = gguf_draft::write_named(name, root.path())?;
+        let file = match path.is_dir() {
+            true => std::fs::read_dir(&path)
+                .map_err(|e| e.to_string())?
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "gguf"))
+                .ok_or(format!("{name}: no .gguf in {}", path.display()))?,
+            false => path.clone(),
+        };
+        let rewritten = root.path().join("rewritten.gguf");
+        let out = Command::new(python)
+            .arg(&script)
+            .arg(&file)
+            .arg(&rewritten)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!(
+                "{name}: gguf-py did not rewrite it: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let options = dflash_gate::Options::default();
+        let ours = dflash_gate::gate(&file, &options).map_err(|e| format!("{name}: {e}"))?;
+        let theirs = dflash_gate::gate(&rewritten, &options)
+            .map_err(|e| format!("{name} rewritten: {e}"))?;
+        let objections = |r: &dflash_gate::Report| -> Vec<(String, dflash_gate::Outcome)> {
+            r.checks()
+                .iter()
+                .filter(|c| c.outcome() != dflash_gate::Outcome::Pass)
+                .map(|c| (c.id().to_owned(), c.outcome()))
+                .collect()
+        };
+        if ours.verdict() != theirs.verdict() || objections(&ours) != objections(&theirs) {
+            return Err(format!(
+                "{name}: the generator's file is {} {:?}, gguf-py's is {} {:?}:\n{}",
+                ours.verdict(),
+                objections(&ours),
+                theirs.verdict(),
+                objections(&theirs),
+                theirs.to_text(false)
+            ));
+        }
+        said(&format!(
+            "{name}: {} either way, {:?}",
+            theirs.verdict(),
+            objections(&theirs)
+        ));
+    }
+    Ok(())
+}
+
+/// One line of the trial's record, shown with `--nocapture`.
+#[allow(clippy::print_stdout)]
+fn said(line: &str) {
+    println!("{line}");
 }
