@@ -118,6 +118,27 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
     let cache = crate::hub::cache_root();
     // A hub cache repository (or `ORG/NAME`) is gated as the snapshot its ref names.
     let resolved = crate::hub::resolve(path, options.revision.as_deref(), cache.as_deref())?;
+    // `--source` may name the release it was converted from as `--target` names its target: a hub
+    // cache repository or `ORG/NAME`, read as the snapshot its `refs/main` names.
+    let source = match &options.source {
+        Some(given) => Some(
+            crate::hub::resolve(given, None, cache.as_deref())
+                .map_err(|e| e.under_option("--source"))?,
+        ),
+        None => None,
+    };
+    let given = options;
+    let with_source;
+    let options = match source {
+        Some(source) if options.source.as_ref() != Some(&source) => {
+            with_source = Options {
+                source: Some(source),
+                ..options.clone()
+            };
+            &with_source
+        }
+        _ => options,
+    };
     let mut report = gate_resolved(&resolved, options, start)?;
     let named = |given: &Path| Named {
         given: escape::name(given.as_os_str()),
@@ -128,8 +149,8 @@ pub fn gate(path: &Path, options: &Options) -> Result<Report, PackageError> {
         ),
     };
     let against = &mut report.against;
-    against.target = options.target.as_deref().map(named);
-    against.source = options.source.as_deref().map(named);
+    against.target = given.target.as_deref().map(named);
+    against.source = given.source.as_deref().map(named);
     if let Some((repository, revision)) = crate::hub::snapshot_of(&resolved) {
         against.repository = Some(repository);
         against.revision = Some(revision);

@@ -1541,3 +1541,53 @@ fn a_fit_report_says_which_targets_a_draft_fits() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no target model under it"));
 }
+
+/// `--source` names the release a package was converted from as `--target` names a target: by its
+/// Hugging Face id (or repository directory) in the hub cache, read at the snapshot `refs/main` names;
+/// the report says it as given and as resolved.
+#[test]
+fn source_is_read_from_the_hub_cache_by_its_id() {
+    use gate_tests::synth::{source, Encoding, Geometry, Package};
+    let root = tempfile::tempdir().unwrap();
+    let mut package = Package::generate(&Geometry::small(), Encoding::default(), 7);
+    let release = root.path().join("release");
+    std::fs::create_dir_all(&release).unwrap();
+    source::write_source(&mut package, &release, Default::default(), 7).unwrap();
+    let draft = root.path().join("draft");
+    std::fs::create_dir(&draft).unwrap();
+    package.write(&draft).unwrap();
+    let cache = root.path().join("hub");
+    let repo = into_cache(&cache, "z-lab--release", &release, MAIN, MAIN);
+    for named in [std::ffi::OsStr::new("z-lab/release"), repo.as_os_str()] {
+        let o = Command::new(env!("CARGO_BIN_EXE_dflash-gate"))
+            .env("HF_HUB_CACHE", &cache)
+            .arg(&draft)
+            .arg("--source")
+            .arg(named)
+            .arg("--json")
+            .output()
+            .expect("runs");
+        let out = stdout(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(doc["source"]["given"], named.to_str().unwrap());
+        let resolved = doc["source"]["resolved"].as_str().unwrap();
+        assert!(
+            resolved.ends_with(&format!("snapshots/{MAIN}")),
+            "{resolved}"
+        );
+        let ids: Vec<&str> = doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["id"].as_str())
+            .filter(|id| id.starts_with("source."))
+            .collect();
+        assert!(ids.len() >= 3, "{ids:?}");
+    }
+}

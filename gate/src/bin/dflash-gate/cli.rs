@@ -60,7 +60,7 @@ pub const OPTIONS: &[Opt] = &[
         short: None,
         takes: Takes::One("PATH"),
         help:
-            "also compare every weight with what it was converted from: a checkpoint directory, a .gguf file, or a directory holding one (source.* checks)",
+            "also compare every weight with what it was converted from: a checkpoint directory, a .gguf file, a directory holding one, or a hub cache repository or ORG/NAME (source.* checks)",
     },
     Opt {
         long: "--revision",
