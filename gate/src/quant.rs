@@ -1,82 +1,289 @@
-//! A quantized draft's scheme, as its `quantization_config` states it (spec section 17): read from the
-//! config, never guessed from the tensors' element types. Only compressed-tensors' `pack-quantized`
-//! integer weights (W4A16, W8A16) are read today; any other scheme is named, and the weight checks
-//! are UNDECIDED for it.
+//! A quantized draft's scheme, as its `quantization_config` (or MLX's `quantization`) states it
+//! (spec section 17): read from the config, never guessed from the tensors' element types. The
+//! schemes read are compressed-tensors' `pack-quantized` (W4A16, W8A16), `float-quantized` (FP8) and
+//! `nvfp4-pack-quantized`, Hugging Face's `fp8`, ModelOpt's `NVFP4` and `FP8`, and MLX's
+//! `quantization` (affine, mxfp4, nvfp4, mxfp8, with per-module overrides); any other is named, and
+//! the weight checks are UNDECIDED for it.
 //!
-//! Which modules are quantized is the config's statement: `targets` (a class name, a module name, or
-//! `re:` and a regular expression) minus `ignore` (the same). Patterns come from the file, so they are
-//! compiled by the `regex` crate, which matches in time linear in the name whatever the pattern, with
-//! its compiled size bounded; at most [`MAX_PATTERNS`] of them are compiled.
+//! Which modules are quantized is the config's statement, in each library's own terms (see
+//! [`Select`]). Patterns come from the file, so they are compiled by the `regex` crate, which
+//! matches in time linear in the name whatever the pattern, with its compiled size bounded; at most
+//! [`MAX_PATTERNS`] of them are compiled.
+
+mod compressed_tensors;
+mod mlx;
+mod vendors;
+
+pub use mlx::{MlxMode, MlxParams};
 
 use serde_json::{Map, Value};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-/// The most `re:` patterns one config may hold (targets and ignore together). Each is compiled once
-/// and tried against every module: a config of 10^5 patterns would cost seconds for nothing a writer
-/// produces (llm-compressor writes a handful).
+/// The most `re:` (or glob) patterns one config may hold. Each is compiled once and tried against
+/// every module: a config of 10^5 patterns would cost seconds for nothing a writer produces
+/// (llm-compressor writes a handful).
 pub const MAX_PATTERNS: usize = 256;
+
+/// The most names a config may list (`ignore`, `modules_to_not_convert`, MLX's per-module
+/// overrides): a writer lists at most one per module, and a draft has a few hundred; names are
+/// looked up whole, so even this many cost milliseconds.
+pub const MAX_NAMES: usize = 1 << 20;
 
 /// The most bytes a compiled pattern may take (the `regex` crate's size limit), and its lazy DFA's
 /// cache: a pattern built to blow up when compiled is refused, not built.
 const PATTERN_BYTES: usize = 1 << 20;
 
-/// The bit widths `pack-quantized` packs into 32-bit words that this reader decodes.
-const BITS: [u32; 2] = [4, 8];
-
 /// What `quantization_config` says, as far as the gate reads it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Quantization {
-    /// The scheme as the config names it (`quant_method`, else `format`), for messages.
+    /// The scheme as the config names it (`quant_method`, else `format`; `MLX's quantization`),
+    /// for messages and the loaders' rules.
     pub named: String,
     /// The scheme, or why the gate does not read it (a sentence naming what it is).
-    pub scheme: Result<PackQuantized, String>,
+    pub scheme: Result<Scheme, String>,
 }
 
-/// compressed-tensors' `pack-quantized` integer weights: `X.weight_packed`, `X.weight_scale`,
-/// `X.weight_shape` and, asymmetric, `X.weight_zero_point` in place of `X.weight`.
+/// A scheme the gate reads: how a quantized Linear is stored, and which Linears are.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PackQuantized {
-    pub bits: u32,
-    /// The group size along K; `None` for `strategy: channel` (one scale per row).
-    pub group: Option<u64>,
-    pub symmetric: bool,
-    targets: Matchers,
-    ignore: Matchers,
+pub struct Scheme {
+    /// The scheme's storage for a module the config does not single out.
+    pub storage: Storage,
+    select: Select,
 }
 
-/// A list of `targets` or `ignore` entries: names and class names looked up whole, patterns tried
-/// in turn.
+/// How one quantized Linear `X` is stored in place of its dense `X.weight` (spec 17.1).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Storage {
+    /// compressed-tensors `pack-quantized`: `X.weight_packed` (I32, `bits` wide codes along K),
+    /// `X.weight_scale`, `X.weight_shape` and, asymmetric, `X.weight_zero_point`.
+    PackInt {
+        bits: u32,
+        /// The group size along K; `None` for `strategy: channel` (one scale per row).
+        group: Option<u64>,
+        symmetric: bool,
+    },
+    /// FP8 E4M3 weights `X.weight` with a float scale per tensor, row or block: compressed-tensors
+    /// `float-quantized` (`X.weight_scale`, `X.input_scale`), Hugging Face `fp8`
+    /// (`X.weight_scale_inv`, `X.activation_scale`), ModelOpt `FP8` (`X.weight_scale`,
+    /// `X.input_scale`).
+    Fp8 {
+        writer: Writer,
+        scale: Fp8Scale,
+        /// Whether a static input scale is stored beside the weight.
+        input_scale: bool,
+    },
+    /// NVFP4: E2M1 codes two to a byte, an E4M3 scale per 16 along K, and an F32 global scale:
+    /// compressed-tensors (`X.weight_packed`, `X.weight_scale`, `X.weight_global_scale`, and
+    /// `X.input_global_scale` for static inputs) or ModelOpt (`X.weight`, `X.weight_scale`,
+    /// `X.weight_scale_2`, `X.input_scale`).
+    Nvfp4 { writer: Writer },
+    /// MLX's `quantize`: `X.weight` (U32 words of `bits`-wide codes along K), `X.scales` and, affine,
+    /// `X.biases`, `[N, K / group]` each.
+    Mlx(MlxParams),
+}
+
+/// Which library wrote the tensors: it decides their names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writer {
+    CompressedTensors,
+    HuggingFace,
+    ModelOpt,
+}
+
+/// The grain of an FP8 weight's scale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fp8Scale {
+    /// One scale for the tensor (`[1]`, or a scalar `[]`).
+    Tensor,
+    /// One per row (`[N, 1]`).
+    Channel,
+    /// One per `[rows, columns]` block (`[ceil(N / rows), ceil(K / columns)]`).
+    Block([u64; 2]),
+}
+
+/// What the config says of one module.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expect {
+    /// The config quantizes it, stored so; the entry that says so.
+    Quantized(Storage, String),
+    /// The config leaves it dense; the entry that says so.
+    Dense(String),
+    /// Either is read (MLX quantizes what its file stores quantized), this way when quantized.
+    Either(Storage),
+}
+
+/// How a scheme's config says which Linears are quantized.
+#[derive(Clone, Debug, PartialEq)]
+enum Select {
+    /// compressed-tensors: `targets` (class names, module names, `re:` patterns) minus `ignore`.
+    TargetsIgnore { targets: Matchers, ignore: Matchers },
+    /// Hugging Face `fp8`: every Linear but those a `modules_to_not_convert` entry matches (from
+    /// the name's start as a pattern, or as the name's end: Transformers' `should_convert_module`).
+    NotConverted(Matchers),
+    /// ModelOpt: every Linear but those an `exclude_modules` glob matches.
+    Excluded(Matchers),
+    /// MLX: what the file stores quantized, unless `quantization` names the module: `false`
+    /// (dense), or its own parameters.
+    Mlx(HashMap<String, Option<MlxParams>>),
+}
+
+impl Scheme {
+    /// What the config says of `module` (a Linear's name as stored, without `.weight`).
+    pub fn expect(&self, module: &str) -> Expect {
+        let quantized = |entry: String| Expect::Quantized(self.storage.clone(), entry);
+        match &self.select {
+            Select::TargetsIgnore { targets, ignore } => {
+                let Some(target) = targets.first_match(module, true) else {
+                    return Expect::Dense(
+                        "no entry of quantization_config's targets matches it".to_owned(),
+                    );
+                };
+                match ignore.first_match(module, true) {
+                    Some(entry) => {
+                        Expect::Dense(format!("quantization_config's ignore lists it ({entry})"))
+                    }
+                    None => quantized(format!("targets {target}")),
+                }
+            }
+            Select::NotConverted(keys) => {
+                let ends = keys
+                    .patterns
+                    .iter()
+                    .find(|(k, _)| module.ends_with(k.as_str()));
+                match ends
+                    .map(|(k, _)| k.clone())
+                    .or_else(|| keys.first_match(module, false))
+                {
+                    Some(k) => Expect::Dense(format!(
+                        "quantization_config's modules_to_not_convert lists it ({k})"
+                    )),
+                    None => quantized("every Linear not in modules_to_not_convert".to_owned()),
+                }
+            }
+            Select::Excluded(globs) => match globs.first_match(module, false) {
+                Some(g) => Expect::Dense(format!("exclude_modules lists it ({g})")),
+                None => quantized("every Linear not in exclude_modules".to_owned()),
+            },
+            Select::Mlx(overrides) => match overrides.get(module) {
+                Some(Some(p)) => Expect::Quantized(
+                    Storage::Mlx(*p),
+                    format!("quantization.{module} gives it {}", p.describe()),
+                ),
+                Some(None) => Expect::Dense(format!("quantization.{module} is false")),
+                None => Expect::Either(self.storage.clone()),
+            },
+        }
+    }
+
+    /// `compressed-tensors pack-quantized W4A16 group 128`, `MLX affine 4-bit group 64`, ...
+    pub fn describe(&self) -> String {
+        self.storage.describe()
+    }
+}
+
+impl Storage {
+    /// The suffix of the tensor that stands in place of `X.weight`.
+    pub fn primary(&self) -> &'static str {
+        match self {
+            Storage::PackInt { .. }
+            | Storage::Nvfp4 {
+                writer: Writer::CompressedTensors,
+            } => ".weight_packed",
+            _ => ".weight",
+        }
+    }
+
+    /// The suffix whose presence says `X` is stored quantized (for a scheme whose primary keeps the
+    /// dense name `X.weight`, its scale).
+    pub fn marker(&self) -> &'static str {
+        match self {
+            Storage::Fp8 {
+                writer: Writer::HuggingFace,
+                ..
+            } => ".weight_scale_inv",
+            Storage::Mlx(_) => ".scales",
+            Storage::PackInt { .. }
+            | Storage::Nvfp4 {
+                writer: Writer::CompressedTensors,
+            } => ".weight_packed",
+            _ => ".weight_scale",
+        }
+    }
+
+    /// Every suffix a quantized set stores beside its primary.
+    pub fn parts(&self) -> &'static [&'static str] {
+        match self {
+            Storage::PackInt { .. } => &[".weight_scale", ".weight_shape", ".weight_zero_point"],
+            Storage::Fp8 {
+                writer: Writer::HuggingFace,
+                ..
+            } => &[".weight_scale_inv", ".activation_scale"],
+            Storage::Fp8 { .. } => &[".weight_scale", ".input_scale", ".weight_zero_point"],
+            Storage::Nvfp4 {
+                writer: Writer::CompressedTensors,
+            } => &[
+                ".weight_scale",
+                ".weight_global_scale",
+                ".input_global_scale",
+                ".weight_zero_point",
+            ],
+            Storage::Nvfp4 { .. } => &[".weight_scale", ".weight_scale_2", ".input_scale"],
+            Storage::Mlx(_) => &[".scales", ".biases"],
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Storage::PackInt {
+                bits,
+                group,
+                symmetric,
+            } => {
+                let grouping = match group {
+                    Some(g) => format!("group {g}"),
+                    None => "channel".to_owned(),
+                };
+                let asymmetric = if *symmetric { "" } else { ", asymmetric" };
+                format!("compressed-tensors pack-quantized W{bits}A16 {grouping}{asymmetric}")
+            }
+            Storage::Fp8 {
+                writer,
+                scale,
+                input_scale,
+            } => {
+                let grain = match scale {
+                    Fp8Scale::Tensor => "per tensor".to_owned(),
+                    Fp8Scale::Channel => "per channel".to_owned(),
+                    Fp8Scale::Block([r, c]) => format!("{r}x{c} blocks"),
+                };
+                let input = if *input_scale {
+                    ", static input scale"
+                } else {
+                    ""
+                };
+                format!("{} FP8 E4M3 {grain}{input}", writer.name())
+            }
+            Storage::Nvfp4 { writer } => format!("{} NVFP4 group 16", writer.name()),
+            Storage::Mlx(p) => format!("MLX {}", p.describe()),
+        }
+    }
+}
+
+impl Writer {
+    fn name(self) -> &'static str {
+        match self {
+            Writer::CompressedTensors => "compressed-tensors",
+            Writer::HuggingFace => "Hugging Face fp8",
+            Writer::ModelOpt => "ModelOpt",
+        }
+    }
+}
+
+/// A list of names and patterns: names and class names looked up whole, patterns tried in turn.
 #[derive(Clone, Debug, Default)]
 struct Matchers {
     names: HashSet<String>,
     patterns: Vec<(String, regex::Regex)>,
-}
-
-impl PackQuantized {
-    /// Whether the config quantizes `module` (a Linear's name as stored, without `.weight`): the
-    /// entry that says so, or why not.
-    pub fn quantizes(&self, module: &str) -> Result<String, String> {
-        let Some(target) = self.targets.first_match(module, true) else {
-            return Err("no entry of quantization_config's targets matches it".to_owned());
-        };
-        match self.ignore.first_match(module, true) {
-            Some(entry) => Err(format!("quantization_config's ignore lists it ({entry})")),
-            None => Ok(format!("targets {target}")),
-        }
-    }
-
-    /// `W4A16 group 128`, `W8A16 channel`, and whether it is asymmetric.
-    pub fn describe(&self) -> String {
-        let grouping = match self.group {
-            Some(g) => format!("group {g}"),
-            None => "channel".to_owned(),
-        };
-        let asymmetric = if self.symmetric { "" } else { ", asymmetric" };
-        format!(
-            "compressed-tensors pack-quantized W{}A16 {grouping}{asymmetric}",
-            self.bits
-        )
-    }
 }
 
 /// Two lists are equal when they hold the same entries (a compiled pattern is its text).
@@ -93,8 +300,9 @@ impl PartialEq for Matchers {
 }
 
 impl Matchers {
-    /// The first entry that matches `module`: its name, the class `Linear`, or a pattern matching from
-    /// the name's start (Python's `re.match`, as compressed-tensors calls it).
+    /// The first entry that matches `module`: its name, the class `Linear` (when `linear`), or a
+    /// pattern matching from the name's start (Python's `re.match`, as compressed-tensors calls it;
+    /// a glob's pattern is anchored at both ends).
     fn first_match(&self, module: &str, linear: bool) -> Option<String> {
         if self.names.contains(module) {
             return Some(module.to_owned());
@@ -108,29 +316,56 @@ impl Matchers {
             .find(|(_, re)| re.find(module).is_some_and(|m| m.start() == 0))
             .map(|(text, _)| text.clone())
     }
+
+    /// Adds `pattern` (a regular expression, from the file) under the shared `budget`.
+    fn push_pattern(
+        &mut self,
+        entry: &str,
+        pattern: &str,
+        field: &str,
+        budget: &mut usize,
+    ) -> Result<(), String> {
+        if *budget == 0 {
+            return Err(format!(
+                "{field} holds more than the {MAX_PATTERNS} patterns the gate compiles"
+            ));
+        }
+        *budget -= 1;
+        let re = regex::RegexBuilder::new(pattern)
+            .size_limit(PATTERN_BYTES)
+            .dfa_size_limit(PATTERN_BYTES)
+            .build()
+            .map_err(|e| {
+                let first = e.to_string().lines().last().unwrap_or_default().to_owned();
+                format!(
+                    "{field} entry {} is not a pattern the gate reads: {first}",
+                    crate::escape::escape(&entry.chars().take(64).collect::<String>())
+                )
+            })?;
+        self.patterns.push((entry.to_owned(), re));
+        Ok(())
+    }
 }
 
 /// The config's `quantization_config` (or MLX's `quantization`), when there is one.
 pub fn read(top: &Map<String, Value>) -> Option<Quantization> {
     // MLX states its scheme under `quantization`, and mlx-lm's `quantize_model` duplicates it as
     // `quantization_config` (no `quant_method`): that duplicate is MLX's too, not an unnamed scheme.
-    let mlx = top.contains_key("quantization")
-        && top
-            .get("quantization_config")
-            .is_none_or(|q| q.get("quant_method").is_none());
-    let q = match top.get("quantization_config") {
-        Some(q) if !mlx => q,
-        _ => {
-            top.get("quantization")?;
-            let named = "MLX's quantization".to_owned();
-            return Some(Quantization {
-                scheme: Err(format!(
-                    "config.json names {named}, which the gate does not decode"
-                )),
-                named,
-            });
-        }
-    };
+    let copy = top
+        .get("quantization_config")
+        .is_none_or(|q| q.get("quant_method").is_none());
+    let stated = top.get("quantization");
+    if let Some(q) = stated.filter(|_| copy) {
+        let named = "MLX's quantization".to_owned();
+        let scheme = mlx::read(q).map_err(|why| format!("{named}: {why}"));
+        return Some(Quantization { named, scheme });
+    }
+    read_config(top.get("quantization_config")?)
+}
+
+/// A `quantization_config` object (config.json's, or the one ModelOpt's `hf_quant_config.json`
+/// states).
+pub fn read_config(q: &Value) -> Option<Quantization> {
     let Value::Object(q) = q else {
         let named = "an unreadable quantization_config (not an object)".to_owned();
         return Some(Quantization {
@@ -145,113 +380,23 @@ pub fn read(top: &Map<String, Value>) -> Option<Quantization> {
         Some(n) => n.chars().take(64).collect(),
         None => "an unnamed scheme".to_owned(),
     };
-    let scheme =
-        pack_quantized(q).map_err(|why| format!("quantization_config names {named}: {why}"));
+    let scheme = match text(q.get("quant_method")).as_deref() {
+        Some("compressed-tensors") => compressed_tensors::read(q),
+        Some("fp8") => vendors::hugging_face_fp8(q),
+        Some("modelopt") => vendors::modelopt(q),
+        Some(m) => Err(format!(
+            "quant_method {m:?} is not a scheme the gate decodes"
+        )),
+        None => Err("no quant_method".to_owned()),
+    }
+    .map_err(|why| format!("quantization_config names {named}: {why}"));
     Some(Quantization { named, scheme })
 }
 
-/// Reads a compressed-tensors `pack-quantized` config, or says what it is instead.
-fn pack_quantized(q: &Map<String, Value>) -> Result<PackQuantized, String> {
-    let text = |v: Option<&Value>| {
-        v.and_then(Value::as_str)
-            .map(|s| s.chars().take(64).collect::<String>())
-    };
-    match text(q.get("quant_method")) {
-        Some(m) if m == "compressed-tensors" => {}
-        Some(m) => {
-            return Err(format!(
-                "quant_method {m:?} is not a scheme the gate decodes"
-            ))
-        }
-        None => return Err("no quant_method".to_owned()),
-    }
-    let Some(Value::Object(groups)) = q.get("config_groups") else {
-        return Err("config_groups is absent or not an object".to_owned());
-    };
-    let mut groups = groups.iter();
-    let (Some((group_name, group)), None) = (groups.next(), groups.next()) else {
-        return Err(format!(
-            "config_groups holds {} groups; the gate reads a config of exactly one",
-            q["config_groups"].as_object().map_or(0, Map::len)
-        ));
-    };
-    let format = text(group.get("format")).or_else(|| text(q.get("format")));
-    match format.as_deref() {
-        Some("pack-quantized") => {}
-        Some(f) => {
-            return Err(format!(
-                "format {f:?} is not one the gate decodes (it reads pack-quantized)"
-            ))
-        }
-        None => return Err("no format".to_owned()),
-    }
-    if group.get("input_activations").is_some_and(|a| !a.is_null()) {
-        return Err(format!("config_groups.{group_name}.input_activations quantizes activations, which the gate does not read"));
-    }
-    let Some(Value::Object(w)) = group.get("weights") else {
-        return Err(format!(
-            "config_groups.{group_name}.weights is absent or not an object"
-        ));
-    };
-    let field = |k: &str| format!("config_groups.{group_name}.weights.{k}");
-    match text(w.get("type")).as_deref() {
-        Some("int") => {}
-        other => return Err(format!("{} is {other:?}, not \"int\"", field("type"))),
-    }
-    let bits = match w.get("num_bits").and_then(Value::as_u64) {
-        Some(b) if BITS.contains(&(b as u32)) && b <= 8 => b as u32,
-        _ => {
-            return Err(format!(
-                "{} is {}, not 4 or 8",
-                field("num_bits"),
-                shown(w.get("num_bits"))
-            ))
-        }
-    };
-    let symmetric = match w.get("symmetric") {
-        Some(Value::Bool(b)) => *b,
-        other => {
-            return Err(format!(
-                "{} is {}, not true or false",
-                field("symmetric"),
-                shown(other)
-            ))
-        }
-    };
-    let group_size = match text(w.get("strategy")).as_deref() {
-        Some("group") => match w.get("group_size").and_then(Value::as_u64) {
-            Some(g) if 1 <= g && g <= crate::limits::MAX_DIMENSION => Some(g),
-            _ => {
-                return Err(format!(
-                    "{} is {}, not a group size from 1 to {}",
-                    field("group_size"),
-                    shown(w.get("group_size")),
-                    crate::limits::MAX_DIMENSION
-                ))
-            }
-        },
-        Some("channel") => None,
-        other => {
-            return Err(format!(
-                "{} is {other:?}, not \"group\" or \"channel\"",
-                field("strategy")
-            ))
-        }
-    };
-    let mut budget = MAX_PATTERNS;
-    let targets = matchers(
-        group.get("targets"),
-        &format!("config_groups.{group_name}.targets"),
-        &mut budget,
-    )?;
-    let ignore = matchers(q.get("ignore"), "ignore", &mut budget)?;
-    Ok(PackQuantized {
-        bits,
-        group: group_size,
-        symmetric,
-        targets,
-        ignore,
-    })
+/// A string value, cut to what a message shows.
+fn text(v: Option<&Value>) -> Option<String> {
+    v.and_then(Value::as_str)
+        .map(|s| s.chars().take(64).collect::<String>())
 }
 
 /// A JSON value as a message shows it (short).
@@ -262,43 +407,43 @@ fn shown(v: Option<&Value>) -> String {
     }
 }
 
-/// A `targets` or `ignore` list: names, and `re:` patterns compiled with bounded size, at most
-/// `budget` patterns in all.
-fn matchers(v: Option<&Value>, field: &str, budget: &mut usize) -> Result<Matchers, String> {
+/// A `[rows, columns]` block (`block_structure`, `weight_block_size`), each a dimension.
+fn block(v: &Value, field: &str) -> Result<Fp8Scale, String> {
+    let dims = v
+        .as_array()
+        .map(|a| a.iter().map(Value::as_u64).collect::<Vec<_>>());
+    let dimension = |d: &u64| (1..=crate::limits::MAX_DIMENSION).contains(d);
+    match dims.as_deref() {
+        Some([Some(r), Some(c)]) if dimension(r) && dimension(c) => Ok(Fp8Scale::Block([*r, *c])),
+        _ => Err(format!(
+            "{field} is {}, not [rows, columns]",
+            shown(Some(v))
+        )),
+    }
+}
+
+/// A list of strings (`ignore`, `exclude_modules`, ...): absent or null is empty; at most
+/// [`MAX_NAMES`] entries.
+fn strings<'v>(v: Option<&'v Value>, field: &str) -> Result<Vec<&'v str>, String> {
     let entries = match v {
-        None | Some(Value::Null) => return Ok(Matchers::default()),
+        None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(a)) => a,
         Some(other) => return Err(format!("{field} is {}, not a list", shown(Some(other)))),
     };
-    let mut out = Matchers::default();
-    for (i, e) in entries.iter().enumerate() {
-        let Some(s) = e.as_str() else {
-            return Err(format!("{field}[{i}] is {}, not a string", shown(Some(e))));
-        };
-        let Some(pattern) = s.strip_prefix("re:") else {
-            out.names.insert(s.to_owned());
-            continue;
-        };
-        if *budget == 0 {
-            return Err(format!(
-                "{field} holds more than the {MAX_PATTERNS} re: patterns the gate compiles"
-            ));
-        }
-        *budget -= 1;
-        let re = regex::RegexBuilder::new(pattern)
-            .size_limit(PATTERN_BYTES)
-            .dfa_size_limit(PATTERN_BYTES)
-            .build()
-            .map_err(|e| {
-                let first = e.to_string().lines().last().unwrap_or_default().to_owned();
-                format!(
-                    "{field}[{i}] ({}) is not a pattern the gate reads: {first}",
-                    crate::escape::escape(&s.chars().take(64).collect::<String>())
-                )
-            })?;
-        out.patterns.push((s.to_owned(), re));
+    if entries.len() > MAX_NAMES {
+        return Err(format!(
+            "{field} lists {} entries, more than the {MAX_NAMES} the gate reads",
+            entries.len()
+        ));
     }
-    Ok(out)
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            e.as_str()
+                .ok_or_else(|| format!("{field}[{i}] is {}, not a string", shown(Some(e))))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -306,7 +451,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn scheme(ignore: Value) -> Result<PackQuantized, String> {
+    fn scheme(ignore: Value) -> Result<Scheme, String> {
         let config = json!({"quantization_config": {
             "quant_method": "compressed-tensors", "format": "pack-quantized",
             "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
@@ -315,38 +460,44 @@ mod tests {
         read(config.as_object().unwrap()).unwrap().scheme
     }
 
+    fn quantized(s: &Scheme, module: &str) -> bool {
+        matches!(s.expect(module), Expect::Quantized(..))
+    }
+
     #[test]
     fn a_pattern_matches_from_the_names_start_as_re_match_does() {
         let s = scheme(json!(["re:fc", "lm_head"])).unwrap();
-        assert!(s.quantizes("fc").is_err());
-        assert!(s.quantizes("fc.extra").is_err());
+        assert!(!quantized(&s, "fc"));
+        assert!(!quantized(&s, "fc.extra"));
         assert!(
-            s.quantizes("layers.0.fc").is_ok(),
+            quantized(&s, "layers.0.fc"),
             "re.match anchors at the start only"
         );
-        assert!(s.quantizes("lm_head").is_err());
-        assert!(s.quantizes("layers.0.mlp.up_proj").is_ok());
+        assert!(!quantized(&s, "lm_head"));
+        assert!(quantized(&s, "layers.0.mlp.up_proj"));
     }
 
     #[test]
     fn patterns_are_bounded_in_number_and_refused_when_not_read() {
         let many: Vec<String> = (0..=MAX_PATTERNS).map(|i| format!("re:m{i}")).collect();
         let why = scheme(json!(many)).unwrap_err();
-        assert!(why.contains("more than the 256 re: patterns"), "{why}");
+        assert!(why.contains("more than the 256 patterns"), "{why}");
         let why = scheme(json!(["re:(?=x)"])).unwrap_err();
         assert!(
-            why.contains("ignore[0]") && why.contains("not a pattern"),
+            why.contains("ignore entry") && why.contains("not a pattern"),
             "{why}"
         );
     }
 
     #[test]
     fn another_scheme_is_named() {
-        let config = json!({"quantization_config": {"quant_method": "fp8"}});
+        let config = json!({"quantization_config": {"quant_method": "gptq"}});
         let q = read(config.as_object().unwrap()).unwrap();
-        assert_eq!(q.named, "fp8");
-        assert!(q.scheme.unwrap_err().contains("\"fp8\""));
-        let config = json!({"quantization": {"group_size": 64, "bits": 4}});
-        assert!(read(config.as_object().unwrap()).unwrap().scheme.is_err());
+        assert_eq!(q.named, "gptq");
+        assert!(q.scheme.unwrap_err().contains("\"gptq\""));
+        let config = json!({"quantization": {"group_size": 64, "bits": 4, "mode": "turbo"}});
+        let q = read(config.as_object().unwrap()).unwrap();
+        assert_eq!(q.named, "MLX's quantization");
+        assert!(q.scheme.unwrap_err().contains("turbo"));
     }
 }

@@ -29,12 +29,40 @@ Usage: python writers.py COMMAND WORK_DIR ARGS...
   expects (`scale * (q - zero)`, q unpacked as spec section 17.1 says, element j of a word at bit
   j * bits) and to the bf16 weights (within half a step, one step for the asymmetric schemes, plus
   the scale's bf16 rounding).
+  Then compressed-tensors' float presets, each by the same code path (the preset's name as the
+  config group, `generate_gparam` for the global scales) in the format llm-compressor saves it in:
+  `fp8_tensor` (`FP8`, `float-quantized`: F8_E4M3 `weight`, bf16 `weight_scale` [1], and a static
+  bf16 `input_scale` [1] calibrated to an activation range of 8.96, so 0.02), `fp8_channel`
+  (`FP8_DYNAMIC`: `weight_scale` [rows, 1], dynamic input, nothing stored for it), `fp8_block`
+  (`FP8_BLOCK`: `weight_scale` [ceil(rows / 128), cols / 128]), `nvfp4a16` (`NVFP4A16`,
+  `nvfp4-pack-quantized`: U8 `weight_packed` [rows, cols / 2], two E2M1 codes a byte, the low
+  nibble first; F8_E4M3 `weight_scale` [rows, cols / 16]; F32 `weight_global_scale` [1]) and
+  `nvfp4` (`NVFP4`: the same plus F32 `input_global_scale` [1]). Each is read back by the format's
+  own compressor's `decompress`, held to `scale * q` (divided by the global scale for NVFP4) and to
+  the bf16 weights within half a step of the element format plus its clamp and bf16 rounding. The
+  controls `fp8_weight_nan` (`fc.weight[0, 5]` the byte 0x7f, E4M3's NaN) and `fp8_scale_zero`
+  (`fc.weight_scale[2, 0]` zero) are written from `fp8_channel`; `nvfp4_global_scale_zero`
+  (`fc.weight_global_scale` zero) and `nvfp4_scale_nan` (`fc.weight_scale[1, 2]` the byte 0x7f)
+  from `nvfp4a16`.
 - `mlx WORK_DIR BF16_DIR`: the bf16 folder's tensors as an MLX module saved by mlx-lm's own
   `save_model` (`model.safetensors` plus `model.safetensors.index.json`) and `save_config`, in
   `WORK_DIR/plain`; and quantized by mlx-lm's `quantize_model` (affine, group 64, 4 bits) in
   `WORK_DIR/quantized`. Read back with `mx.load` (the plain one compared bit for bit; the quantized
   one dequantized by `mx.dequantize` and held to one step: MLX's affine quantizer refits each
   group's scale so its larger end is exact, and may clamp the other end by up to a step).
+  Then, by the same `quantize_model`: `affine_2_128`, `affine_3_32`, `affine_6_64`, `affine_8_32`
+  (mode affine, bits, group; U32 words holding each row as one little-endian bit stream, so 3- and
+  6-bit codes straddle words; bf16 `scales` and `biases` [rows, cols / group]); `mxfp4`, `nvfp4`,
+  `mxfp8` (the modes' own defaults: group 32, 16, 32; U8 `scales`, E8M0 for mx and E4M3 for nvfp4,
+  no `biases`, no global scale); and `override`: affine 4/64 but 8/32 for
+  `layers.0.mlp.down_proj` (stated as its own entry under `quantization`) and `fc` left dense
+  (stated nowhere but by its bf16 `weight`). Each read back by `mx.dequantize` with the module's
+  own group, bits and mode, which the config must state too, held to the bf16 weights: affine
+  within a step as above; fp modes within half the element format's step plus the clamp their
+  scale rounding allows. These lines carry the config's `quantization`. Controls from `quantized`:
+  `mlx_scale_nan` (`fc.scales[0, 1]` NaN, rewritten by `mx.save_safetensors` with MLX's
+  metadata) and `mlx_bits_disagree` (config `quantization.bits`, and its `quantization_config`
+  copy, say 8 of the 4-bit files).
 
 Each file or folder written is one JSON line: `{"case", "path", "readback"}`, where `readback` is
 `"ok"`, or what the library's own reading found wrong.
@@ -317,12 +345,30 @@ def unpack(packed, bits, cols):
     return values - (1 << (bits - 1))
 
 
+def compress_and_save(model, fmt, path, bf16_dir):
+    """compressed-tensors' own compression of `model` in `fmt`, saved as llm-compressor saves it:
+    the state dict, the bf16 folder's config.json, and `update_config`'s quantization_config."""
+    import shutil
+
+    from safetensors.torch import save_file
+
+    from compressed_tensors.compressors import ModelCompressor
+
+    compressor = ModelCompressor.from_pretrained_model(model, fmt)
+    compressor.compress_model(model)
+    path.mkdir(parents=True, exist_ok=True)
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(path / "model.safetensors"), metadata={"format": "pt"})
+    shutil.copy(bf16_dir / "config.json", path / "config.json")
+    compressor.update_config(str(path))
+    return path
+
+
 def compressed(work: Path, bf16_dir: Path) -> int:
     import shutil
 
     from safetensors.torch import load_file, save_file
 
-    from compressed_tensors.compressors import ModelCompressor
     from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config
     from compressed_tensors.quantization.utils import calculate_qparams
 
@@ -359,14 +405,7 @@ def compressed(work: Path, bf16_dir: Path) -> int:
                 m.weight_zero_point.data.copy_(
                     zp.to(m.weight_zero_point.dtype).reshape(m.weight_zero_point.shape)
                 )
-        compressor = ModelCompressor.from_pretrained_model(model, "pack-quantized")
-        compressor.compress_model(model)
-        path = work / case
-        path.mkdir(parents=True, exist_ok=True)
-        state = {k: v.contiguous() for k, v in model.state_dict().items()}
-        save_file(state, str(path / "model.safetensors"), metadata={"format": "pt"})
-        shutil.copy(bf16_dir / "config.json", path / "config.json")
-        compressor.update_config(str(path))
+        path = compress_and_save(model, "pack-quantized", work / case, bf16_dir)
         emit(case, path, readback_compressed(path, original, qconfig, bits, strategy, group))
 
     # Controls, from the first scheme's folder.
@@ -383,7 +422,159 @@ def compressed(work: Path, bf16_dir: Path) -> int:
         edit(state)
         save_file(state, str(path / "model.safetensors"), metadata={"format": "pt"})
         emit(case, path, "ok")
+
+    compressed_float(work, bf16_dir, original)
     return 0
+
+
+# compressed-tensors' own float presets, each with the format llm-compressor saves it in.
+FLOAT_PRESETS = {
+    "fp8_tensor": ("FP8", "float-quantized"),
+    "fp8_channel": ("FP8_DYNAMIC", "float-quantized"),
+    "fp8_block": ("FP8_BLOCK", "float-quantized"),
+    "nvfp4a16": ("NVFP4A16", "nvfp4-pack-quantized"),
+    "nvfp4": ("NVFP4", "nvfp4-pack-quantized"),
+}
+
+# The static activation range the input scales are calibrated to (no forward pass is run):
+# 0.02 * 448, so FP8's tensor input scale is 0.02 and NVFP4's input global scale 448 * 6 / 8.96.
+ACTIVATION_AMAX = 8.96
+
+
+def observed_minmax(w, args):
+    """Min and max over each of the weight's quantization blocks, as llm-compressor's min/max
+    observer reduces them for the strategy: whole tensor, row, 128x128 block, or group (the
+    draft's dimensions are multiples of 128, so no block is padded)."""
+    strategy = str(args.strategy.value if hasattr(args.strategy, "value") else args.strategy)
+    n, k = w.shape
+    if strategy == "tensor":
+        blocks = w.reshape(1, 1, -1)
+    elif strategy == "channel":
+        blocks = w.reshape(n, 1, k)
+    elif strategy == "block":
+        bn, bk = args.block_structure
+        blocks = w.reshape(n // bn, bn, k // bk, bk).transpose(1, 2).reshape(n // bn, k // bk, -1)
+    else:  # group, tensor_group
+        blocks = w.reshape(n, k // args.group_size, args.group_size)
+    return blocks.amin(-1), blocks.amax(-1)
+
+
+def compressed_float(work: Path, bf16_dir: Path, original) -> None:
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config
+    from compressed_tensors.quantization.utils import calculate_qparams, generate_gparam
+
+    for case, (preset, fmt) in FLOAT_PRESETS.items():
+        # A preset name as the group's key is how compressed-tensors expands it into its scheme.
+        qconfig = QuantizationConfig(config_groups={preset: ["Linear"]}, format=fmt, ignore=[])
+        model = linear_module(original)
+        apply_quantization_config(model, qconfig)
+        amax = torch.tensor([ACTIVATION_AMAX])
+        for _, m in model.named_modules():
+            scheme = getattr(m, "quantization_scheme", None)
+            if scheme is None:
+                continue
+            w = m.weight.data.float()
+            lo, hi = observed_minmax(w, scheme.weights)
+            gscale = None
+            if hasattr(m, "weight_global_scale"):
+                # NVFP4: the tensor's global scale first, then group scales relative to it.
+                gscale = generate_gparam(w.amin().reshape(1), w.amax().reshape(1))
+                m.weight_global_scale.data.copy_(gscale)
+            scale, _ = calculate_qparams(lo, hi, scheme.weights, global_scale=gscale)
+            m.weight_scale.data.copy_(scale.to(m.weight_scale.dtype).reshape(m.weight_scale.shape))
+            if hasattr(m, "input_global_scale"):
+                m.input_global_scale.data.copy_(generate_gparam(-amax, amax))
+            if hasattr(m, "input_scale"):
+                iscale, _ = calculate_qparams(-amax, amax, scheme.input_activations)
+                iscale = iscale.to(m.input_scale.dtype).reshape(m.input_scale.shape)
+                m.input_scale.data.copy_(iscale)
+        path = compress_and_save(model, fmt, work / case, bf16_dir)
+        emit(case, path, readback_float(path, original, qconfig.config_groups[preset], fmt))
+
+    def set_byte(name, index, byte):
+        return lambda s: s[name].view(torch.uint8).__setitem__(index, byte)
+
+    # Controls. 0x7f is NaN in E4M3 (S.1111.111), the only NaN encoding it has.
+    for case, (source, edit) in {
+        "fp8_weight_nan": ("fp8_channel", set_byte("fc.weight", (0, 5), 0x7F)),
+        "fp8_scale_zero": (
+            "fp8_channel", lambda s: s["fc.weight_scale"].__setitem__((2, 0), 0)
+        ),
+        "nvfp4_global_scale_zero": (
+            "nvfp4a16", lambda s: s["fc.weight_global_scale"].zero_()
+        ),
+        "nvfp4_scale_nan": ("nvfp4a16", set_byte("fc.weight_scale", (1, 2), 0x7F)),
+    }.items():
+        path = work / case
+        shutil.copytree(work / source, path)
+        state = load_file(str(path / "model.safetensors"))
+        edit(state)
+        save_file(state, str(path / "model.safetensors"), metadata={"format": "pt"})
+        emit(case, path, "ok")
+
+
+def readback_float(path, original, scheme, fmt):
+    import torch
+    from safetensors.torch import load_file
+
+    from compressed_tensors.compressors.naive_quantized.base import FloatQuantizationCompressor
+    from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
+    from compressed_tensors.compressors.nvfp4.helpers import unpack_fp4_from_uint8
+
+    state = load_file(str(path / "model.safetensors"))
+    nvfp4 = fmt == "nvfp4-pack-quantized"
+    modules = sorted(
+        k.removesuffix(".weight_scale") for k in state if k.endswith(".weight_scale")
+    )
+    if not modules:
+        return "no module was stored quantized"
+    wrong = []
+    for module in modules:
+        local = {
+            k.removeprefix(module + "."): v for k, v in state.items() if k.startswith(module + ".")
+        }
+        w = original[module + ".weight"].float()
+        n, k = w.shape
+        scale = local["weight_scale"].float().reshape(-1, local["weight_scale"].shape[-1])
+        # Each scale over its block of the weight (one, a row, 128x128, or 16 columns).
+        scale = scale.repeat_interleave(n // scale.shape[0], 0)
+        scale = scale.repeat_interleave(k // scale.shape[1], 1)
+        if nvfp4:
+            theirs = NVFP4PackedCompressor.decompress(local, scheme)["weight"]
+            q = unpack_fp4_from_uint8(local["weight_packed"], n, k, torch.float32)
+            scale = scale / local["weight_global_scale"].float()
+        else:
+            theirs = FloatQuantizationCompressor.decompress(local, scheme)["weight"]
+            q = local["weight"].float()
+        dtype, theirs = theirs.dtype, theirs.float()
+        ours = (q * scale).to(dtype).float()
+        if not torch.equal(theirs, ours):
+            worst = float((theirs - ours).abs().max())
+            wrong.append(f"{module}: decompress differs from scale * q by up to {worst}")
+            continue
+        x = (w / scale).abs()
+        if nvfp4:
+            # Half an E2M1 step at x = w / (scale / global): 0.25 below 1 (steps of 0.5 from 0),
+            # x / 4 from 1 to 6 (one mantissa bit); a group's max lies at most at 6 * (1 + 2^-4)
+            # after its E4M3 scale's rounding, clamped to 6: also within x / 4.
+            half = torch.clamp(x / 4, min=0.25)
+        else:
+            # Half an E4M3 step: 2^-4 of x for normals (3 mantissa bits), 2^-10 among the
+            # subnormals (spacing 2^-9 below 2^-6); the clamp at 448, after the bf16 scale's
+            # rounding, is 2^-9 of the value at most.
+            half = torch.clamp(x * 2.0**-4, min=2.0**-10)
+        # Plus the result's own rounding to bf16.
+        bound = scale * half + w.abs() * 2.0**-8 + 1e-7
+        over = (theirs - w).abs() > bound
+        if over.any():
+            i = int(over.flatten().nonzero()[0])
+            wrong.append(f"{module}: element {i} is {float((theirs - w).flatten()[i])} from bf16")
+    return "; ".join(wrong) or "ok"
 
 
 def readback_compressed(path, original, qconfig, bits, strategy, group):
@@ -442,6 +633,8 @@ def readback_compressed(path, original, qconfig, bits, strategy, group):
 
 
 def mlx(work: Path, bf16_dir: Path) -> int:
+    import shutil
+
     import mlx.core as mx
     import mlx.nn as nn
     from mlx_lm.utils import quantize_model, save_config, save_model
@@ -504,7 +697,135 @@ def mlx(work: Path, bf16_dir: Path) -> int:
             wrong.append(name)
     readback = "ok" if not wrong else f"dequantized beyond one step: {wrong}"
     emit("quantized", quantized, readback, quantized_modules=len([k for k in back if k.endswith(".scales")]))
+
+    def override(path, module):
+        # Per-module parameters, as mlx-lm's mixed recipes return them; fc left dense.
+        if path == "layers.0.mlp.down_proj":
+            return {"group_size": 32, "bits": 8, "mode": "affine"}
+        return path != "fc"
+
+    for case, (mode, group, bits, predicate) in MLX_CASES.items():
+        path = work / case
+        model, qconfig = quantize_model(
+            build(), dict(config), group, bits, mode=mode,
+            quant_predicate=override if predicate else None,
+        )
+        save_model(path, model)
+        save_config(qconfig, path / "config.json")
+        written = json.loads((path / "config.json").read_text())
+        readback = readback_mlx(path, model, weights, written)
+        emit(case, path, readback, quantization=written.get("quantization"))
+
+    # Controls, from the 4-bit folder; the file rewritten as MLX writes it.
+    nan = work / "mlx_scale_nan"
+    shutil.copytree(quantized, nan)
+    # Read from the original: mx.load maps the file lazily, so saving over the file it read from
+    # would write arrays still being read out of it.
+    arrays = mx.load(str(quantized / "model.safetensors"))
+    scales = arrays["fc.scales"]
+    flat = mx.arange(scales.size).reshape(scales.shape)
+    arrays["fc.scales"] = mx.where(flat == 1, mx.array(float("nan"), dtype=scales.dtype), scales)
+    mx.save_safetensors(str(nan / "model.safetensors"), arrays, metadata={"format": "mlx"})
+    emit("mlx_scale_nan", nan, "ok")
+
+    disagree = work / "mlx_bits_disagree"
+    shutil.copytree(quantized, disagree)
+    written = json.loads((disagree / "config.json").read_text())
+    # mlx-lm writes the same parameters under both keys; both say 8 so neither reader sees 4.
+    for key in ("quantization", "quantization_config"):
+        if key in written:
+            written[key]["bits"] = 8
+    (disagree / "config.json").write_text(json.dumps(written, indent=4))
+    emit("mlx_bits_disagree", disagree, "ok")
     return 0
+
+
+# mode, group size, bits (None: the mode's default, as mlx-lm fills it), per-module override.
+MLX_CASES = {
+    "affine_2_128": ("affine", 128, 2, False),
+    "affine_3_32": ("affine", 32, 3, False),
+    "affine_6_64": ("affine", 64, 6, False),
+    "affine_8_32": ("affine", 32, 8, False),
+    "mxfp4": ("mxfp4", None, None, False),
+    "nvfp4": ("nvfp4", None, None, False),
+    "mxfp8": ("mxfp8", None, None, False),
+    "override": ("affine", 64, 4, True),
+}
+
+
+def readback_mlx(path, model, weights, written):
+    """Each quantized module dequantized by mx.dequantize with the module's own parameters, which
+    the written config must state too (its per-module entry, else its top level)."""
+    import mlx.core as mx
+    import mlx.nn as nn
+
+    back = mx.load(str(path / "model.safetensors"))
+    quant = written.get("quantization", {})
+    wrong = []
+    for name, m in model.named_modules():
+        if not isinstance(m, nn.QuantizedLinear):
+            dense = back.get(name + ".weight")
+            if isinstance(m, nn.Linear) and not mx.array_equal(dense, weights[name + ".weight"]):
+                wrong.append(f"{name}: left dense but not stored as it was")
+            continue
+        gs, bits, mode = m.group_size, m.bits, m.mode
+        stated = quant.get(name, quant)
+        said = (stated.get("group_size"), stated.get("bits"), stated.get("mode", "affine"))
+        if said != (gs, bits, mode):
+            wrong.append(f"{name}: config states {stated}, module is {mode} {bits}/{gs}")
+        biases = back.get(name + ".biases")
+        w = mx.dequantize(
+            back[name + ".weight"], back[name + ".scales"], biases, gs, bits, mode=mode
+        ).astype(mx.float32)
+        ref = weights[name + ".weight"].astype(mx.float32)
+        scales = back[name + ".scales"]
+        if mode == "affine":
+            step = mx.abs(mx.repeat(scales.astype(mx.float32), gs, axis=1))
+            bias = mx.abs(mx.repeat(biases.astype(mx.float32), gs, axis=1))
+            # As for `quantized`: one step (the refit scale and the clamp), the scale's bf16
+            # rounding over 2^bits codes, the bias's and the result's.
+            bound = step * (1 + 2**bits * 2.0**-8) + (mx.abs(ref) + bias) * 2.0**-8 + 1e-6
+        else:
+            bound = fp_bound(mode, gs, scales, ref)
+        over = mx.abs(w - ref) > bound
+        if mx.any(over).item():
+            i = int(mx.argmax(over.flatten()).item())
+            wrong.append(f"{name}: element {i} is {(w - ref).flatten()[i].item()} from bf16")
+    return "; ".join(wrong) or "ok"
+
+
+def fp_bound(mode, gs, scales, ref):
+    """How far the fp modes' own rounding may move each weight, from the decoded group scale s
+    and x = |w| / s: half the element format's step at x, plus the clamp past its top code."""
+    import mlx.core as mx
+
+    if mode.startswith("mx"):
+        s = mx.power(2.0, scales.astype(mx.float32) - 127)  # E8M0: a bare exponent
+    else:
+        s = mx.from_fp8(scales, mx.float32)  # nvfp4: E4M3
+    s = mx.repeat(s, gs, axis=1)
+    w = mx.abs(ref)
+    top = 448.0 if mode == "mxfp8" else 6.0
+    x = w / s
+    if mode == "mxfp8":
+        half = mx.maximum(mx.minimum(x, top) * 2.0**-4, 2.0**-10)  # E4M3: 3 mantissa bits
+    else:
+        half = mx.maximum(mx.minimum(x, top) / 4, 0.25)  # E2M1: 0.5 apart below 2, 1 bit above
+    excess = mx.maximum(w - top * s, 0)
+    if mode.startswith("mx"):
+        # MLX rounds a group's amax / top to a power of two (not down, as the OCP MX spec's
+        # floor does): down only when its mantissa is below about 1.4, so the group's largest
+        # element reaches less than 1.5 top and is clamped by less than half the top code.
+        allowed = top * s / 2
+    else:
+        # nvfp4 (no global scale): s is amax / 6 rounded to E4M3, so the clamp is at most six
+        # half E4M3 steps at amax / 6: 2^-4 of amax, or 6 * 2^-10 among E4M3's subnormals,
+        # where small groups' scales fall.
+        amax = mx.repeat(mx.max(w.reshape(w.shape[0], -1, gs), axis=-1), gs, axis=1)
+        allowed = mx.maximum(amax * 2.0**-4, 6 * 2.0**-10)
+    # Past the allowed clamp nothing is: the bound then fails for that element.
+    bound = s * half + mx.where(excess <= allowed, excess, 0) + w * 2.0**-8 + 1e-7
+    return bound
 
 
 def main() -> int:

@@ -20,6 +20,7 @@ pub mod blocks;
 pub mod ggml;
 pub mod gguf;
 pub mod pack_quantized;
+pub mod quantized;
 pub mod qwen3;
 pub mod source;
 pub mod torch;

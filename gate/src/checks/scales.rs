@@ -1,8 +1,10 @@
 //! `quant.scales`: every scale of a quantized draft is a number its dequantization can multiply by
-//! (spec 17.2). compressed-tensors dequantizes `scale * (q - zero)`: a NaN or infinite scale poisons
-//! every weight of its group, and a zero or negative one zeroes or flips it, so each must be finite
-//! and `> 0`. Zero points stored packed are in range by construction (each is `bits` wide), so the
-//! scales are what is read, whole; packed weights are not read.
+//! (spec 17.2). Each scheme dequantizes a group as its scale times its codes (less a zero point, or
+//! plus a bias, times a global scale): a NaN or infinite scale poisons every weight of its group,
+//! and a zero or negative one, where the scheme's scales are magnitudes, zeroes or flips it. FP8
+//! codes have NaN encodings (E4M3's `S.1111.111`), which no writer emits: one is read as NaN by
+//! every loader. Zero points stored packed are in range by construction (each is `bits` wide), and
+//! integer and FP4 codes have no invalid values, so those are not read.
 
 use crate::container::TensorInfo;
 use crate::dtype::Dtype;
@@ -13,59 +15,187 @@ use half::{bf16, f16};
 
 pub const ID: &str = crate::check_id::CheckId::QUANT_SCALES;
 
-/// The check over `scales` (each quantized set's `X.weight_scale` with its bytes); `scheme` names
-/// the scheme for the message. A scale of a type that is not a float is `inventory.complete`'s
-/// finding and is not read here.
-pub fn run(scheme: &str, scales: &[(&TensorInfo, &[u8])]) -> Check {
-    let (mut tensors, mut elements) = (0usize, 0u64);
-    for (t, bytes) in scales {
-        let values: Box<dyn Iterator<Item = f64>> = match t.dtype {
-            Dtype::Bf16 => Box::new(
-                bytes
+/// What one tensor's values must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// A float scale (BF16, F16, F32) that is finite and `> 0`: compressed-tensors', ModelOpt's and
+    /// Transformers' scales, global scales and input scales.
+    Positive,
+    /// A float that is finite: MLX's affine scales (which are signed) and biases.
+    Finite,
+    /// E4M3 bytes (F8_E4M3, or MLX's U8) that are finite and `> 0`: NVFP4's group scales.
+    E4m3Positive,
+    /// E4M3 bytes that are finite: MLX's nvfp4 scales.
+    E4m3Finite,
+    /// E8M0 bytes (a power of two each), `0xff` being NaN: MLX's mxfp4 and mxfp8 scales.
+    E8m0,
+    /// FP8 E4M3 codes (weights), free of NaN encodings.
+    Fp8Codes,
+}
+
+impl Rule {
+    fn demand(self) -> &'static str {
+        match self {
+            Rule::Positive | Rule::E4m3Positive => "finite and > 0",
+            Rule::Finite | Rule::E4m3Finite | Rule::E8m0 => "finite",
+            Rule::Fp8Codes => "an E4M3 code, not one of its NaN encodings (0x7f, 0xff)",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Rule::Fp8Codes => "weight",
+            _ => "scale",
+        }
+    }
+}
+
+/// E4M3 (`fn`: no infinities, `S.1111.111` NaN) as an f64.
+fn e4m3(b: u8) -> f64 {
+    let sign = if b & 0x80 == 0 { 1.0 } else { -1.0 };
+    let (e, m) = (i32::from((b >> 3) & 0x0f), f64::from(b & 0x07));
+    if e == 0x0f && m == 7.0 {
+        return f64::NAN;
+    }
+    sign * match e {
+        0 => m / 8.0 * 2f64.powi(-6),
+        e => (1.0 + m / 8.0) * 2f64.powi(e - 7),
+    }
+}
+
+/// The first element of `bytes` (of `dtype`) that breaks `rule`: its index and value as text.
+/// `None` when every element keeps it, or when `dtype` is not one the rule reads (the inventory
+/// refuses a scale of the wrong type, naming it).
+fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, String)>> {
+    let keeps = |v: f64, positive: bool| v.is_finite() && (!positive || v > 0.0);
+    let scan = |values: &mut dyn Iterator<Item = f64>, positive: bool| {
+        values
+            .enumerate()
+            .find(|(_, v)| !keeps(*v, positive))
+            .map(|(i, v)| (i as u64, format!("{v}")))
+    };
+    let floats = |positive: bool| -> Option<Option<(u64, String)>> {
+        Some(match dtype {
+            Dtype::Bf16 => scan(
+                &mut bytes
                     .chunks_exact(2)
                     .map(|b| f64::from(bf16::from_le_bytes([b[0], b[1]]).to_f32())),
+                positive,
             ),
-            Dtype::F16 => Box::new(
-                bytes
+            Dtype::F16 => scan(
+                &mut bytes
                     .chunks_exact(2)
                     .map(|b| f64::from(f16::from_le_bytes([b[0], b[1]]).to_f32())),
+                positive,
             ),
-            Dtype::F32 => Box::new(
-                bytes
+            Dtype::F32 => scan(
+                &mut bytes
                     .chunks_exact(4)
                     .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+                positive,
             ),
-            _ => continue,
+            _ => return None,
+        })
+    };
+    let bytewise = matches!(dtype, Dtype::F8E4M3 | Dtype::U8);
+    match rule {
+        Rule::Positive => floats(true),
+        Rule::Finite => floats(false),
+        Rule::E4m3Positive | Rule::E4m3Finite if bytewise => {
+            // Finite and > 0 is 0x01..=0x7e; finite is anything but 0x7f and 0xff.
+            let positive = rule == Rule::E4m3Positive;
+            let bad = |b: u8| b & 0x7f == 0x7f || (positive && (b == 0 || b & 0x80 != 0));
+            Some(
+                bytes
+                    .iter()
+                    .position(|b| bad(*b))
+                    .map(|i| (i as u64, format!("{} (0x{:02x})", e4m3(bytes[i]), bytes[i]))),
+            )
+        }
+        Rule::E8m0 if dtype == Dtype::U8 => Some(
+            bytes
+                .iter()
+                .position(|b| *b == 0xff)
+                .map(|i| (i as u64, "NaN (0xff)".to_owned())),
+        ),
+        // Codes are bytes whatever the container (MLX packs mxfp8's four to a U32 word).
+        Rule::Fp8Codes => Some(
+            bytes
+                .iter()
+                .position(|b| b & 0x7f == 0x7f)
+                .map(|i| (i as u64, format!("NaN (0x{:02x})", bytes[i]))),
+        ),
+        _ => None,
+    }
+}
+
+/// The check over `reads` (each tensor with its bytes and rule); `scheme` names the scheme for the
+/// message.
+pub fn run(scheme: &str, reads: &[(&TensorInfo, &[u8], Rule)]) -> Check {
+    let (mut tensors, mut elements) = (0usize, 0u64);
+    for (t, bytes, rule) in reads {
+        let Some(bad) = first_bad(*rule, t.dtype, bytes) else {
+            continue;
         };
         tensors += 1;
-        for (index, v) in values.enumerate() {
-            elements += 1;
-            if v.is_finite() && v > 0.0 {
-                continue;
-            }
-            let value = format!("{v}");
-            let message = format!(
-                "{}[{index}] is {value}: a {scheme} scale must be finite and > 0 (every weight of its group is scale * (q - zero), so this one poisons, zeroes or flips its group)",
-                escape(&t.name)
-            );
-            return Check::fail(ID, message).with_evidence(QuantScales {
-                tensors,
-                elements,
-                first: Some(FirstBadScale {
-                    tensor: t.name.clone(),
-                    index: index as u64,
-                    value,
-                }),
-            });
-        }
+        let Some((index, value)) = bad else {
+            elements += bytes.len() as u64 / t.dtype.size();
+            continue;
+        };
+        elements += index + 1;
+        let message = format!(
+            "{}[{index}] is {value}: a {scheme} {} must be {} (every weight of its group is dequantized through it, so this one poisons, zeroes or flips its group)",
+            escape(&t.name),
+            rule.what(),
+            rule.demand()
+        );
+        return Check::fail(ID, message).with_evidence(QuantScales {
+            tensors,
+            elements,
+            first: Some(FirstBadScale {
+                tensor: t.name.clone(),
+                index,
+                value,
+            }),
+        });
     }
     Check::pass(
         ID,
-        format!("every scale of the {tensors} quantized tensors is finite and > 0 ({elements} scales read, {scheme})"),
+        format!("every scale and FP8 code of the {tensors} quantized tensors read is what its scheme requires ({elements} values read, {scheme})"),
     )
     .with_evidence(QuantScales {
         tensors,
         elements,
         first: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn e4m3_reads_its_extremes_and_nan() {
+        assert_eq!(e4m3(0x7e), 448.0);
+        assert_eq!(e4m3(0x38), 1.0);
+        assert_eq!(e4m3(0x01), 2f64.powi(-9));
+        assert!(e4m3(0x7f).is_nan() && e4m3(0xff).is_nan());
+        assert_eq!(e4m3(0xb8), -1.0);
+    }
+
+    #[test]
+    fn each_rule_finds_its_first_bad_value() {
+        let e4 = |r, b: &[u8]| first_bad(r, Dtype::F8E4M3, b).unwrap();
+        assert_eq!(e4(Rule::E4m3Positive, &[0x38, 0x00]).unwrap().0, 1);
+        assert_eq!(e4(Rule::E4m3Positive, &[0x38, 0xb8]).unwrap().0, 1);
+        assert!(e4(Rule::E4m3Finite, &[0x00, 0xb8]).is_none());
+        assert_eq!(e4(Rule::E4m3Finite, &[0x00, 0xff]).unwrap().0, 1);
+        assert_eq!(e4(Rule::Fp8Codes, &[0x00, 0x01, 0x7f]).unwrap().0, 2);
+        let e8 = first_bad(Rule::E8m0, Dtype::U8, &[0x00, 0x7f, 0xff]).unwrap();
+        assert_eq!(e8.unwrap().0, 2);
+        let f = |r, v: f32| first_bad(r, Dtype::F32, &v.to_le_bytes()).unwrap();
+        assert!(f(Rule::Positive, -1.0).is_some() && f(Rule::Finite, -1.0).is_none());
+        assert!(f(Rule::Finite, f32::NAN).is_some());
+        assert!(first_bad(Rule::Positive, Dtype::I32, &[0; 4]).is_none());
+    }
 }

@@ -8,7 +8,7 @@
 //! shards) is this draft's `container.parses` FAIL, naming it; a file that cannot be read at all is an
 //! error, as for a package.
 
-use super::pack_quantized;
+use super::quantized;
 use crate::checkpoint::{Checkpoint, INDEX_FILE, SINGLE_FILE};
 use crate::checks::{self, IS_DFLASH, PARSES};
 use crate::config::{Architecture, DraftConfig};
@@ -19,7 +19,7 @@ use crate::evaluation::{Draft, Evaluation};
 use crate::files::Inside;
 use crate::form::Form;
 use crate::limits::MAX_CENSUS_TENSORS;
-use crate::quant::PackQuantized;
+use crate::quant::Scheme;
 use crate::report::{Check, FileCensus, NotChecked, Report, TensorCensus};
 use std::path::Path;
 
@@ -50,16 +50,15 @@ const LOADER: checks::inventory::Loader = checks::inventory::Loader {
 
 /// `inventory.complete` and `inventory.explained` through the one inventory: the folder's tensors
 /// are plain arrays whose declared shape is the logical one, read as weights when of a float type;
-/// under a `pack-quantized` scheme each quantized set is one tensor of its role (see
-/// [`pack_quantized`]).
+/// under a quantization scheme each quantized set is one tensor of its role (see [`quantized`]).
 fn inventory(
     config: &DraftConfig,
     tensors: &[&TensorInfo],
     checkpoint: &Checkpoint,
-    scheme: Option<&PackQuantized>,
+    scheme: Option<&Scheme>,
 ) -> [Check; 2] {
     let reduced = config.reduced_vocabulary().is_some();
-    let dense = |t: &TensorInfo| pack_quantized::Folded {
+    let dense = |t: &TensorInfo| quantized::Folded {
         name: t.name.clone(),
         shape: t.shape.clone(),
         shown: format!("{} {}", t.dtype, t.shape_text()),
@@ -74,8 +73,8 @@ fn inventory(
             )),
         },
     };
-    let folded: Vec<pack_quantized::Folded> = match scheme {
-        Some(scheme) => pack_quantized::fold(config, scheme, checkpoint, tensors, dense),
+    let folded: Vec<quantized::Folded> = match scheme {
+        Some(scheme) => quantized::fold(config, scheme, checkpoint, tensors, dense),
         None => tensors.iter().map(|t| dense(t)).collect(),
     };
     let held: Vec<checks::inventory::Held<'_>> = folded
@@ -362,16 +361,20 @@ fn weight_checks(
     }
     // A quantized set's scales are quant.scales's to read (a NaN scale is that check's finding,
     // not bf16.finite's); every other float tensor is bf16.finite's.
-    let scale_names = match scheme {
-        Some(_) => pack_quantized::scales(&tensors),
+    let rules = match scheme {
+        Some(scheme) => quantized::reads(scheme, &tensors),
         None => Default::default(),
     };
     let (scales, dense): (Vec<_>, Vec<_>) = data
         .into_iter()
-        .partition(|(t, _)| scale_names.contains(t.name.as_str()));
+        .partition(|(t, _)| rules.contains_key(t.name.as_str()));
     let finite = checks::finite::run_tensors(&dense).map_err(|p| PackageError::internal(dir, p))?;
     report.checks.push(finite);
     if let Some(scheme) = scheme {
+        let scales: Vec<_> = scales
+            .into_iter()
+            .filter_map(|(t, b)| Some((t, b, *rules.get(t.name.as_str())?)))
+            .collect();
         report
             .checks
             .push(checks::scales::run(&scheme.describe(), &scales));
@@ -402,14 +405,12 @@ fn census(
         .quantization
         .as_ref()
         .and_then(|q| q.scheme.as_ref().ok());
-    let quantized = scheme.is_some();
-    let names: Vec<std::borrow::Cow<'_, str>> = tensors
-        .iter()
-        .map(|t| match quantized {
-            true => pack_quantized::role_name(&t.name),
-            false => std::borrow::Cow::Borrowed(t.name.as_str()),
-        })
-        .collect();
+    let role_name = |name| match scheme {
+        Some(scheme) => quantized::role_name(scheme, name),
+        None => std::borrow::Cow::Borrowed(name),
+    };
+    let names: Vec<std::borrow::Cow<'_, str>> =
+        tensors.iter().map(|t| role_name(&t.name)).collect();
     let naming = config.family().naming(names.iter().map(|n| n.as_ref()));
     census.naming = Some(
         if naming.prefix.is_empty() {
@@ -430,15 +431,12 @@ fn census(
         } else {
             format!("{} {}", e.dtype, e.shape_text())
         };
-        // A quantized role's packed weight names its scheme, bits and grouping.
-        if let (Some(scheme), true) = (scheme, e.name.ends_with(".weight_packed")) {
-            form = format!("{form}, {}", scheme.describe());
+        // A quantized role's stored codes name the scheme, bits and grouping.
+        if let Some(described) = scheme.and_then(|s| quantized::codes(s, &e.name, e.dtype)) {
+            form = format!("{form}, {described}");
         }
         // A part of a quantized set plays its role's part (spec 17.1).
-        let role = match quantized {
-            true => naming.role(&pack_quantized::role_name(&e.name)),
-            false => naming.role(&e.name),
-        };
+        let role = naming.role(&role_name(&e.name));
         let t = TensorCensus::of(e, role, form, None);
         census.list(t);
     }

@@ -174,7 +174,7 @@ impl Facts<'_> {
                 _ => Met::No,
             }),
             When::QuantizedCompressedTensors => self.config_fact(|c| match &c.quantization {
-                Some(q) if q.scheme.is_ok() || q.named == "compressed-tensors" => {
+                Some(q) if q.named == "compressed-tensors" => {
                     Met::Yes(format!("the config states {}", q.named))
                 }
                 _ => Met::No,

@@ -16,7 +16,14 @@ use dflash_gate::{gate, CheckId, Form, Options, Outcome, Report};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
+mod quantized;
+
 pub type Trial = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+/// Every folder arm: this file's, and the quantized schemes' of [`quantized`].
+fn all() -> impl Iterator<Item = &'static FolderArm> {
+    ARMS.iter().chain(quantized::ARMS)
+}
 
 /// What the gate owes a draft in a publisher's form (a folder, a GGUF).
 #[derive(Clone, Copy)]
@@ -698,7 +705,7 @@ const ARMS: &[FolderArm] = &[
         Owed::Refused {
             check: COMPLETE,
             outcome: Outcome::Undecided,
-            mentions: &["more than the 256 re: patterns"],
+            mentions: &["more than the 256 patterns"],
             also: &[EXPLAINED, FINITE, SCALES],
         },
     ),
@@ -719,38 +726,6 @@ const ARMS: &[FolderArm] = &[
         "folder::control::pack_quantized_scale_nan",
         |d| scale_set(d, "fc.weight_scale", 3, f32::NAN),
         fail(SCALES, &["fc.weight_scale[3] is NaN", "finite"]),
-    ),
-    arm(
-        "folder::control::mlx_quantization_named",
-        |d| {
-            config(d, |c| {
-                c["quantization"] = json!({"group_size": 64, "bits": 4})
-            })
-        },
-        Owed::Refused {
-            check: COMPLETE,
-            outcome: Outcome::Undecided,
-            mentions: &["MLX's quantization", "does not decode"],
-            also: &[EXPLAINED, FINITE, SCALES],
-        },
-    ),
-    // mlx-lm's `quantize_model` writes its scheme twice: `quantization` and a `quantization_config`
-    // copy without `quant_method`. The copy is MLX's, not an unnamed scheme.
-    arm(
-        "folder::control::mlx_quantization_duplicated_as_quantization_config",
-        |d| {
-            config(d, |c| {
-                let q = json!({"group_size": 64, "bits": 4, "mode": "affine"});
-                c["quantization"] = q.clone();
-                c["quantization_config"] = q;
-            })
-        },
-        Owed::Refused {
-            check: COMPLETE,
-            outcome: Outcome::Undecided,
-            mentions: &["MLX's quantization", "does not decode"],
-            also: &[EXPLAINED, FINITE, SCALES],
-        },
     ),
     // The same copy alone, without `quantization`, names no scheme: it is not read as MLX's.
     arm(
@@ -1214,7 +1189,7 @@ fn executes_nothing() -> Result<(), String> {
 
 /// Each arm, as a named trial.
 pub fn trials() -> Vec<(String, Trial)> {
-    ARMS.iter()
+    all()
         .map(|a| {
             (
                 format!("arms::{}", a.name),
@@ -1241,8 +1216,7 @@ fn run(arm: &FolderArm) -> Result<(), String> {
 /// The report the gate gives the folder arm `name` (as its trial gates it), for trials that ask
 /// more of the same draft.
 pub(crate) fn report_of(name: &str) -> Result<Report, String> {
-    let arm = ARMS
-        .iter()
+    let arm = all()
         .find(|a| a.name == name)
         .ok_or_else(|| format!("no folder arm {name}"))?;
     gate_arm(arm)?
@@ -1254,8 +1228,7 @@ pub(crate) fn report_of(name: &str) -> Result<Report, String> {
 /// gates (the folder, or a cache path beside it that leads to it). For trials that hand the same
 /// draft to something else, an engine's own loader.
 pub fn write_arm(name: &str, dir: &Path) -> Result<PathBuf, String> {
-    let arm = ARMS
-        .iter()
+    let arm = all()
         .find(|a| a.name == name)
         .ok_or_else(|| format!("no folder arm {name}"))?;
     write_folder(arm, dir)

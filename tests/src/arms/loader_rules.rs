@@ -112,7 +112,7 @@ fn drafts(when: When) -> Option<(Draft, Draft)> {
         When::Quantized | When::QuantizedCompressedTensors => {
             (Arm("folder::pass::pack_quantized_w4_group"), FAITHFUL)
         }
-        When::QuantizedMlx => (Arm("folder::control::mlx_quantization_named"), FAITHFUL),
+        When::QuantizedMlx => (Arm("folder::pass::mlx_affine_4_group_64"), FAITHFUL),
         When::OwnEmbeddingOrHead | When::OwnEmbedding | When::OwnHead => {
             (Arm("folder::pass::nemotron_like_own_embedding"), FAITHFUL)
         }

@@ -85,7 +85,7 @@ pub fn write_tensors(path: &Path, tensors: &[Tensor]) {
 }
 
 /// Whether a bare or `model.` name is a Linear's weight the writer quantizes (`targets: ["Linear"]`).
-fn is_linear(name: &str) -> bool {
+pub(crate) fn is_linear(name: &str) -> bool {
     name.ends_with("_proj.weight") || name.ends_with("fc.weight") || name == "lm_head.weight"
 }
 

@@ -2,8 +2,8 @@
 //! speculators, MLX and `mask_embedding.pt` arms are written by the generator from the libraries'
 //! code as read; here the libraries write them themselves (`tests/differential/writers.py`), from the
 //! synthetic folder arms' drafts: `torch.save` (spec 18.2), speculators 0.9.0's own model classes and
-//! `save_pretrained` (18.1), compressed-tensors 0.20's pack-quantized compressor (17) and mlx-lm's
-//! `save_model` and `quantize_model` (13.1, 17). Every good file must PASS, every control must be
+//! `save_pretrained` (18.1), compressed-tensors 0.20's pack-quantized, FP8 and NVFP4 compressors (17)
+//! and mlx-lm's `save_model` and `quantize_model` in each MLX mode (13.1, 17). Every good file must PASS, every control must be
 //! refused at its check naming the tensor or field, every good file is read back by the library that
 //! wrote it (loaded, decompressed or dequantized, and compared), and where the generator writes the
 //! same layout for an arm CI runs, the two layouts are held equal, so a library that changes its
@@ -18,6 +18,7 @@ use dflash_gate::__private::torch_archive::{read_mask_embedding, MaskEmbedding};
 use dflash_gate::{gate, CheckId, Options, Outcome, Report};
 use gate_tests::arms::folder::write_arm;
 use gate_tests::synth::pack_quantized::{pack_quantize, read_tensors, PackOptions};
+use gate_tests::synth::quantized::{fp8_quantize, mlx_quantize, nvfp4_quantize, Grain, Mlx};
 use gate_tests::synth::torch;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
@@ -245,6 +246,26 @@ fn refused(
         return Err(format!("{what}: {others:?} changed too:\n{text}"));
     }
     Ok(())
+}
+
+/// A control the driver wrote: its case, and the check that must FAIL naming each of the mentions.
+type Control<'m> = (&'m str, &'m str, &'m [&'m str]);
+
+/// Each control of `controls` the driver wrote FAILs at its check naming its tensor, and nothing
+/// else changed.
+fn failed_controls(
+    failures: &mut Failures,
+    written: &[Written],
+    library: &str,
+    controls: &[Control<'_>],
+) {
+    for (name, check, mentions) in controls {
+        failures.note((|| {
+            let w = case(written, name)?;
+            let what = format!("{library} {name}");
+            refused(&what, &gated(&w.path)?, check, Outcome::Fail, mentions, &[])
+        })());
+    }
 }
 
 /// Collects every failure of a trial's cases, so one run names them all.
@@ -503,54 +524,42 @@ fn speculators(python: &Path) -> Result<(), String> {
     failures.done()
 }
 
-/// compressed-tensors' scheme name for a driver case, and the generator's options for it.
-const SCHEMES: &[(&str, PackOptions)] = &[
-    (
-        "w4_group32_sym",
-        PackOptions {
-            bits: 4,
-            group: Some(32),
-            symmetric: true,
-            ignore: &[],
-        },
-    ),
-    (
-        "w4_group128_asym",
-        PackOptions {
-            bits: 4,
-            group: Some(128),
-            symmetric: false,
-            ignore: &[],
-        },
-    ),
-    (
-        "w4_channel_sym",
-        PackOptions {
-            bits: 4,
-            group: None,
-            symmetric: true,
-            ignore: &[],
-        },
-    ),
-    (
-        "w4_channel_asym",
-        PackOptions {
-            bits: 4,
-            group: None,
-            symmetric: false,
-            ignore: &[],
-        },
-    ),
-    (
-        "w8_channel_sym",
-        PackOptions {
-            bits: 8,
-            group: None,
-            symmetric: true,
-            ignore: &[],
-        },
-    ),
+/// compressed-tensors' float schemes: the driver's case, and the generator's writing of it.
+type Scheme = (&'static str, fn(&Path));
+const FLOAT_SCHEMES: &[Scheme] = &[
+    ("fp8_tensor", |d| {
+        fp8_quantize(d, CompressedTensors, Grain::Tensor, true)
+    }),
+    ("fp8_channel", |d| {
+        fp8_quantize(d, CompressedTensors, Grain::Channel, false)
+    }),
+    ("fp8_block", |d| {
+        fp8_quantize(d, CompressedTensors, Grain::Block(128, 128), false)
+    }),
+    ("nvfp4a16", |d| nvfp4_quantize(d, CompressedTensors, false)),
+    ("nvfp4", |d| nvfp4_quantize(d, CompressedTensors, true)),
 ];
+
+use gate_tests::synth::quantized::Writer::CompressedTensors;
+
+/// compressed-tensors' pack-quantized schemes: the driver's case, and the generator's writing of it.
+const PACK_SCHEMES: &[Scheme] = &[
+    ("w4_group32_sym", |d| pack(d, 4, Some(32), true)),
+    ("w4_group128_asym", |d| pack(d, 4, Some(128), false)),
+    ("w4_channel_sym", |d| pack(d, 4, None, true)),
+    ("w4_channel_asym", |d| pack(d, 4, None, false)),
+    ("w8_channel_sym", |d| pack(d, 8, None, true)),
+];
+
+fn pack(dir: &Path, bits: u32, group: Option<u64>, symmetric: bool) {
+    let options = PackOptions {
+        bits,
+        group,
+        symmetric,
+        ignore: &[],
+    };
+    pack_quantize(dir, options)
+}
 
 /// compressed-tensors 0.20's pack-quantized drafts (spec 17), each scheme compressed by its own
 /// compressor from the synthetic bf16 folder and decompressed back by it: each passes, holds the
@@ -566,41 +575,44 @@ fn compressed_tensors(python: &Path) -> Result<(), String> {
         &[&base.to_string_lossy()],
     )?;
     let mut failures = Failures::default();
-    for (name, options) in SCHEMES {
+    for (name, write) in PACK_SCHEMES.iter().chain(FLOAT_SCHEMES) {
         failures.note((|| {
             let w = case(&written, name)?;
             let what = format!("compressed-tensors {name}");
             passes(&what, &gated(&w.path)?, None, &[])?;
             let ours = root.path().join("generator").join(name);
             copy_folder(&base, &ours)?;
-            pack_quantize(&ours, *options);
+            write(&ours);
             if let Some(d) = differ(&layout(&ours), &layout(&w.path)) {
                 return Err(format!("{what}: tensors differ from the generator's: {d}"));
             }
             let (ours, theirs) = (config_of(&ours)?, config_of(&w.path)?);
+            let group = "/quantization_config/config_groups/group_0";
             for pointer in [
-                "/quantization_config/quant_method",
-                "/quantization_config/format",
-                "/quantization_config/config_groups/group_0/targets",
-                "/quantization_config/config_groups/group_0/weights/num_bits",
-                "/quantization_config/config_groups/group_0/weights/type",
-                "/quantization_config/config_groups/group_0/weights/symmetric",
-                "/quantization_config/config_groups/group_0/weights/strategy",
-                "/quantization_config/config_groups/group_0/weights/group_size",
-                "/quantization_config/ignore",
+                "/quantization_config/quant_method".to_owned(),
+                "/quantization_config/format".to_owned(),
+                format!("{group}/targets"),
+                format!("{group}/weights/num_bits"),
+                format!("{group}/weights/type"),
+                format!("{group}/weights/symmetric"),
+                format!("{group}/weights/strategy"),
+                format!("{group}/weights/group_size"),
+                format!("{group}/weights/block_structure"),
+                format!("{group}/input_activations/dynamic"),
+                "/quantization_config/ignore".to_owned(),
             ] {
-                if ours.pointer(pointer) != theirs.pointer(pointer) {
+                if ours.pointer(&pointer) != theirs.pointer(&pointer) {
                     return Err(format!(
                         "{what}: {pointer} is {:?} where the generator writes {:?}",
-                        theirs.pointer(pointer),
-                        ours.pointer(pointer)
+                        theirs.pointer(&pointer),
+                        ours.pointer(&pointer)
                     ));
                 }
             }
             Ok(())
         })());
     }
-    let controls: [(&str, &str, &[&str]); 2] = [
+    let controls: [Control<'_>; 6] = [
         (
             "scale_nan",
             CheckId::QUANT_SCALES,
@@ -611,21 +623,65 @@ fn compressed_tensors(python: &Path) -> Result<(), String> {
             CheckId::INVENTORY_COMPLETE,
             &["fc.weight_packed is I32", "packs into"],
         ),
+        (
+            "fp8_weight_nan",
+            CheckId::QUANT_SCALES,
+            &["fc.weight[5] is NaN (0x7f)"],
+        ),
+        (
+            "fp8_scale_zero",
+            CheckId::QUANT_SCALES,
+            &["fc.weight_scale[2] is 0", "> 0"],
+        ),
+        (
+            "nvfp4_global_scale_zero",
+            CheckId::QUANT_SCALES,
+            &["fc.weight_global_scale[0] is 0", "> 0"],
+        ),
+        (
+            "nvfp4_scale_nan",
+            CheckId::QUANT_SCALES,
+            &["fc.weight_scale[50] is NaN (0x7f)"],
+        ),
     ];
-    for (name, check, mentions) in controls {
-        failures.note((|| {
-            let w = case(&written, name)?;
-            let what = format!("compressed-tensors {name}");
-            refused(&what, &gated(&w.path)?, check, Outcome::Fail, mentions, &[])
-        })());
-    }
+    failed_controls(&mut failures, &written, "compressed-tensors", &controls);
     failures.done()
 }
 
+const fn mode(mode: &'static str, bits: u32, group: usize) -> Mlx {
+    Mlx { mode, bits, group }
+}
+
+/// mlx-lm's quantized cases: the driver's name, the default quantization, the Linears left dense
+/// and those quantized otherwise, as the generator writes the same draft.
+type MlxCase = (
+    &'static str,
+    Mlx,
+    &'static [&'static str],
+    &'static [(&'static str, Mlx)],
+);
+const MLX_CASES: &[MlxCase] = &[
+    ("quantized", mode("affine", 4, 64), &[], &[]),
+    ("affine_2_128", mode("affine", 2, 128), &[], &[]),
+    ("affine_3_32", mode("affine", 3, 32), &[], &[]),
+    ("affine_6_64", mode("affine", 6, 64), &[], &[]),
+    ("affine_8_32", mode("affine", 8, 32), &[], &[]),
+    ("mxfp4", mode("mxfp4", 4, 32), &[], &[]),
+    ("nvfp4", mode("nvfp4", 4, 16), &[], &[]),
+    ("mxfp8", mode("mxfp8", 8, 32), &[], &[]),
+    (
+        "override",
+        mode("affine", 4, 64),
+        &["fc"],
+        &[("layers.0.mlp.down_proj", mode("affine", 8, 32))],
+    ),
+];
+
 /// mlx-lm's `save_model` (one `model.safetensors` and an index naming it) passes, and lays the
 /// draft out as the generator's `mlx_one_file_indexed` arm (its index's weight map too); a draft
-/// quantized by mlx-lm's `quantize_model` is UNDECIDED naming `quantization` (the gate does not
-/// decode MLX's quantization).
+/// quantized by mlx-lm's `quantize_model` in each mode (and with a module overridden and one left
+/// dense) passes and is laid out as the generator's for the same quantization; a NaN scale and bits
+/// that disagree with the packed width are refused naming the tensor.
 fn mlx(python: &Path) -> Result<(), String> {
     let root = tempfile::tempdir().map_err(|e| e.to_string())?;
     let base = folder("folder::pass::dflash", &root.path().join("bf16"))?;
@@ -658,35 +714,43 @@ fn mlx(python: &Path) -> Result<(), String> {
         }
         Ok(())
     })());
-    failures.note((|| {
-        let w = case(&written, "quantized")?;
-        if w.line["quantized_modules"].as_u64().unwrap_or(0) == 0 {
-            return Err("mlx-lm quantize_model quantized nothing".into());
-        }
-        let config = config_of(&w.path)?;
-        if config.get("quantization").is_none() {
-            return Err("mlx-lm quantize_model wrote no quantization key".into());
-        }
-        let report = gated(&w.path)?;
-        if report.verdict() != Outcome::Undecided {
-            return Err(format!(
-                "mlx-lm quantize_model: not UNDECIDED:\n{}",
-                report.to_text(false)
-            ));
-        }
-        // Every check the quantization stops is UNDECIDED for it; the rest pass.
-        refused(
-            "mlx-lm quantize_model",
-            &report,
+    for (name, default, dense, overrides) in MLX_CASES {
+        failures.note((|| {
+            let w = case(&written, name)?;
+            let what = format!("mlx-lm quantize_model {name}");
+            let config = config_of(&w.path)?;
+            if config.get("quantization").is_none() {
+                return Err(format!("{what} wrote no quantization key"));
+            }
+            passes(&what, &gated(&w.path)?, None, &[])?;
+            let ours = root.path().join("generator").join(name);
+            copy_folder(&base, &ours)?;
+            mlx_quantize(&ours, *default, dense, overrides);
+            if let Some(d) = differ(&layout(&ours), &layout(&w.path)) {
+                return Err(format!("{what}: tensors differ from the generator's: {d}"));
+            }
+            if config_of(&ours)?["quantization"] != config["quantization"] {
+                return Err(format!(
+                    "{what}: quantization is {} where the generator writes {}",
+                    config["quantization"],
+                    config_of(&ours)?["quantization"]
+                ));
+            }
+            Ok(())
+        })());
+    }
+    let controls: [Control<'_>; 2] = [
+        (
+            "mlx_scale_nan",
+            CheckId::QUANT_SCALES,
+            &["fc.scales[1] is NaN", "finite"],
+        ),
+        (
+            "mlx_bits_disagree",
             CheckId::INVENTORY_COMPLETE,
-            Outcome::Undecided,
-            &["MLX's quantization", "does not decode"],
-            &[
-                CheckId::INVENTORY_EXPLAINED,
-                CheckId::BF16_FINITE,
-                CheckId::QUANT_SCALES,
-            ],
-        )
-    })());
+            &["at 8 bits", "words a row"],
+        ),
+    ];
+    failed_controls(&mut failures, &written, "mlx-lm", &controls);
     failures.done()
 }

@@ -1,0 +1,133 @@
+//! The schemes written by a vendor's own tool rather than compressed-tensors: Hugging Face's `fp8`
+//! (Transformers' fine-grained FP8, DeepSeek-V3's layout: `weight_scale_inv` per 128x128 block) and
+//! NVIDIA ModelOpt's `NVFP4` and `FP8` (its `quantization_config`, or the `quantization` object of
+//! its `hf_quant_config.json`).
+
+use super::{block, shown, strings, text, Fp8Scale, Matchers, Scheme, Select, Storage, Writer};
+use serde_json::{Map, Value};
+
+/// Transformers' `FineGrainedFP8Config`: `weight_block_size` (absent or null: one scale per
+/// tensor), `activation_scheme` (`dynamic`, or `static` with an `activation_scale` per module),
+/// `modules_to_not_convert`.
+pub(super) fn hugging_face_fp8(q: &Map<String, Value>) -> Result<Scheme, String> {
+    let scale = match q.get("weight_block_size") {
+        None | Some(Value::Null) => Fp8Scale::Tensor,
+        Some(v) => block(v, "weight_block_size")?,
+    };
+    let input_scale = match text(q.get("activation_scheme")).as_deref() {
+        None | Some("dynamic") => false,
+        Some("static") => true,
+        Some(other) => {
+            return Err(format!(
+                "activation_scheme is {other:?}, not \"dynamic\" or \"static\""
+            ))
+        }
+    };
+    let mut keys = Matchers::default();
+    let mut budget = super::MAX_PATTERNS;
+    for key in strings(q.get("modules_to_not_convert"), "modules_to_not_convert")? {
+        keys.push_pattern(key, key, "modules_to_not_convert", &mut budget)?;
+    }
+    Ok(Scheme {
+        storage: Storage::Fp8 {
+            writer: Writer::HuggingFace,
+            scale,
+            input_scale,
+        },
+        select: Select::NotConverted(keys),
+    })
+}
+
+/// ModelOpt's `quant_algo` (`NVFP4` or `FP8`), `group_size` and `exclude_modules` (globs), stated
+/// flat or under `quantization` (as `hf_quant_config.json` nests them).
+pub(super) fn modelopt(q: &Map<String, Value>) -> Result<Scheme, String> {
+    let q = match q.get("quantization") {
+        Some(Value::Object(inner)) => inner,
+        _ => q,
+    };
+    let storage = match text(q.get("quant_algo")).as_deref() {
+        Some("NVFP4") => {
+            match q.get("group_size").and_then(Value::as_u64) {
+                None | Some(16) => {}
+                Some(g) => return Err(format!("group_size is {g}: NVFP4 scales groups of 16")),
+            }
+            Storage::Nvfp4 {
+                writer: Writer::ModelOpt,
+            }
+        }
+        Some("FP8") => Storage::Fp8 {
+            writer: Writer::ModelOpt,
+            scale: Fp8Scale::Tensor,
+            input_scale: true,
+        },
+        Some(other) => {
+            return Err(format!(
+                "quant_algo {other:?} is not one the gate decodes (it reads NVFP4 and FP8)"
+            ))
+        }
+        None => return Err(format!("quant_algo is {}", shown(q.get("quant_algo")))),
+    };
+    let mut globs = Matchers::default();
+    let mut budget = super::MAX_PATTERNS;
+    for glob in strings(q.get("exclude_modules"), "exclude_modules")? {
+        if !glob.contains(['*', '?', '[']) {
+            globs.names.insert(glob.to_owned());
+            continue;
+        }
+        globs.push_pattern(glob, &glob_pattern(glob), "exclude_modules", &mut budget)?;
+    }
+    Ok(Scheme {
+        storage,
+        select: Select::Excluded(globs),
+    })
+}
+
+/// A shell glob as `fnmatch` reads it (`*` any run, `?` one character, `[...]` a class), as a
+/// regular expression matching the whole name.
+fn glob_pattern(glob: &str) -> String {
+    let mut out = String::from("^(?:");
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' => out.push_str(".*"),
+            '?' => out.push('.'),
+            '[' => {
+                let mut class = String::new();
+                let mut closed = false;
+                for d in chars.by_ref() {
+                    if d == ']' && !class.is_empty() {
+                        closed = true;
+                        break;
+                    }
+                    class.push(d);
+                }
+                match (closed, class.strip_prefix('!')) {
+                    (false, _) => out.push_str(&regex::escape(&format!("[{class}"))),
+                    (true, Some(rest)) => {
+                        out.push_str(&format!("[^{}]", rest.replace('\\', "\\\\")))
+                    }
+                    (true, None) => out.push_str(&format!("[{}]", class.replace('\\', "\\\\"))),
+                }
+            }
+            c => out.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    out.push_str(")$");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_glob_matches_the_whole_name() {
+        let re = regex::Regex::new(&glob_pattern("layers.*.mlp.[gu]*_proj")).unwrap();
+        assert!(re.is_match("layers.0.mlp.gate_proj"));
+        assert!(re.is_match("layers.12.mlp.up_proj"));
+        assert!(!re.is_match("layers.0.mlp.down_proj"));
+        assert!(!re.is_match("xlayers.0.mlp.up_proj.extra"));
+        let re = regex::Regex::new(&glob_pattern("fc?")).unwrap();
+        assert!(re.is_match("fc1") && !re.is_match("fc"));
+    }
+}

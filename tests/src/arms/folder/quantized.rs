@@ -1,0 +1,427 @@
+//! Arms for drafts quantized in the float and MLX schemes (spec 17): compressed-tensors' FP8 and
+//! NVFP4, Transformers' fine-grained FP8, ModelOpt's NVFP4 and FP8, and MLX's modes with per-module
+//! overrides. Each good layout passes; each control breaks one tensor or field and is refused at the
+//! check that owns it, naming it.
+
+use super::{
+    arm, config, fail, named, weights, FolderArm, Owed, COMPLETE, EXPLAINED, FINITE, SCALES,
+};
+use crate::synth::quantized::{fp8_quantize, mlx_quantize, nvfp4_quantize, Grain, Mlx, Writer};
+use dflash_gate::Outcome;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+const AFFINE_4: Mlx = Mlx {
+    mode: "affine",
+    bits: 4,
+    group: 64,
+};
+
+fn ct_fp8(d: &Path, grain: Grain, input: bool) -> PathBuf {
+    fp8_quantize(d, Writer::CompressedTensors, grain, input);
+    d.to_owned()
+}
+
+fn ct_nvfp4(d: &Path) -> PathBuf {
+    nvfp4_quantize(d, Writer::CompressedTensors, false);
+    d.to_owned()
+}
+
+fn mlx(d: &Path, p: Mlx) -> PathBuf {
+    mlx_quantize(d, p, &[], &[]);
+    d.to_owned()
+}
+
+/// An UNDECIDED weight reading: every weight check says why, naming the scheme's field.
+const fn undecided(mentions: &'static [&'static str]) -> Owed {
+    Owed::Refused {
+        check: COMPLETE,
+        outcome: Outcome::Undecided,
+        mentions,
+        also: &[EXPLAINED, FINITE, SCALES],
+    }
+}
+
+pub(super) const ARMS: &[FolderArm] = &[
+    arm(
+        "folder::pass::fp8_tensor_static_input_compressed_tensors",
+        |d| ct_fp8(d, Grain::Tensor, true),
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::fp8_channel_compressed_tensors",
+        |d| ct_fp8(d, Grain::Channel, false),
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::fp8_block_compressed_tensors",
+        |d| ct_fp8(d, Grain::Block(128, 128), false),
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::fp8_block_hugging_face",
+        |d| {
+            fp8_quantize(d, Writer::HuggingFace, Grain::Block(128, 128), false);
+            d.to_owned()
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::fp8_modelopt",
+        |d| {
+            fp8_quantize(d, Writer::ModelOpt, Grain::Tensor, true);
+            d.to_owned()
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::fp8_census_names_the_scheme",
+        |d| ct_fp8(d, Grain::Block(128, 128), false),
+        Owed::CensusSaying {
+            tensor: "fc.weight",
+            mentions: &["F8_E4M3 [256, 768], compressed-tensors FP8 E4M3 128x128 blocks"],
+        },
+    ),
+    arm(
+        "folder::pass::nvfp4_compressed_tensors",
+        ct_nvfp4,
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::nvfp4_compressed_tensors_static_input",
+        |d| {
+            nvfp4_quantize(d, Writer::CompressedTensors, true);
+            d.to_owned()
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::nvfp4_modelopt",
+        |d| {
+            nvfp4_quantize(d, Writer::ModelOpt, true);
+            d.to_owned()
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::mlx_affine_4_group_64",
+        |d| mlx(d, AFFINE_4),
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::mlx_affine_3_group_32",
+        |d| {
+            let p = Mlx {
+                mode: "affine",
+                bits: 3,
+                group: 32,
+            };
+            mlx(d, p)
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::mlx_mxfp4",
+        |d| {
+            mlx(
+                d,
+                Mlx {
+                    mode: "mxfp4",
+                    bits: 4,
+                    group: 32,
+                },
+            )
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::mlx_nvfp4",
+        |d| {
+            mlx(
+                d,
+                Mlx {
+                    mode: "nvfp4",
+                    bits: 4,
+                    group: 16,
+                },
+            )
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::mlx_mxfp8",
+        |d| {
+            mlx(
+                d,
+                Mlx {
+                    mode: "mxfp8",
+                    bits: 8,
+                    group: 32,
+                },
+            )
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::mlx_override_and_a_dense_fc",
+        |d| {
+            let eight = Mlx {
+                mode: "affine",
+                bits: 8,
+                group: 32,
+            };
+            mlx_quantize(d, AFFINE_4, &["fc"], &[("layers.0.mlp.down_proj", eight)]);
+            d.to_owned()
+        },
+        Owed::Pass,
+    ),
+    // A config stating MLX's quantization over a folder that stores nothing quantized: mlx-lm
+    // quantizes only what the file stores quantized, so it loads dense.
+    arm(
+        "folder::pass::mlx_quantization_over_dense_weights",
+        |d| {
+            config(d, |c| {
+                let q = json!({"group_size": 64, "bits": 4, "mode": "affine"});
+                c["quantization"] = q.clone();
+                c["quantization_config"] = q;
+            })
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::pass::mlx_hostile_override_count",
+        |d| {
+            mlx(d, AFFINE_4);
+            config(d, |c| {
+                for i in 0..100_000 {
+                    c["quantization"][format!("m{i}")] = json!(false);
+                }
+            })
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::control::fp8_weight_nan_byte",
+        |d| {
+            ct_fp8(d, Grain::Channel, false);
+            weights(d, |t| named(t, "fc.weight").3[5] = 0x7f)
+        },
+        fail(SCALES, &["fc.weight[5] is NaN (0x7f)", "NaN encodings"]),
+    ),
+    arm(
+        "folder::control::fp8_scale_zero",
+        |d| {
+            ct_fp8(d, Grain::Channel, false);
+            weights(d, |t| {
+                named(t, "fc.weight_scale").3[4..6].copy_from_slice(&[0, 0])
+            })
+        },
+        fail(SCALES, &["fc.weight_scale[2] is 0", "> 0"]),
+    ),
+    arm(
+        "folder::control::fp8_block_scale_misshapen",
+        |d| {
+            ct_fp8(d, Grain::Block(128, 128), false);
+            weights(d, |t| {
+                let s = named(t, "fc.weight_scale");
+                s.2 = vec![2, 5];
+                s.3.truncate(2 * 2 * 5);
+            })
+        },
+        fail(
+            COMPLETE,
+            &["fc.weight_scale is BF16 [2, 5], not a float [2, 6]"],
+        ),
+    ),
+    arm(
+        "folder::control::fp8_static_input_scale_missing",
+        |d| {
+            ct_fp8(d, Grain::Tensor, true);
+            weights(d, |t| t.retain(|t| t.0 != "fc.input_scale"))
+        },
+        fail(COMPLETE, &["fc.input_scale is missing"]),
+    ),
+    arm(
+        "folder::control::fp8_hugging_face_not_converted_yet_quantized",
+        |d| {
+            fp8_quantize(d, Writer::HuggingFace, Grain::Block(128, 128), false);
+            config(d, |c| {
+                c["quantization_config"]["modules_to_not_convert"] = json!(["fc"])
+            })
+        },
+        fail(
+            COMPLETE,
+            &[
+                "fc is stored quantized",
+                "modules_to_not_convert lists it (fc)",
+            ],
+        ),
+    ),
+    arm(
+        "folder::control::fp8_asymmetric_undecided",
+        |d| {
+            ct_fp8(d, Grain::Channel, false);
+            config(d, |c| {
+                c["quantization_config"]["config_groups"]["group_0"]["weights"]["symmetric"] =
+                    json!(false)
+            })
+        },
+        undecided(&["weights.symmetric is false", "asymmetric FP8"]),
+    ),
+    arm(
+        "folder::control::nvfp4_global_scale_zero",
+        |d| {
+            ct_nvfp4(d);
+            weights(d, |t| {
+                named(t, "fc.weight_global_scale").3 = 0f32.to_le_bytes().to_vec()
+            })
+        },
+        fail(SCALES, &["fc.weight_global_scale[0] is 0", "> 0"]),
+    ),
+    arm(
+        "folder::control::nvfp4_scale_nan_byte",
+        |d| {
+            ct_nvfp4(d);
+            weights(d, |t| named(t, "fc.weight_scale").3[48 + 2] = 0x7f)
+        },
+        fail(SCALES, &["fc.weight_scale[50] is NaN (0x7f)"]),
+    ),
+    arm(
+        "folder::control::nvfp4_packed_width_one_short",
+        |d| {
+            ct_nvfp4(d);
+            weights(d, |t| {
+                let p = named(t, "fc.weight_packed");
+                let (rows, width) = (p.2[0] as usize, p.2[1] as usize);
+                p.3 =
+                    p.3.chunks(width)
+                        .flat_map(|r| r[..width - 1].to_vec())
+                        .collect();
+                p.2[1] -= 1;
+                assert_eq!(p.3.len(), rows * (width - 1));
+            })
+        },
+        fail(
+            COMPLETE,
+            &["NVFP4's group of 16 does not divide fc's K = 766"],
+        ),
+    ),
+    arm(
+        "folder::control::nvfp4_modelopt_second_scale_missing",
+        |d| {
+            nvfp4_quantize(d, Writer::ModelOpt, true);
+            weights(d, |t| {
+                t.retain(|t| t.0 != "layers.1.self_attn.o_proj.weight_scale_2")
+            })
+        },
+        fail(
+            COMPLETE,
+            &["layers.1.self_attn.o_proj.weight_scale_2 is missing"],
+        ),
+    ),
+    arm(
+        "folder::control::nvfp4_modelopt_excluded_yet_quantized",
+        |d| {
+            nvfp4_quantize(d, Writer::ModelOpt, true);
+            config(d, |c| {
+                c["quantization_config"]["exclude_modules"] = json!(["layers.*.mlp.*"])
+            })
+        },
+        fail(
+            COMPLETE,
+            &[
+                "is stored quantized",
+                "exclude_modules lists it (layers.*.mlp.*)",
+            ],
+        ),
+    ),
+    arm(
+        "folder::control::mlx_bits_disagree_with_the_packed_width",
+        |d| {
+            mlx(d, AFFINE_4);
+            config(d, |c| {
+                c["quantization"]["bits"] = json!(8);
+                c["quantization_config"]["bits"] = json!(8);
+            })
+        },
+        fail(
+            COMPLETE,
+            &[
+                "layers.0.self_attn.q_proj.weight is U32 [256, 32]",
+                "at 8 bits",
+            ],
+        ),
+    ),
+    arm(
+        "folder::control::mlx_scale_nan",
+        |d| {
+            mlx(d, AFFINE_4);
+            weights(d, |t| {
+                let nan = half::bf16::NAN.to_bits().to_le_bytes();
+                named(t, "fc.scales").3[2..4].copy_from_slice(&nan)
+            })
+        },
+        fail(SCALES, &["fc.scales[1] is NaN", "finite"]),
+    ),
+    arm(
+        "folder::control::mlx_e8m0_scale_nan",
+        |d| {
+            mlx(
+                d,
+                Mlx {
+                    mode: "mxfp4",
+                    bits: 4,
+                    group: 32,
+                },
+            );
+            weights(d, |t| named(t, "fc.scales").3[7] = 0xff)
+        },
+        fail(SCALES, &["fc.scales[7] is NaN (0xff)"]),
+    ),
+    arm(
+        "folder::control::mlx_biases_missing",
+        |d| {
+            mlx(d, AFFINE_4);
+            weights(d, |t| t.retain(|t| t.0 != "fc.biases"))
+        },
+        fail(COMPLETE, &["fc.biases is missing"]),
+    ),
+    arm(
+        "folder::control::mlx_override_false_yet_quantized",
+        |d| {
+            mlx(d, AFFINE_4);
+            config(d, |c| c["quantization"]["fc"] = json!(false))
+        },
+        fail(
+            COMPLETE,
+            &["fc is stored quantized", "quantization.fc is false"],
+        ),
+    ),
+    arm(
+        "folder::control::mlx_override_yet_stored_dense",
+        |d| {
+            mlx_quantize(d, AFFINE_4, &["fc"], &[]);
+            config(d, |c| {
+                c["quantization"]["fc"] = json!({"group_size": 32, "bits": 8, "mode": "affine"})
+            })
+        },
+        fail(
+            COMPLETE,
+            &[
+                "fc.weight is stored dense",
+                "quantization.fc gives it affine 8-bit group 32",
+            ],
+        ),
+    ),
+    arm(
+        "folder::control::mlx_unknown_mode_undecided",
+        |d| {
+            mlx(d, AFFINE_4);
+            config(d, |c| c["quantization"]["mode"] = json!("turbo"))
+        },
+        undecided(&[
+            "quantization.mode is \"turbo\"",
+            "not a mode the gate decodes",
+        ]),
+    ),
+];
