@@ -15,6 +15,20 @@ pub fn f32_to_bf16(x: f32) -> u16 {
     half::bf16::from_f32(x).to_bits()
 }
 
+/// An FP8 E4M3 (`fn`: no infinities, `S.1111.111` NaN) byte's value: the one decoding of E4M3 the
+/// gate has, for quantized drafts' codes and scales.
+pub fn e4m3_to_f32(b: u8) -> f32 {
+    let sign = if b & 0x80 == 0 { 1.0 } else { -1.0 };
+    let (e, m) = (i32::from((b >> 3) & 0x0f), f32::from(b & 0x07));
+    if e == 0x0f && m == 7.0 {
+        return f32::NAN;
+    }
+    sign * match e {
+        0 => m / 8.0 * 2f32.powi(-6),
+        e => (1.0 + m / 8.0) * 2f32.powi(e - 7),
+    }
+}
+
 /// A declared element type. The names are safetensors' own spelling, which is also how they print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dtype {

@@ -536,7 +536,7 @@ pub struct SourceBf16 {
 }
 
 /// `source.q4_1`: per grid, by name.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct SourceQ41 {
     pub max_error_steps: BTreeMap<String, f64>,

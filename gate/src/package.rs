@@ -412,17 +412,11 @@ fn gate_folder(
     files: Vec<crate::report::FileCensus>,
     start: Instant,
 ) -> Result<Report, PackageError> {
-    if let Some(source) = &options.source {
-        return Err(PackageError::Option {
-            option: "--source",
-            inner: Box::new(PackageError::Malformed {
-                path: source.clone(),
-                why: format!("not compared: {} is a Hugging Face safetensors folder, the form a draft is converted from; --source holds a converted draft (a Q4NX package) against its folder", escape::name(dir.as_os_str())),
-            }),
-        });
-    }
     let package = escape::name(dir.as_os_str());
     let (mut evaluation, checkpoint) = folder::evaluation(dir, inside, &package, config, files)?;
+    if let Some(source) = &options.source {
+        quantized_source(dir, source, &mut evaluation, checkpoint.as_ref())?;
+    }
     let mut judged: Vec<&files::RegularFile> = config_file.iter().collect();
     if let Some(checkpoint) = &checkpoint {
         judged.extend(checkpoint.files().into_iter().skip(1));
@@ -447,6 +441,50 @@ fn gate_folder(
     let mut report = evaluation.report;
     report.elapsed = start.elapsed();
     Ok(report)
+}
+
+/// `--source DIR` against a quantized folder: the bf16 folder it was quantized from (spec 17.2). A
+/// folder that is not quantized in a scheme the gate reads is the form drafts are converted and
+/// quantized from, so nothing is compared: `--source` is refused, saying so.
+fn quantized_source(
+    dir: &Path,
+    source: &Path,
+    evaluation: &mut crate::evaluation::Evaluation<'_>,
+    checkpoint: Option<&crate::checkpoint::Checkpoint>,
+) -> Result<(), PackageError> {
+    let refuse = |why: String| PackageError::Option {
+        option: "--source",
+        inner: Box::new(PackageError::Malformed {
+            path: source.to_owned(),
+            why,
+        }),
+    };
+    let scheme = evaluation.draft.as_ref().ok().and_then(|d| {
+        let q = d.config.quantization.as_ref()?;
+        Some((&d.config, q.scheme.as_ref().ok()?))
+    });
+    let Some((config, scheme)) = scheme else {
+        return Err(refuse(format!("not compared: {} is a Hugging Face safetensors folder that is not quantized in a scheme the gate reads, the form a draft is converted from; --source holds a converted draft (a Q4NX package or a GGUF) or a quantized folder against the folder it came from", escape::name(dir.as_os_str()))));
+    };
+    if let Some(why) = crate::draft::gguf_source::refused_source(source) {
+        return Err(refuse(why.replace(
+            "a GGUF draft is compared",
+            "a quantized folder is compared",
+        )));
+    }
+    let opened =
+        crate::checkpoint::Checkpoint::open(source).map_err(|e| e.under_option("--source"))?;
+    let checks = match checkpoint {
+        Some(draft) => crate::draft::quantized::source::checks(config, scheme, draft, &opened)
+            .map_err(|p| PackageError::internal(dir, p))?,
+        None => crate::draft::gguf_source::blocked(
+            PARSES,
+            "not compared: the folder's weights do not read",
+        ),
+    };
+    let answers = crate::source::answered(&checks);
+    answered(&mut evaluation.report, "--source", checks, &answers);
+    opened.unchanged().map_err(|e| e.under_option("--source"))
 }
 
 /// The target `--target` names: a folder or package, or a hub cache repository (or `ORG/NAME`)

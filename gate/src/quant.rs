@@ -273,7 +273,7 @@ impl Writer {
     fn name(self) -> &'static str {
         match self {
             Writer::CompressedTensors => "compressed-tensors",
-            Writer::HuggingFace => "Hugging Face fp8",
+            Writer::HuggingFace => "Hugging Face",
             Writer::ModelOpt => "ModelOpt",
         }
     }
@@ -361,6 +361,28 @@ pub fn read(top: &Map<String, Value>) -> Option<Quantization> {
         return Some(Quantization { named, scheme });
     }
     read_config(top.get("quantization_config")?)
+}
+
+/// ModelOpt's own statement of its scheme beside config.json.
+pub const MODELOPT_FILE: &str = "hf_quant_config.json";
+
+/// `hf_quant_config.json` (its JSON, or why it did not read): ModelOpt's `producer` and
+/// `quantization` objects.
+pub fn read_modelopt_file(json: Result<Value, String>) -> Quantization {
+    let named = format!("modelopt ({MODELOPT_FILE})");
+    let scheme = json.and_then(|v| {
+        let producer = v.pointer("/producer/name").and_then(Value::as_str);
+        match (producer, v.get("quantization")) {
+            (Some("modelopt"), Some(Value::Object(q))) => vendors::modelopt(q),
+            _ => Err(format!(
+                "{MODELOPT_FILE} is not ModelOpt's (producer.name \"modelopt\" and a quantization object)"
+            )),
+        }
+    });
+    Quantization {
+        scheme: scheme.map_err(|why| format!("{named}: {why}")),
+        named,
+    }
 }
 
 /// A `quantization_config` object (config.json's, or the one ModelOpt's `hf_quant_config.json`

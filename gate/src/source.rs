@@ -8,7 +8,7 @@
 //! compared as such.
 
 mod bf16;
-mod config;
+pub(crate) mod config;
 pub mod gguf;
 pub mod kernels;
 mod origin;

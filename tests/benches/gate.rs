@@ -5,7 +5,7 @@
 //! plain loop with no checks. Both are timed warm, in one process, N times each; the figures that
 //! matter are ratios measured in the same run, since the machines are shared and noisy.
 //!
-//! `cargo xtask bench [--runs N] [--only source|gguf|finite|capi|folder|target]` runs this; packages are generated once and cached under
+//! `cargo xtask bench [--runs N] [--only source|gguf|finite|capi|folder|quantized|target]` runs this; packages are generated once and cached under
 //! `target/bench-packages/`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -17,6 +17,8 @@ mod finite;
 mod folder;
 #[path = "gate/gguf.rs"]
 mod gguf;
+#[path = "gate/quantized.rs"]
+mod quantized;
 #[path = "gate/source.rs"]
 mod source;
 #[path = "gate/target.rs"]
@@ -92,6 +94,11 @@ fn main() {
     // `--only folder` times a Hugging Face folder of the reference geometry against reading it.
     if only.as_deref() == Some("folder") {
         folder::run(&cache, runs);
+        return;
+    }
+    // `--only quantized` times W4A16 and MLX 4-bit folders of the reference geometry.
+    if only.as_deref() == Some("quantized") {
+        quantized::run(&cache, runs);
         return;
     }
     // `--only target` times --target on a 27B-size target read by header only (sparse files).

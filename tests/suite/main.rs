@@ -49,6 +49,9 @@ fn main() -> ExitCode {
     for (name, body) in gate_tests::arms::gguf_source::trials() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }
+    for (name, body) in gate_tests::arms::quantized_source::trials() {
+        trials.push(Trial::test(name, move || body().map_err(Failed::from)));
+    }
     for (name, body) in gate_tests::arms::loader_rules::trials() {
         trials.push(Trial::test(name, move || body().map_err(Failed::from)));
     }

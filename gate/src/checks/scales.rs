@@ -42,6 +42,13 @@ impl Rule {
         }
     }
 
+    fn why(self) -> &'static str {
+        match self {
+            Rule::Fp8Codes => "every loader reads the code as NaN, and it poisons every output it touches",
+            _ => "every weight of its group is dequantized through it, so this one poisons, zeroes or flips its group",
+        }
+    }
+
     fn what(self) -> &'static str {
         match self {
             Rule::Fp8Codes => "weight",
@@ -50,52 +57,71 @@ impl Rule {
     }
 }
 
-/// E4M3 (`fn`: no infinities, `S.1111.111` NaN) as an f64.
+/// E4M3 as an f64, for messages.
 fn e4m3(b: u8) -> f64 {
-    let sign = if b & 0x80 == 0 { 1.0 } else { -1.0 };
-    let (e, m) = (i32::from((b >> 3) & 0x0f), f64::from(b & 0x07));
-    if e == 0x0f && m == 7.0 {
-        return f64::NAN;
+    f64::from(crate::dtype::e4m3_to_f32(b))
+}
+
+/// The index of the first element `bad` holds for. Each run of elements is tested whole without
+/// stopping (a loop the compiler vectorizes), and only a run holding a bad one is searched.
+#[inline(always)]
+fn first_where<T>(elements: &[T], bad: impl Fn(&T) -> bool) -> Option<usize> {
+    const RUN: usize = 64;
+    let mut base = 0;
+    for run in elements.chunks(RUN) {
+        if run.iter().fold(false, |any, e| any | bad(e)) {
+            return run.iter().position(&bad).map(|i| base + i);
+        }
+        base += run.len();
     }
-    sign * match e {
-        0 => m / 8.0 * 2f64.powi(-6),
-        e => (1.0 + m / 8.0) * 2f64.powi(e - 7),
-    }
+    None
+}
+
+/// Whether a float's `bits` (its type's `exponent` mask and `sign` bit) break the rule: not
+/// finite, or, `positive`, negative or zero (of either sign).
+#[inline(always)]
+fn bad_float(bits: u32, exponent: u32, sign: u32, positive: bool) -> bool {
+    let not_finite = bits & exponent == exponent;
+    not_finite || (positive && (bits & sign != 0 || bits & !sign == 0))
 }
 
 /// The first element of `bytes` (of `dtype`) that breaks `rule`: its index and value as text.
 /// `None` when every element keeps it, or when `dtype` is not one the rule reads (the inventory
 /// refuses a scale of the wrong type, naming it).
 fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, String)>> {
-    let keeps = |v: f64, positive: bool| v.is_finite() && (!positive || v > 0.0);
-    let scan = |values: &mut dyn Iterator<Item = f64>, positive: bool| {
-        values
-            .enumerate()
-            .find(|(_, v)| !keeps(*v, positive))
-            .map(|(i, v)| (i as u64, format!("{v}")))
-    };
     let floats = |positive: bool| -> Option<Option<(u64, String)>> {
-        Some(match dtype {
-            Dtype::Bf16 => scan(
-                &mut bytes
-                    .chunks_exact(2)
-                    .map(|b| f64::from(bf16::from_le_bytes([b[0], b[1]]).to_f32())),
-                positive,
-            ),
-            Dtype::F16 => scan(
-                &mut bytes
-                    .chunks_exact(2)
-                    .map(|b| f64::from(f16::from_le_bytes([b[0], b[1]]).to_f32())),
-                positive,
-            ),
-            Dtype::F32 => scan(
-                &mut bytes
-                    .chunks_exact(4)
-                    .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
-                positive,
-            ),
+        // Read as bits, so the scan costs what reading the bytes costs.
+        let (at, value) = match dtype {
+            Dtype::Bf16 => {
+                let (words, _) = bytes.as_chunks::<2>();
+                let i = first_where(words, |w| {
+                    bad_float(u32::from(u16::from_le_bytes(*w)), 0x7f80, 0x8000, positive)
+                });
+                (
+                    i,
+                    i.map(|i| f64::from(bf16::from_le_bytes(words[i]).to_f32())),
+                )
+            }
+            Dtype::F16 => {
+                let (words, _) = bytes.as_chunks::<2>();
+                let i = first_where(words, |w| {
+                    bad_float(u32::from(u16::from_le_bytes(*w)), 0x7c00, 0x8000, positive)
+                });
+                (
+                    i,
+                    i.map(|i| f64::from(f16::from_le_bytes(words[i]).to_f32())),
+                )
+            }
+            Dtype::F32 => {
+                let (words, _) = bytes.as_chunks::<4>();
+                let i = first_where(words, |w| {
+                    bad_float(u32::from_le_bytes(*w), 0x7f80_0000, 0x8000_0000, positive)
+                });
+                (i, i.map(|i| f64::from(f32::from_le_bytes(words[i]))))
+            }
             _ => return None,
-        })
+        };
+        Some(at.zip(value).map(|(i, v)| (i as u64, format!("{v}"))))
     };
     let bytewise = matches!(dtype, Dtype::F8E4M3 | Dtype::U8);
     match rule {
@@ -106,23 +132,16 @@ fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, Stri
             let positive = rule == Rule::E4m3Positive;
             let bad = |b: u8| b & 0x7f == 0x7f || (positive && (b == 0 || b & 0x80 != 0));
             Some(
-                bytes
-                    .iter()
-                    .position(|b| bad(*b))
+                first_where(bytes, |b| bad(*b))
                     .map(|i| (i as u64, format!("{} (0x{:02x})", e4m3(bytes[i]), bytes[i]))),
             )
         }
-        Rule::E8m0 if dtype == Dtype::U8 => Some(
-            bytes
-                .iter()
-                .position(|b| *b == 0xff)
-                .map(|i| (i as u64, "NaN (0xff)".to_owned())),
-        ),
+        Rule::E8m0 if dtype == Dtype::U8 => {
+            Some(first_where(bytes, |b| *b == 0xff).map(|i| (i as u64, "NaN (0xff)".to_owned())))
+        }
         // Codes are bytes whatever the container (MLX packs mxfp8's four to a U32 word).
         Rule::Fp8Codes => Some(
-            bytes
-                .iter()
-                .position(|b| b & 0x7f == 0x7f)
+            first_where(bytes, |b| b & 0x7f == 0x7f)
                 .map(|i| (i as u64, format!("NaN (0x{:02x})", bytes[i]))),
         ),
         _ => None,
@@ -131,10 +150,20 @@ fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, Stri
 
 /// The check over `reads` (each tensor with its bytes and rule); `scheme` names the scheme for the
 /// message.
-pub fn run(scheme: &str, reads: &[(&TensorInfo, &[u8], Rule)]) -> Check {
+pub fn run(
+    scheme: &str,
+    reads: &[(&TensorInfo, &[u8], Rule)],
+) -> Result<Check, crate::parallel::WorkerPanic> {
+    // Each tensor on a worker of its own: the scales of a large draft are tens of megabytes.
+    let found = crate::parallel::map(
+        ID,
+        reads,
+        || (),
+        |_, (t, bytes, rule)| first_bad(*rule, t.dtype, bytes),
+    )?;
     let (mut tensors, mut elements) = (0usize, 0u64);
-    for (t, bytes, rule) in reads {
-        let Some(bad) = first_bad(*rule, t.dtype, bytes) else {
+    for ((t, bytes, rule), bad) in reads.iter().zip(found) {
+        let Some(bad) = bad else {
             continue;
         };
         tensors += 1;
@@ -144,12 +173,13 @@ pub fn run(scheme: &str, reads: &[(&TensorInfo, &[u8], Rule)]) -> Check {
         };
         elements += index + 1;
         let message = format!(
-            "{}[{index}] is {value}: a {scheme} {} must be {} (every weight of its group is dequantized through it, so this one poisons, zeroes or flips its group)",
+            "{}[{index}] is {value}: a {scheme} {} must be {} ({})",
             escape(&t.name),
             rule.what(),
-            rule.demand()
+            rule.demand(),
+            rule.why()
         );
-        return Check::fail(ID, message).with_evidence(QuantScales {
+        return Ok(Check::fail(ID, message).with_evidence(QuantScales {
             tensors,
             elements,
             first: Some(FirstBadScale {
@@ -157,9 +187,9 @@ pub fn run(scheme: &str, reads: &[(&TensorInfo, &[u8], Rule)]) -> Check {
                 index,
                 value,
             }),
-        });
+        }));
     }
-    Check::pass(
+    Ok(Check::pass(
         ID,
         format!("every scale and FP8 code of the {tensors} quantized tensors read is what its scheme requires ({elements} values read, {scheme})"),
     )
@@ -167,7 +197,7 @@ pub fn run(scheme: &str, reads: &[(&TensorInfo, &[u8], Rule)]) -> Check {
         tensors,
         elements,
         first: None,
-    })
+    }))
 }
 
 #[cfg(test)]

@@ -151,7 +151,7 @@ pub fn evaluation(
     let mut evaluation = Evaluation::start(package, Form::Safetensors, files, &NotChecked::FOLDER);
     let report = &mut evaluation.report;
     let parsed = config.and_then(|bytes| DraftConfig::from_json(&bytes));
-    let config = match parsed {
+    let mut config = match parsed {
         Ok(c) => c,
         Err(why) => {
             report.checks.push(Check::fail(IS_DFLASH, why.clone()));
@@ -167,6 +167,9 @@ pub fn evaluation(
             config.declared_as
         ),
     ));
+    if config.quantization.is_none() {
+        config.quantization = modelopt_file(dir, inside, report);
+    }
     report.census.family = Some(config.family().token);
     report.checks.push(checks::check_draft_geometry(&config));
     let checkpoint = match Checkpoint::open_inside(dir, inside) {
@@ -208,6 +211,24 @@ pub fn evaluation(
     }
     evaluation.draft = Ok(Draft { config });
     Ok((evaluation, checkpoint))
+}
+
+/// ModelOpt's `hf_quant_config.json`, read as the scheme when config.json states none (vLLM and
+/// SGLang read it so: a ModelOpt export may state its quantization there only).
+fn modelopt_file(
+    dir: &Path,
+    inside: &Inside,
+    report: &Report,
+) -> Option<crate::quant::Quantization> {
+    let file = crate::quant::MODELOPT_FILE;
+    report.census.files.iter().find(|f| f.name == file)?;
+    let bytes = inside
+        .open(&dir.join(file))
+        .and_then(|f| f.read_all(crate::limits::MAX_CONFIG_BYTES))
+        .map_err(|e| e.reason());
+    Some(crate::quant::read_modelopt_file(bytes.and_then(|b| {
+        crate::strict_json::parse(&b).map_err(|e| format!("{file} is not JSON: {e}"))
+    })))
 }
 
 /// Every check after `config.is_dflash`, when it did not pass: listed, each blocked by it, so a
@@ -323,7 +344,10 @@ fn weight_checks(
         Some((Ok(scheme), Architecture::Dflash)) => Some(scheme),
         Some((read, _)) => {
             let why = match read {
-                Ok(scheme) => format!("config.json's quantization_config is {}, which the gate reads for the first DFlash family only", scheme.describe()),
+                Ok(scheme) => format!(
+                    "config.json states {}, which the gate reads for the first DFlash family only",
+                    scheme.describe()
+                ),
                 Err(why) => why.clone(),
             };
             let why = format!("cannot decide: {why}: its tensors are packed, not weights to read as floats, and the gate does not decode them");
@@ -375,9 +399,9 @@ fn weight_checks(
             .into_iter()
             .filter_map(|(t, b)| Some((t, b, *rules.get(t.name.as_str())?)))
             .collect();
-        report
-            .checks
-            .push(checks::scales::run(&scheme.describe(), &scales));
+        let check = checks::scales::run(&scheme.describe(), &scales)
+            .map_err(|p| PackageError::internal(dir, p))?;
+        report.checks.push(check);
     }
     Ok(())
 }

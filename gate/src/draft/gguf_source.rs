@@ -460,13 +460,7 @@ fn under(rms: f64, ceiling: f64) -> bool {
 /// `source.q4_1` over the block-quantized tensors, from what comparing each found.
 fn quantized_check(pairs: &[&Pair<'_>], compared: Vec<Result<Option<Bounded>, String>>) -> Check {
     let (mut undecided, mut failures) = (Vec::new(), Vec::new());
-    let mut evidence = SourceQ41 {
-        max_error_steps: BTreeMap::new(),
-        relative_rms: BTreeMap::new(),
-        out_of_bound: BTreeMap::new(),
-        exact: None,
-        undecided: None,
-    };
+    let mut evidence = SourceQ41::default();
     for (pair, compared) in pairs.iter().zip(compared) {
         let name = escape(&pair.gguf.name).into_owned();
         let o = match compared {

@@ -8,4 +8,4 @@ pub mod folder;
 pub mod gguf;
 pub mod gguf_source;
 pub mod mask_embedding;
-mod quantized;
+pub(crate) mod quantized;

@@ -11,6 +11,7 @@
 //! `inventory.complete` FAILs with it.
 
 mod sets;
+pub mod source;
 
 use crate::checkpoint::Checkpoint;
 use crate::checks::scales::Rule;

@@ -25,8 +25,13 @@ pub(super) fn hugging_face_fp8(q: &Map<String, Value>) -> Result<Scheme, String>
     };
     let mut keys = Matchers::default();
     let mut budget = super::MAX_PATTERNS;
-    for key in strings(q.get("modules_to_not_convert"), "modules_to_not_convert")? {
+    let stated = q.get("modules_to_not_convert").filter(|v| !v.is_null());
+    for key in strings(stated, "modules_to_not_convert")? {
         keys.push_pattern(key, key, "modules_to_not_convert", &mut budget)?;
+    }
+    // Unstated, Transformers leaves the output head unconverted (`get_keys_to_not_convert`).
+    if stated.is_none() {
+        keys.push_pattern("lm_head", "lm_head", "modules_to_not_convert", &mut budget)?;
     }
     Ok(Scheme {
         storage: Storage::Fp8 {
@@ -46,7 +51,8 @@ pub(super) fn modelopt(q: &Map<String, Value>) -> Result<Scheme, String> {
         _ => q,
     };
     let storage = match text(q.get("quant_algo")).as_deref() {
-        Some("NVFP4") => {
+        // W4A16_NVFP4 stores what NVFP4 does, with no input scales (the inputs stay 16-bit).
+        Some("NVFP4" | "W4A16_NVFP4") => {
             match q.get("group_size").and_then(Value::as_u64) {
                 None | Some(16) => {}
                 Some(g) => return Err(format!("group_size is {g}: NVFP4 scales groups of 16")),

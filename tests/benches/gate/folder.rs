@@ -45,22 +45,10 @@ pub fn run(cache: &Path, runs: usize) {
             .collect();
         super::finite::read_every_byte(&chunks)
     };
-    black_box(floor());
-    let (mut floors, mut gates, mut ratios) = (vec![], vec![], vec![]);
-    for _ in 0..runs {
-        let start = Instant::now();
-        black_box(floor());
-        let f = start.elapsed();
-        let start = Instant::now();
-        black_box(dflash_gate::gate(&dir, &options).expect("gate runs"));
-        let g = start.elapsed();
-        ratios.push(g.as_secs_f64() / f.as_secs_f64());
-        floors.push(f);
-        gates.push(g);
-    }
-    ratios.sort_by(f64::total_cmp);
+    let (floor, gate, ratios) = rounds(runs, floor, || {
+        dflash_gate::gate(&dir, &options).expect("gate runs")
+    });
     let bytes = report.census().file_bytes.unwrap_or(0);
-    let (floor, gate) = (median(floors), median(gates));
     println!(
         "\nHugging Face folder, reference geometry: {} tensors, {:.1} MB in {} file(s) ({runs} runs)",
         report.census().tensors.len(),
@@ -87,8 +75,14 @@ pub fn run(cache: &Path, runs: usize) {
 
 /// Writes the folder unless a previous run left one from the same geometry and seed.
 fn ensure(dir: &Path) {
+    ensure_folder(dir, "folder", |_| {});
+}
+
+/// Writes the reference geometry's bf16 folder into `dir`, then does `then` to it, unless a previous
+/// run left one stamped `label` (from the same geometry and seed).
+pub fn ensure_folder(dir: &Path, label: &str, then: fn(&Path)) {
     let geometry = Geometry::bolt();
-    let stamp = format!("{geometry:?}\nfolder\nseed {SEED}\n");
+    let stamp = format!("{geometry:?}\n{label}\nseed {SEED}\n");
     let stamp_path = dir.join("bench.stamp");
     if std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp) {
         return;
@@ -98,5 +92,30 @@ fn ensure(dir: &Path) {
     std::fs::create_dir_all(dir).expect("cache directory");
     let mut package = Package::generate(&geometry, Encoding::default(), SEED);
     write_source(&mut package, dir, SourceOptions::default(), SEED).expect("writing the folder");
+    then(dir);
     std::fs::write(&stamp_path, stamp).expect("writing the stamp");
+}
+
+/// The floor and the gate, back to back `runs` times: their medians, and the per-round ratios
+/// sorted (the floor is bound by memory bandwidth, which other tenants take in bursts).
+pub fn rounds<F, G>(
+    runs: usize,
+    floor: impl Fn() -> F,
+    gate: impl Fn() -> G,
+) -> (std::time::Duration, std::time::Duration, Vec<f64>) {
+    black_box(floor());
+    let (mut floors, mut gates, mut ratios) = (vec![], vec![], vec![]);
+    for _ in 0..runs {
+        let start = Instant::now();
+        black_box(floor());
+        let f = start.elapsed();
+        let start = Instant::now();
+        black_box(gate());
+        let g = start.elapsed();
+        ratios.push(g.as_secs_f64() / f.as_secs_f64());
+        floors.push(f);
+        gates.push(g);
+    }
+    ratios.sort_by(f64::total_cmp);
+    (median(floors), median(gates), ratios)
 }

@@ -1274,7 +1274,8 @@ fn gate_arm(arm: &FolderArm) -> Result<(Result<Report, dflash_gate::PackageError
     let quantized = std::fs::read(dir.join("config.json"))
         .ok()
         .and_then(|c| serde_json::from_slice::<Value>(&c).ok())
-        .is_some_and(|c| c.get("quantization_config").is_some() || c.get("quantization").is_some());
+        .is_some_and(|c| c.get("quantization_config").is_some() || c.get("quantization").is_some())
+        || dir.join("hf_quant_config.json").exists();
     Ok((result, quantized))
 }
 

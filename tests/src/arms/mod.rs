@@ -26,6 +26,7 @@ use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+pub mod quantized_source;
 pub mod source;
 pub mod target_forms;
 pub mod target_gguf_draft;

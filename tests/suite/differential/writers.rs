@@ -171,6 +171,25 @@ fn case<'w>(written: &'w [Written], name: &str) -> Result<&'w Written, String> {
         .ok_or_else(|| format!("the driver wrote no {name}"))
 }
 
+/// The library's quantized draft held to the bf16 folder it was quantized from (`--source`, spec
+/// 17.2): every `source.*` check passes, so the dequantization the gate does is the library's own,
+/// and the one-step bound holds the library's own rounding.
+fn against_its_source(what: &str, path: &Path, source: &Path) -> Result<(), String> {
+    let options = Options::default().with_source(source);
+    let report = gate(path, &options).map_err(|e| format!("{what} --source: {e}"))?;
+    let q = report
+        .checks()
+        .iter()
+        .find(|c| c.id() == CheckId::SOURCE_Q4_1);
+    if report.verdict() != Outcome::Pass || q.is_none() {
+        return Err(format!(
+            "{what} --source: not a PASS:\n{}",
+            report.to_text(false)
+        ));
+    }
+    Ok(())
+}
+
 /// The gate's report on `path`.
 fn gated(path: &Path) -> Result<Report, String> {
     gate(path, &Options::default()).map_err(|e| format!("{}: {e}", path.display()))
@@ -580,6 +599,7 @@ fn compressed_tensors(python: &Path) -> Result<(), String> {
             let w = case(&written, name)?;
             let what = format!("compressed-tensors {name}");
             passes(&what, &gated(&w.path)?, None, &[])?;
+            against_its_source(&what, &w.path, &base)?;
             let ours = root.path().join("generator").join(name);
             copy_folder(&base, &ours)?;
             write(&ours);
@@ -723,6 +743,7 @@ fn mlx(python: &Path) -> Result<(), String> {
                 return Err(format!("{what} wrote no quantization key"));
             }
             passes(&what, &gated(&w.path)?, None, &[])?;
+            against_its_source(&what, &w.path, &base)?;
             let ours = root.path().join("generator").join(name);
             copy_folder(&base, &ours)?;
             mlx_quantize(&ours, *default, dense, overrides);

@@ -32,6 +32,21 @@ fn mlx(d: &Path, p: Mlx) -> PathBuf {
     d.to_owned()
 }
 
+/// Moves the folder's ModelOpt `quantization_config` into `hf_quant_config.json`, stating
+/// `quantization` there instead.
+fn modelopt_file(d: &Path, quantization: serde_json::Value) -> PathBuf {
+    config(d, |c| {
+        c.as_object_mut().unwrap().remove("quantization_config");
+    });
+    let file = json!({"producer": {"name": "modelopt", "version": "0.47.0"}, "quantization": quantization});
+    std::fs::write(
+        d.join("hf_quant_config.json"),
+        serde_json::to_vec_pretty(&file).unwrap(),
+    )
+    .unwrap();
+    d.to_owned()
+}
+
 /// An UNDECIDED weight reading: every weight check says why, naming the scheme's field.
 const fn undecided(mentions: &'static [&'static str]) -> Owed {
     Owed::Refused {
@@ -102,6 +117,31 @@ pub(super) const ARMS: &[FolderArm] = &[
             d.to_owned()
         },
         Owed::Pass,
+    ),
+    // ModelOpt's export may state its scheme only in hf_quant_config.json, which vLLM reads.
+    arm(
+        "folder::pass::nvfp4_modelopt_stated_in_hf_quant_config",
+        |d| {
+            nvfp4_quantize(d, Writer::ModelOpt, false);
+            modelopt_file(
+                d,
+                json!({"quant_algo": "W4A16_NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}),
+            )
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::control::nvfp4_modelopt_file_not_json",
+        |d| {
+            nvfp4_quantize(d, Writer::ModelOpt, false);
+            modelopt_file(d, json!({}));
+            std::fs::write(d.join("hf_quant_config.json"), b"{\"producer\": ").unwrap();
+            d.to_owned()
+        },
+        undecided(&[
+            "modelopt (hf_quant_config.json)",
+            "hf_quant_config.json is not JSON",
+        ]),
     ),
     arm(
         "folder::pass::mlx_affine_4_group_64",
