@@ -69,7 +69,7 @@ fn first_where<T>(elements: &[T], bad: impl Fn(&T) -> bool) -> Option<usize> {
     const RUN: usize = 64;
     let mut base = 0;
     for run in elements.chunks(RUN) {
-        if run.iter().fold(false, |any, e| any | bad(e)) {
+        if run.iter().fold(0u8, |any, e| any | u8::from(bad(e))) != 0 {
             return run.iter().position(&bad).map(|i| base + i);
         }
         base += run.len();
@@ -77,12 +77,14 @@ fn first_where<T>(elements: &[T], bad: impl Fn(&T) -> bool) -> Option<usize> {
     None
 }
 
-/// Whether a float's `bits` (its type's `exponent` mask and `sign` bit) break the rule: not
-/// finite, or, `positive`, negative or zero (of either sign).
+/// Whether a float's `bits` break the rule: not finite (its type's `exponent` mask all ones), or,
+/// `positive`, not in `1..=largest` (the bits of the type's finite values `> 0`: sign clear, not
+/// zero, below infinity). Bitwise, without branches, so the scan vectorizes.
 #[inline(always)]
-fn bad_float(bits: u32, exponent: u32, sign: u32, positive: bool) -> bool {
+fn bad_float(bits: u32, exponent: u32, largest: u32, positive: bool) -> bool {
     let not_finite = bits & exponent == exponent;
-    not_finite || (positive && (bits & sign != 0 || bits & !sign == 0))
+    let not_positive = bits.wrapping_sub(1) >= largest;
+    not_finite | (positive & not_positive)
 }
 
 /// The first element of `bytes` (of `dtype`) that breaks `rule`: its index and value as text.
@@ -95,7 +97,7 @@ fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, Stri
             Dtype::Bf16 => {
                 let (words, _) = bytes.as_chunks::<2>();
                 let i = first_where(words, |w| {
-                    bad_float(u32::from(u16::from_le_bytes(*w)), 0x7f80, 0x8000, positive)
+                    bad_float(u32::from(u16::from_le_bytes(*w)), 0x7f80, 0x7f7f, positive)
                 });
                 (
                     i,
@@ -105,7 +107,7 @@ fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, Stri
             Dtype::F16 => {
                 let (words, _) = bytes.as_chunks::<2>();
                 let i = first_where(words, |w| {
-                    bad_float(u32::from(u16::from_le_bytes(*w)), 0x7c00, 0x8000, positive)
+                    bad_float(u32::from(u16::from_le_bytes(*w)), 0x7c00, 0x7bff, positive)
                 });
                 (
                     i,
@@ -115,7 +117,7 @@ fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, Stri
             Dtype::F32 => {
                 let (words, _) = bytes.as_chunks::<4>();
                 let i = first_where(words, |w| {
-                    bad_float(u32::from_le_bytes(*w), 0x7f80_0000, 0x8000_0000, positive)
+                    bad_float(u32::from_le_bytes(*w), 0x7f80_0000, 0x7f7f_ffff, positive)
                 });
                 (i, i.map(|i| f64::from(f32::from_le_bytes(words[i]))))
             }
@@ -130,7 +132,7 @@ fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, Stri
         Rule::E4m3Positive | Rule::E4m3Finite if bytewise => {
             // Finite and > 0 is 0x01..=0x7e; finite is anything but 0x7f and 0xff.
             let positive = rule == Rule::E4m3Positive;
-            let bad = |b: u8| b & 0x7f == 0x7f || (positive && (b == 0 || b & 0x80 != 0));
+            let bad = |b: u8| (b & 0x7f == 0x7f) | (positive & (b.wrapping_sub(1) >= 0x7e));
             Some(
                 first_where(bytes, |b| bad(*b))
                     .map(|i| (i as u64, format!("{} (0x{:02x})", e4m3(bytes[i]), bytes[i]))),
