@@ -120,7 +120,7 @@ enum Select {
     /// Hugging Face `fp8`: every Linear but those a `modules_to_not_convert` entry matches (from
     /// the name's start as a pattern, or as the name's end: Transformers' `should_convert_module`).
     NotConverted(Matchers),
-    /// ModelOpt: every Linear but those an `exclude_modules` glob matches.
+    /// ModelOpt: every Linear but those an `exclude_modules` (or `ignore`) glob matches.
     Excluded(Matchers),
     /// MLX: what the file stores quantized, unless `quantization` names the module: `false`
     /// (dense), or its own parameters.
@@ -161,7 +161,9 @@ impl Scheme {
                 }
             }
             Select::Excluded(globs) => match globs.first_match(module, false) {
-                Some(g) => Expect::Dense(format!("exclude_modules lists it ({g})")),
+                Some(g) => Expect::Dense(format!(
+                    "ModelOpt's exclude_modules (or ignore) lists it ({g})"
+                )),
                 None => quantized("every Linear not in exclude_modules".to_owned()),
             },
             Select::Mlx(overrides) => match overrides.get(module) {

@@ -14,6 +14,15 @@ pub(super) fn hugging_face_fp8(q: &Map<String, Value>) -> Result<Scheme, String>
         None | Some(Value::Null) => Fp8Scale::Tensor,
         Some(v) => block(v, "weight_block_size")?,
     };
+    // `ue8m0` stores the block scales as F8_E8M0 powers of two, which the gate does not decode.
+    match text(q.get("scale_fmt")).as_deref() {
+        None | Some("float") => {}
+        Some(other) => {
+            return Err(format!(
+                "scale_fmt is {other:?}, not \"float\" (the gate reads float block scales)"
+            ))
+        }
+    }
     let input_scale = match text(q.get("activation_scheme")).as_deref() {
         None | Some("dynamic") => false,
         Some("static") => true,
@@ -43,8 +52,8 @@ pub(super) fn hugging_face_fp8(q: &Map<String, Value>) -> Result<Scheme, String>
     })
 }
 
-/// ModelOpt's `quant_algo` (`NVFP4` or `FP8`), `group_size` and `exclude_modules` (globs), stated
-/// flat or under `quantization` (as `hf_quant_config.json` nests them).
+/// ModelOpt's `quant_algo` (`NVFP4`, `W4A16_NVFP4` or `FP8`), `group_size` and `exclude_modules`
+/// or `ignore` (globs), stated flat or under `quantization` (as `hf_quant_config.json` nests them).
 pub(super) fn modelopt(q: &Map<String, Value>) -> Result<Scheme, String> {
     let q = match q.get("quantization") {
         Some(Value::Object(inner)) => inner,
@@ -75,7 +84,11 @@ pub(super) fn modelopt(q: &Map<String, Value>) -> Result<Scheme, String> {
     };
     let mut globs = Matchers::default();
     let mut budget = super::MAX_PATTERNS;
-    for glob in strings(q.get("exclude_modules"), "exclude_modules")? {
+    // ModelOpt 0.47 states the modules it left alone as `exclude_modules` in hf_quant_config.json and
+    // as `ignore` in config.json's quantization_config (`["lm_head", "model.embed_tokens"]`).
+    let mut listed = strings(q.get("exclude_modules"), "exclude_modules")?;
+    listed.extend(strings(q.get("ignore"), "ignore")?);
+    for glob in listed {
         if !glob.contains(['*', '?', '[']) {
             globs.names.insert(glob.to_owned());
             continue;

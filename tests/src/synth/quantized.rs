@@ -206,11 +206,14 @@ pub fn fp8_quantize(dir: &Path, writer: Writer, grain: Grain, input_scale: bool)
                 }
                 compressed_tensors("float-quantized", weights, inputs)
             }
+            // As Transformers 5.14's `save_pretrained` writes it after `FineGrainedFP8Config`.
             Writer::HuggingFace => json!({
                 "quant_method": "fp8",
                 "activation_scheme": if input_scale { "static" } else { "dynamic" },
-                "weight_block_size": match grain { Grain::Block(r, c) => json!([r, c]), _ => Value::Null },
+                "dequantize": false,
                 "modules_to_not_convert": null,
+                "scale_fmt": "float",
+                "weight_block_size": match grain { Grain::Block(r, c) => json!([r, c]), _ => Value::Null },
             }),
             Writer::ModelOpt => modelopt("FP8"),
         }
@@ -227,10 +230,21 @@ fn compressed_tensors(format: &str, weights: Value, inputs: Value) -> Value {
     })
 }
 
+/// config.json's `quantization_config` as ModelOpt 0.47's `export_hf_checkpoint` writes it: the
+/// modules it left alone under `ignore` (its hf_quant_config.json says `exclude_modules`).
 fn modelopt(algo: &str) -> Value {
-    json!({"quant_method": "modelopt", "quant_algo": algo, "group_size": 16,
-        "exclude_modules": [], "kv_cache_quant_algo": null,
-        "producer": {"name": "modelopt", "version": "0.47.0"}})
+    let (bits, group) = match algo {
+        "FP8" => (8, Value::Null),
+        _ => (4, json!(16)),
+    };
+    let mut args = json!({"dynamic": false, "num_bits": bits, "type": "float"});
+    if !group.is_null() {
+        args["group_size"] = group;
+    }
+    json!({"config_groups": {"group_0": {"input_activations": args, "weights": args,
+            "targets": ["Linear"]}},
+        "ignore": ["lm_head", "model.embed_tokens"], "quant_algo": algo,
+        "producer": {"name": "modelopt", "version": "0.47.0"}, "quant_method": "modelopt"})
 }
 
 /// NVFP4: E2M1 codes two to a byte (the even column in the low nibble), an E4M3 scale per 16, and

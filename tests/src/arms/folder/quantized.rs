@@ -371,9 +371,28 @@ pub(super) const ARMS: &[FolderArm] = &[
             COMPLETE,
             &[
                 "is stored quantized",
-                "exclude_modules lists it (layers.*.mlp.*)",
+                "exclude_modules (or ignore) lists it (layers.*.mlp.*)",
             ],
         ),
+    ),
+    // ModelOpt's config.json names what it left alone under `ignore`.
+    arm(
+        "folder::control::nvfp4_modelopt_ignored_yet_quantized",
+        |d| {
+            nvfp4_quantize(d, Writer::ModelOpt, false);
+            config(d, |c| c["quantization_config"]["ignore"] = json!(["fc"]))
+        },
+        fail(COMPLETE, &["fc is stored quantized", "lists it (fc)"]),
+    ),
+    arm(
+        "folder::control::fp8_hugging_face_ue8m0_scales_undecided",
+        |d| {
+            fp8_quantize(d, Writer::HuggingFace, Grain::Block(128, 128), false);
+            config(d, |c| {
+                c["quantization_config"]["scale_fmt"] = json!("ue8m0")
+            })
+        },
+        undecided(&["scale_fmt is \"ue8m0\"", "float block scales"]),
     ),
     arm(
         "folder::control::mlx_bits_disagree_with_the_packed_width",
