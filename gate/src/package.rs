@@ -208,7 +208,11 @@ fn gate_resolved(dir: &Path, options: &Options, start: Instant) -> Result<Report
 /// draft and no other subdirectory does: several draft folders are a folder of drafts, which
 /// `--all` gates one by one.
 pub fn keeps_its_draft_in_a_folder(dir: &Path, names: &[OsString], inside: &files::Inside) -> bool {
-    if names.iter().any(|n| files::is_weight_file(n) || is_gguf(n)) {
+    // Without a `dflash/` entry there is nothing to descend into: asked first, so a draft's own
+    // folder is not made to read and parse its config.json once more only to be told so.
+    if !names.iter().any(|n| n == DRAFT_FOLDER)
+        || names.iter().any(|n| files::is_weight_file(n) || is_gguf(n))
+    {
         return false;
     }
     if names.iter().any(|n| n == CONFIG_FILE) {
@@ -226,10 +230,7 @@ pub fn keeps_its_draft_in_a_folder(dir: &Path, names: &[OsString], inside: &file
         }
     }
     let folder = dir.join(DRAFT_FOLDER);
-    if !names.iter().any(|n| n == DRAFT_FOLDER)
-        || !std::fs::metadata(&folder).is_ok_and(|m| m.is_dir())
-        || !holds_a_draft(&folder, inside)
-    {
+    if !std::fs::metadata(&folder).is_ok_and(|m| m.is_dir()) || !holds_a_draft(&folder, inside) {
         return false;
     }
     !names.iter().any(|n| {

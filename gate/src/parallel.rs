@@ -23,10 +23,34 @@ pub fn map<T: Sync, S, R: Send>(
     init: impl Fn() -> S + Sync,
     f: impl Fn(&mut S, &T) -> R + Sync,
 ) -> Result<Vec<R>, WorkerPanic> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len())
-        .max(1);
+    map_on(cores(), step, items, init, f)
+}
+
+/// Bytes a worker must have to read before starting one pays: a thread start costs about what
+/// reading this much from the page cache does.
+pub const BYTES_PER_WORKER: usize = 1 << 20;
+
+/// [`map`] over items that read `bytes` in all: with as many workers as there are
+/// [`BYTES_PER_WORKER`] to read, so a step reading the few norms of a quantized draft runs on this
+/// thread alone rather than start one to read kilobytes.
+pub fn map_reading<T: Sync, S, R: Send>(
+    step: &'static str,
+    items: &[T],
+    bytes: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+) -> Result<Vec<R>, WorkerPanic> {
+    map_on(bytes.div_ceil(BYTES_PER_WORKER), step, items, init, f)
+}
+
+fn map_on<T: Sync, S, R: Send>(
+    most: usize,
+    step: &'static str,
+    items: &[T],
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+) -> Result<Vec<R>, WorkerPanic> {
+    let workers = cores().min(most).min(items.len()).max(1);
     let inject = fault::armed(step);
     let next = AtomicUsize::new(0);
     let worker = || {
@@ -42,12 +66,19 @@ pub fn map<T: Sync, S, R: Send>(
         }
         done
     };
+    // This thread is one of the workers: a step costs one thread start fewer (a folder's whole gate
+    // is a millisecond or two, of which each start is tens of microseconds), and a step of one item
+    // starts none. Its panic is caught and answered as a spawned worker's is.
     let joined: Vec<Result<Vec<(usize, R)>, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers).map(|_| s.spawn(worker)).collect();
-        handles
+        let handles: Vec<_> = (1..workers).map(|_| s.spawn(worker)).collect();
+        let here = std::panic::catch_unwind(std::panic::AssertUnwindSafe(worker))
+            .map_err(|payload| panic_text(payload.as_ref()));
+        let mut joined: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().map_err(|payload| panic_text(payload.as_ref())))
-            .collect()
+            .collect();
+        joined.push(here);
+        joined
     });
     // Every item was taken by a worker that returned it or panicked: with no panic, none is missing.
     let mut results = Vec::with_capacity(items.len());
@@ -81,6 +112,13 @@ pub fn beside<A, B: Send>(
         });
         (a, b)
     })
+}
+
+/// The cores this process may use, asked once: the answer reads cgroup files, which on a folder
+/// gated in a millisecond was a cost of its own at every step.
+pub(crate) fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// A panic's message, when it was text (`panic!` with a literal or with arguments).
@@ -157,6 +195,45 @@ mod tests {
         let _armed = super::fault::panic_in("doubling");
         assert!(super::map("doubling", &items, || (), |_, x| *x).is_err());
         assert!(super::map("other", &items, || (), |_, x| *x).is_ok());
+    }
+
+    #[test]
+    fn a_step_reading_little_runs_on_this_thread_and_its_panic_is_an_error() {
+        // Each worker makes its state once: the count of states is the count of workers.
+        let here = std::thread::current().id();
+        let items: Vec<u64> = (0..8).collect();
+        let states = std::sync::atomic::AtomicUsize::new(0);
+        let init = || states.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ran = super::map_reading("small", &items, 4096, init, |_, _| {
+            std::thread::current().id()
+        });
+        assert_eq!(ran, Ok(vec![here; items.len()]));
+        assert_eq!(states.swap(0, std::sync::atomic::Ordering::Relaxed), 1);
+        let most = super::cores().min(items.len());
+        let ran = super::map_reading(
+            "small",
+            &items,
+            most * super::BYTES_PER_WORKER,
+            init,
+            |_, x| *x,
+        );
+        assert_eq!(ran, Ok(items.clone()));
+        assert_eq!(states.load(std::sync::atomic::Ordering::Relaxed), most);
+        let out = super::map_reading(
+            "small",
+            &items,
+            4096,
+            || (),
+            |_, &x| {
+                assert!(x != 3, "item {x} is cursed");
+                x
+            },
+        );
+        let err = out.expect_err("the worker on this thread panicked");
+        assert_eq!(err.step, "small");
+        assert!(err.message.contains("item 3 is cursed"), "{}", err.message);
+        let _armed = super::fault::panic_in("small");
+        assert!(super::map_reading("small", &items, 4096, || (), |_, x| *x).is_err());
     }
 
     #[test]

@@ -71,9 +71,11 @@ pub fn scan_tensors<'t>(tensors: &[(&'t TensorInfo, &[u8])]) -> Result<Scan<'t>,
             from = to;
         }
     }
-    let parts = crate::parallel::map(
+    let bytes = tensors.iter().map(|(_, data)| data.len()).sum();
+    let parts = crate::parallel::map_reading(
         ID,
         &items,
+        bytes,
         || (),
         |_, &(t, from, to)| chunk(tensors[t].0.dtype, &tensors[t].1[from..to]),
     )?;

@@ -79,13 +79,20 @@ fn first_where<T>(elements: &[T], bad: impl Fn(&T) -> bool) -> Option<usize> {
 
 /// Whether a float's `bits` break the rule: not finite (its type's `exponent` mask all ones), or,
 /// `positive`, not in `1..=largest` (the bits of the type's finite values `> 0`: sign clear, not
-/// zero, below infinity). Bitwise, without branches, so the scan vectorizes.
-#[inline(always)]
-fn bad_float(bits: u32, exponent: u32, largest: u32, positive: bool) -> bool {
-    let not_finite = bits & exponent == exponent;
-    let not_positive = bits.wrapping_sub(1) >= largest;
-    not_finite | (positive & not_positive)
+/// zero, below infinity). Bitwise, without branches, so the scan vectorizes; in the type's own
+/// width, so a vector holds as many 16-bit floats as it can (widened to 32 bits, it held half).
+macro_rules! bad_float {
+    ($name:ident, $bits:ty) => {
+        #[inline(always)]
+        fn $name(bits: $bits, exponent: $bits, largest: $bits, positive: bool) -> bool {
+            let not_finite = bits & exponent == exponent;
+            let not_positive = bits.wrapping_sub(1) >= largest;
+            not_finite | (positive & not_positive)
+        }
+    };
 }
+bad_float!(bad_float16, u16);
+bad_float!(bad_float32, u32);
 
 /// The first element of `bytes` (of `dtype`) that breaks `rule`: its index and value as text.
 /// `None` when every element keeps it, or when `dtype` is not one the rule reads (the inventory
@@ -97,7 +104,7 @@ fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, Stri
             Dtype::Bf16 => {
                 let (words, _) = bytes.as_chunks::<2>();
                 let i = first_where(words, |w| {
-                    bad_float(u32::from(u16::from_le_bytes(*w)), 0x7f80, 0x7f7f, positive)
+                    bad_float16(u16::from_le_bytes(*w), 0x7f80, 0x7f7f, positive)
                 });
                 (
                     i,
@@ -107,7 +114,7 @@ fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, Stri
             Dtype::F16 => {
                 let (words, _) = bytes.as_chunks::<2>();
                 let i = first_where(words, |w| {
-                    bad_float(u32::from(u16::from_le_bytes(*w)), 0x7c00, 0x7bff, positive)
+                    bad_float16(u16::from_le_bytes(*w), 0x7c00, 0x7bff, positive)
                 });
                 (
                     i,
@@ -117,7 +124,7 @@ fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, Stri
             Dtype::F32 => {
                 let (words, _) = bytes.as_chunks::<4>();
                 let i = first_where(words, |w| {
-                    bad_float(u32::from_le_bytes(*w), 0x7f80_0000, 0x7f7f_ffff, positive)
+                    bad_float32(u32::from_le_bytes(*w), 0x7f80_0000, 0x7f7f_ffff, positive)
                 });
                 (i, i.map(|i| f64::from(f32::from_le_bytes(words[i]))))
             }
@@ -157,9 +164,11 @@ pub fn run(
     reads: &[(&TensorInfo, &[u8], Rule)],
 ) -> Result<Check, crate::parallel::WorkerPanic> {
     // Each tensor on a worker of its own: the scales of a large draft are tens of megabytes.
-    let found = crate::parallel::map(
+    let bytes = reads.iter().map(|(_, b, _)| b.len()).sum();
+    let found = crate::parallel::map_reading(
         ID,
         reads,
+        bytes,
         || (),
         |_, (t, bytes, rule)| first_bad(*rule, t.dtype, bytes),
     )?;

@@ -357,7 +357,7 @@ pub fn checks(
     let mut batch = Vec::new();
     let mut batch_bytes = 0u64;
     // Enough tensors in a batch for every core to dequantize one, twice over.
-    let batch_tensors = 2 * std::thread::available_parallelism().map_or(1, |n| n.get());
+    let batch_tensors = 2 * crate::parallel::cores();
     let mut grids = grids.into_iter().peekable();
     while let Some(plan) = grids.next() {
         if let Plan::Dequantized { rows, cols, .. } = plan {
