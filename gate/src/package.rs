@@ -483,8 +483,11 @@ fn quantized_source(
             "not compared: the folder's weights do not read",
         ),
     };
-    let answers = crate::source::answered(&checks);
-    answered(&mut evaluation.report, "--source", checks, &answers);
+    let answers = match crate::source::answered(&checks).contains(&NotChecked::Content) {
+        true => &[NotChecked::QuantizedContent][..],
+        false => &[],
+    };
+    answered(&mut evaluation.report, "--source", checks, answers);
     opened.unchanged().map_err(|e| e.under_option("--source"))
 }
 

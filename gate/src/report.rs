@@ -494,6 +494,9 @@ pub enum NotChecked {
     /// Whether a Hugging Face folder holds the weights its publisher trained: it is the form others are
     /// converted from, so nothing compares it element by element.
     PublishedContent,
+    /// Whether a quantized folder holds the weights it was quantized from (`--source`): a set
+    /// quantized from another tensor's weights, or from other weights, has the same form.
+    QuantizedContent,
     /// Whether these are the publisher's files, byte for byte (`--manifest`).
     Provenance,
     /// Whether the forward pass is correct: nothing the gate does answers it.
@@ -534,9 +537,10 @@ impl NotChecked {
     pub fn option(self) -> Option<&'static str> {
         match self {
             NotChecked::TargetAgreement => Some("--target"),
-            NotChecked::Content | NotChecked::ConvertedContent | NotChecked::RealGroupCodes => {
-                Some("--source")
-            }
+            NotChecked::Content
+            | NotChecked::ConvertedContent
+            | NotChecked::QuantizedContent
+            | NotChecked::RealGroupCodes => Some("--source"),
             NotChecked::Provenance => Some("--manifest"),
             NotChecked::PublishedContent
             | NotChecked::ForwardPass
@@ -552,6 +556,7 @@ impl NotChecked {
             NotChecked::Content => "whether these are the right weights: a grid in another tile or nibble order, or another layer's matrix, has the same form",
             NotChecked::ConvertedContent => "whether these are the right weights, and whether dflash.target_layers holds the HF ids plus one or the raw ids: other weights, or the raw ids, have the same form",
             NotChecked::PublishedContent => "whether these are the weights the publisher trained: a Hugging Face folder is the form others are converted from, so no --source compares it (--manifest pins its bytes, not their training)",
+            NotChecked::QuantizedContent => "whether these are the weights they were quantized from: a set quantized from another tensor's or another release's weights has the same form",
             NotChecked::Provenance => "whether these are the publisher's files, byte for byte: provenance",
             NotChecked::ForwardPass => "whether the draft's forward pass is correct: the gate reads bytes, it runs no model",
             NotChecked::RealGroupCodes => "the 4-bit codes of real groups: only constant and padding groups are read",
@@ -567,6 +572,7 @@ impl NotChecked {
             NotChecked::Content => Some("give --source PATH to compare every element with the checkpoint or the GGUF it was converted from"),
             NotChecked::ConvertedContent => Some("give --source DIR, the Hugging Face folder it was converted from, to compare every tensor and the ids with it"),
             NotChecked::PublishedContent => None,
+            NotChecked::QuantizedContent => Some("give --source DIR, the bf16 folder it was quantized from, to hold every element to its step"),
             NotChecked::Provenance => Some("give --manifest to verify MANIFEST.sha256"),
             NotChecked::ForwardPass => None,
             NotChecked::RealGroupCodes => Some("give --source PATH to compare every element"),

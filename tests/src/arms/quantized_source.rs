@@ -225,7 +225,33 @@ fn run(arm: &Arm) -> Result<(), String> {
     if let Ok(report) = &result {
         crate::schema::validate(&report.to_json())?;
     }
+    if matches!(arm.owed, Owed::Pass) {
+        content_line(&draft, result.as_ref().ok())?;
+    }
     judge_counted(Form::Safetensors, arm.owed, result, 11)
+}
+
+/// A quantized folder's NOT CHECKED list asks for the bf16 folder it came from (never says, as a
+/// published folder's does, that no `--source` compares it), and `--source` answering removes it.
+fn content_line(draft: &Path, compared: Option<&dflash_gate::Report>) -> Result<(), String> {
+    use dflash_gate::NotChecked::{PublishedContent, QuantizedContent};
+    let alone = gate(draft, &Options::default()).map_err(|e| e.to_string())?;
+    let listed = |r: &dflash_gate::Report| {
+        [QuantizedContent, PublishedContent].map(|item| r.not_checked().contains(&item))
+    };
+    if listed(&alone) != [true, false] {
+        return Err(format!(
+            "gated alone, NOT CHECKED should ask for --source and not call the folder published: {:?}",
+            alone.not_checked_text()
+        ));
+    }
+    match compared.map(listed) {
+        Some([false, false]) => Ok(()),
+        _ => Err(format!(
+            "with --source answering, NOT CHECKED still lists the content: {:?}",
+            compared.map(|r| r.not_checked_text())
+        )),
+    }
 }
 
 /// The arm's source (the bf16 draft, bent) and its quantized copy under `root`.
