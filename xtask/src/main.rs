@@ -142,7 +142,7 @@ const TASKS: &[Task] = &[
             ("--jobs N", "N copies of the tree, each taking the next row (default 1)"),
             (
                 "--changed-since REV",
-                "only the rows whose file, or own line of the table, changed since REV (CI)",
+                "only the rows whose function, or own line of the table, changed since REV (CI)",
             ),
             (
                 "--sample N",

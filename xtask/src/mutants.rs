@@ -477,8 +477,9 @@ const MUTANTS: &[Mutant] = &[
 /// without breaking all the others). With `--jobs N`, N copies of the tree each take the next row as
 /// they finish one: a row's rebuild is a chain of crates that keeps a second core only partly busy.
 ///
-/// With `--changed-since REV` (CI's run of a submission), only the rows whose file changed since REV,
-/// or whose own line of the table did, and `--sample N` rows of the others drawn by `--seed S`: every
+/// With `--changed-since REV` (CI's run of a submission), only the rows whose line sits in a
+/// function (an item, as git's function context finds one) that changed since REV, or whose own
+/// line of the table did, and `--sample N` rows of the others drawn by `--seed S`: every
 /// row costs a rebuild, and all of them take a quarter of an hour, which a scheduled run spends
 /// instead. Before any choice, every row of the table is held to its file: a row gone stale fails
 /// the task, chosen or not, so a sample cannot hide it.
@@ -513,8 +514,11 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
     let chosen: Vec<&Mutant> = match &options.changed_since {
         None => worded.iter().map(|&i| &MUTANTS[i]).collect(),
         Some(base) => {
-            let changed = changed_files(&root, base)?;
-            let new_rows = if changed.iter().any(|f| f == TABLE_FILE) {
+            let changed = changed_files(&root, base)?
+                .into_iter()
+                .map(|file| touched(&root, base, file))
+                .collect::<Result<Vec<_>, _>>()?;
+            let new_rows = if changed.iter().any(|c| c.file == TABLE_FILE) {
                 match table_at(&root, base) {
                     Some(before) => rows_not_in(include_str!("mutants.rs"), &before)?,
                     // No table at the base: every row is new.
@@ -644,23 +648,89 @@ impl Options {
 /// The files that differ between `base` and the working tree, as git names them (a rename as both
 /// names), or an error naming `base`.
 fn changed_files(root: &Path, base: &str) -> Result<Vec<String>, String> {
-    let out = Command::new("git")
-        .args(["diff", "--name-only", "--no-renames", "-z", base, "--"])
-        .current_dir(root)
-        .output()
-        .map_err(|e| format!("git diff {base}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "--changed-since {base}: git diff failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(out
-        .stdout
+    let names = git_diff(root, base, &["--name-only", "-z", base, "--"])?;
+    Ok(names
         .split(|&b| b == 0)
         .filter(|n| !n.is_empty())
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .collect())
+}
+
+/// A file that differs from the base, and the text, as the working tree holds it, of each item the
+/// change touches: a row is chosen when its line sits in one. A file's rows were all chosen once,
+/// and a one-line change to a large file re-ran thirty rows far from it, a quarter of CI's time.
+#[derive(Debug)]
+struct Changed {
+    file: String,
+    touched: Vec<String>,
+}
+
+impl Changed {
+    fn touches(&self, line: &str) -> bool {
+        self.touched.iter().any(|t| t.contains(line))
+    }
+}
+
+/// `file`'s changes since `base`, each hunk widened to the whole items around it
+/// (`--function-context`: from the item line before the change to the next one; an indented method
+/// widens to its `impl` or `mod`), so a row in a changed function is chosen wherever in it the change
+/// was, and a new file is touched whole.
+fn touched(root: &Path, base: &str, file: String) -> Result<Changed, String> {
+    let args = [
+        "--no-color",
+        "--no-ext-diff",
+        "--function-context",
+        base,
+        "--",
+        &file,
+    ];
+    let diff = git_diff(root, base, &args)?;
+    Ok(Changed {
+        touched: hunks_after(&String::from_utf8_lossy(&diff)),
+        file,
+    })
+}
+
+/// `git diff --no-renames ARGS`' output, or an error naming `base` and what git said.
+fn git_diff(root: &Path, base: &str, args: &[&str]) -> Result<Vec<u8>, String> {
+    let out = Command::new("git")
+        .args(["diff", "--no-renames"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .map_err(|e| format!("git diff {}: {e}", args.join(" ")))?;
+    if !out.status.success() {
+        return Err(format!(
+            "--changed-since {base}: git diff {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(out.stdout)
+}
+
+/// Each hunk of a unified diff of one file, as the file holds it after the change (its context and
+/// added lines, without their markers).
+fn hunks_after(diff: &str) -> Vec<String> {
+    let mut hunks: Vec<String> = Vec::new();
+    let mut in_hunk = false;
+    for line in diff.lines() {
+        if line.starts_with("@@") {
+            hunks.push(String::new());
+            in_hunk = true;
+            continue;
+        }
+        let (Some(hunk), true) = (hunks.last_mut(), in_hunk) else {
+            continue;
+        };
+        if let Some(kept) = line.strip_prefix(' ').or_else(|| line.strip_prefix('+')) {
+            hunk.push_str(kept);
+            hunk.push('\n');
+        } else if line.starts_with("diff ") {
+            in_hunk = false;
+        }
+    }
+    hunks
 }
 
 /// The table's file at `base`, if it was there.
@@ -703,7 +773,8 @@ fn rows_not_in(source: &str, before: &str) -> Result<Vec<usize>, String> {
 /// The rows a `--changed-since` run takes, by index into the table.
 #[derive(Debug, PartialEq)]
 struct Selection {
-    /// Every row (of those the words leave) whose file changed or whose line of the table is new.
+    /// Every row (of those the words leave) whose line a change touched or whose line of the table
+    /// is new.
     changed: Vec<usize>,
     /// The seeded sample of the rest, in table order.
     sampled: Vec<usize>,
@@ -719,7 +790,7 @@ impl Selection {
     /// What was chosen and why, a row a line, so a run can be read and repeated.
     fn describe(&self, table: &[Mutant], base: &str, seed: u64) -> String {
         let mut out = format!(
-            "{} row(s) whose file or row changed since {base}; {} sampled by seed {seed} from the {} other(s)\n",
+            "{} row(s) whose function or row changed since {base}; {} sampled by seed {seed} from the {} other(s)\n",
             self.changed.len(),
             self.sampled.len(),
             self.drawn_from
@@ -734,20 +805,24 @@ impl Selection {
     }
 }
 
-/// Chooses among `candidates` (indices into `table`): every row whose file is in `changed` or whose
-/// index is in `new_rows`, and `sample` of the others drawn by `seed` (all of them when fewer). A
+/// Chooses among `candidates` (indices into `table`): every row whose line a change in `changed`
+/// touched or whose index is in `new_rows`, and `sample` of the others drawn by `seed` (all of them when fewer). A
 /// changed file that no row names chooses nothing, and no change still draws the sample.
 fn select(
     table: &[Mutant],
     candidates: &[usize],
-    changed: &[String],
+    changed: &[Changed],
     new_rows: &[usize],
     sample: usize,
     seed: u64,
 ) -> Selection {
-    let (changed_rows, mut others): (Vec<usize>, Vec<usize>) = candidates
-        .iter()
-        .partition(|&&i| changed.iter().any(|f| f == table[i].file) || new_rows.contains(&i));
+    let (changed_rows, mut others): (Vec<usize>, Vec<usize>) = candidates.iter().partition(|&&i| {
+        let m = &table[i];
+        changed
+            .iter()
+            .any(|c| c.file == m.file && c.touches(m.from))
+            || new_rows.contains(&i)
+    });
     let drawn_from = others.len();
     // A partial Fisher-Yates shuffle: the first `take` places hold a uniform draw.
     let take = sample.min(others.len());
@@ -1221,8 +1296,47 @@ mod tests {
         (0..TABLE.len()).collect()
     }
 
-    fn files(names: &[&str]) -> Vec<String> {
-        names.iter().map(|n| (*n).to_owned()).collect()
+    /// Files changed throughout: every row's line in each is touched.
+    fn files(names: &[&str]) -> Vec<Changed> {
+        names
+            .iter()
+            .map(|n| Changed {
+                file: (*n).to_owned(),
+                touched: vec!["one two three".to_owned()],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_the_rows_whose_line_a_change_touched_are_chosen_from_a_file() {
+        let changed = |touched: &[&str]| Changed {
+            file: "c.rs".to_owned(),
+            touched: touched.iter().map(|t| (*t).to_owned()).collect(),
+        };
+        let chosen = select(
+            TABLE,
+            &all(),
+            &[changed(&["fn f() {\n    two\n}\n"])],
+            &[],
+            0,
+            1,
+        );
+        assert_eq!(chosen.changed, [5]);
+        let chosen = select(TABLE, &all(), &[changed(&["one", "three"])], &[], 0, 1);
+        assert_eq!(chosen.changed, [3, 6]);
+        assert!(select(TABLE, &all(), &[changed(&[])], &[], 0, 1)
+            .changed
+            .is_empty());
+    }
+
+    #[test]
+    fn a_hunk_is_read_as_the_file_holds_it_after_the_change() {
+        let diff = "diff --git a/c.rs b/c.rs\n--- a/c.rs\n+++ b/c.rs\n@@ -1,3 +1,3 @@ fn f\n fn f() {\n-    old\n+    new\n }\n@@ -9,2 +9,3 @@\n fn g() {\n+    added\n }\n\\ No newline at end of file\n";
+        assert_eq!(
+            hunks_after(diff),
+            ["fn f() {\n    new\n}\n", "fn g() {\n    added\n}\n"]
+        );
+        assert!(hunks_after("Binary files a/x and b/x differ\n").is_empty());
     }
 
     #[test]
