@@ -148,6 +148,10 @@ const TASKS: &[Task] = &[
                 "--sample N",
                 "with --changed-since, also N of the other rows, drawn by the seed",
             ),
+            (
+                "--rows N",
+                "with --sample, draw fewer so that at most N rows run (the changed ones always)",
+            ),
             ("--seed S", "the sample's seed (default 0); the rows drawn are printed"),
             ("WORD...", "only the rows whose check or filter contains a word"),
         ],

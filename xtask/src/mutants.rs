@@ -528,6 +528,7 @@ pub fn run(args: &[String]) -> Result<ExitCode, String> {
                 Vec::new()
             };
             let selection = select(
+                options.rows,
                 MUTANTS,
                 &worded,
                 &changed,
@@ -591,6 +592,8 @@ struct Options {
     jobs: usize,
     changed_since: Option<String>,
     sample: usize,
+    /// `--rows N`: the sample shrinks so the run takes at most N rows (never fewer than the changed).
+    rows: usize,
     seed: u64,
     words: Vec<String>,
 }
@@ -601,6 +604,7 @@ impl Options {
             jobs: 1,
             changed_since: None,
             sample: 0,
+            rows: usize::MAX,
             seed: 0,
             words: Vec::new(),
         };
@@ -624,6 +628,12 @@ impl Options {
                         n.parse::<usize>()
                             .map_err(|_| format!("--sample {n}: not a whole number"))?,
                     );
+                }
+                "--rows" => {
+                    let n = value()?;
+                    options.rows = n
+                        .parse::<usize>()
+                        .map_err(|_| format!("--rows {n}: not a whole number"))?;
                 }
                 "--seed" => {
                     let s = value()?;
@@ -806,9 +816,13 @@ impl Selection {
 }
 
 /// Chooses among `candidates` (indices into `table`): every row whose line a change in `changed`
-/// touched or whose index is in `new_rows`, and `sample` of the others drawn by `seed` (all of them when fewer). A
-/// changed file that no row names chooses nothing, and no change still draws the sample.
+/// touched or whose index is in `new_rows`, and `sample` of the others drawn by `seed` (all of them
+/// when fewer), cut so that at most `rows` are chosen in all: a large submission's own rows already
+/// take CI's time, and the sample's purpose (the table covered over many runs) is served by the
+/// small ones and the scheduled run of every row. The changed rows are never cut. A changed file
+/// that no row names chooses nothing, and no change still draws the sample.
 fn select(
+    rows: usize,
     table: &[Mutant],
     candidates: &[usize],
     changed: &[Changed],
@@ -825,7 +839,9 @@ fn select(
     });
     let drawn_from = others.len();
     // A partial Fisher-Yates shuffle: the first `take` places hold a uniform draw.
-    let take = sample.min(others.len());
+    let take = sample
+        .min(others.len())
+        .min(rows.saturating_sub(changed_rows.len()));
     let mut state = seed;
     for k in 0..take {
         let j = k + (splitmix64(&mut state) % (others.len() - k) as u64) as usize;
@@ -1314,6 +1330,7 @@ mod tests {
             touched: touched.iter().map(|t| (*t).to_owned()).collect(),
         };
         let chosen = select(
+            usize::MAX,
             TABLE,
             &all(),
             &[changed(&["fn f() {\n    two\n}\n"])],
@@ -1322,11 +1339,34 @@ mod tests {
             1,
         );
         assert_eq!(chosen.changed, [5]);
-        let chosen = select(TABLE, &all(), &[changed(&["one", "three"])], &[], 0, 1);
+        let chosen = select(
+            usize::MAX,
+            TABLE,
+            &all(),
+            &[changed(&["one", "three"])],
+            &[],
+            0,
+            1,
+        );
         assert_eq!(chosen.changed, [3, 6]);
-        assert!(select(TABLE, &all(), &[changed(&[])], &[], 0, 1)
-            .changed
-            .is_empty());
+        assert!(
+            select(usize::MAX, TABLE, &all(), &[changed(&[])], &[], 0, 1)
+                .changed
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_sample_shrinks_to_keep_the_run_within_its_rows_and_the_changed_are_never_cut() {
+        let within = |rows| select(rows, TABLE, &all(), &files(&["b.rs"]), &[], 4, 7);
+        assert_eq!(within(usize::MAX).sampled.len(), 4);
+        assert_eq!(within(5).sampled.len(), 2);
+        assert_eq!(within(5).changed, [1, 4, 7]);
+        let cut = within(2);
+        assert_eq!(
+            (cut.changed.as_slice(), cut.sampled.len()),
+            (&[1, 4, 7][..], 0)
+        );
     }
 
     #[test]
@@ -1341,7 +1381,7 @@ mod tests {
 
     #[test]
     fn every_row_of_a_changed_file_is_chosen_and_the_sample_is_drawn_from_the_others() {
-        let chosen = select(TABLE, &all(), &files(&["b.rs"]), &[], 2, 7);
+        let chosen = select(usize::MAX, TABLE, &all(), &files(&["b.rs"]), &[], 2, 7);
         assert_eq!(chosen.changed, [1, 4, 7]);
         assert_eq!(chosen.sampled.len(), 2);
         assert_eq!(chosen.drawn_from, 5);
@@ -1354,7 +1394,7 @@ mod tests {
 
     #[test]
     fn a_seed_draws_the_same_sample_every_time_and_seeds_differ() {
-        let draw = |seed| select(TABLE, &all(), &[], &[], 3, seed).sampled;
+        let draw = |seed| select(usize::MAX, TABLE, &all(), &[], &[], 3, seed).sampled;
         assert_eq!(draw(42), draw(42));
         let distinct: std::collections::HashSet<Vec<usize>> = (0..20).map(draw).collect();
         assert!(distinct.len() > 1, "every seed drew {distinct:?}");
@@ -1371,7 +1411,7 @@ mod tests {
 
     #[test]
     fn no_change_still_draws_the_sample() {
-        let chosen = select(TABLE, &all(), &[], &[], 3, 1);
+        let chosen = select(usize::MAX, TABLE, &all(), &[], &[], 3, 1);
         assert!(chosen.changed.is_empty());
         assert_eq!(chosen.sampled.len(), 3);
         assert_eq!(chosen.rows().count(), 3);
@@ -1379,35 +1419,36 @@ mod tests {
 
     #[test]
     fn a_changed_file_that_no_row_names_chooses_nothing_by_itself() {
-        let chosen = select(
-            TABLE,
-            &all(),
-            &files(&["README.md", "gate/src/new.rs"]),
-            &[],
-            0,
-            1,
-        );
+        let changed = |names| select(usize::MAX, TABLE, &all(), &files(names), &[], 0, 1);
+        let chosen = changed(&["README.md", "gate/src/new.rs"]);
         assert_eq!(chosen.rows().count(), 0, "{chosen:?}");
-        let chosen = select(TABLE, &all(), &files(&["README.md", "c.rs"]), &[], 0, 1);
-        assert_eq!(chosen.changed, [3, 5, 6]);
+        assert_eq!(changed(&["README.md", "c.rs"]).changed, [3, 5, 6]);
     }
 
     #[test]
     fn a_sample_past_the_rest_takes_all_of_them_once() {
-        let chosen = select(TABLE, &all(), &files(&["a.rs"]), &[], 100, 3);
+        let chosen = select(usize::MAX, TABLE, &all(), &files(&["a.rs"]), &[], 100, 3);
         assert_eq!(chosen.changed, [0, 2]);
         assert_eq!(chosen.sampled, [1, 3, 4, 5, 6, 7]);
     }
 
     #[test]
     fn a_new_row_is_chosen_though_its_file_did_not_change() {
-        let chosen = select(TABLE, &all(), &files(&[TABLE_FILE]), &[5], 0, 1);
+        let chosen = select(usize::MAX, TABLE, &all(), &files(&[TABLE_FILE]), &[5], 0, 1);
         assert_eq!(chosen.changed, [5]);
     }
 
     #[test]
     fn only_the_candidates_the_words_leave_are_chosen() {
-        let chosen = select(TABLE, &[0, 1, 3], &files(&["a.rs", "b.rs"]), &[2], 8, 1);
+        let chosen = select(
+            usize::MAX,
+            TABLE,
+            &[0, 1, 3],
+            &files(&["a.rs", "b.rs"]),
+            &[2],
+            8,
+            1,
+        );
         assert_eq!(chosen.changed, [0, 1]);
         assert_eq!(chosen.sampled, [3]);
     }
@@ -1457,6 +1498,8 @@ mod tests {
             "9",
             "--jobs",
             "2",
+            "--rows",
+            "60",
             "gguf",
         ]))
         .expect("CI's options");
@@ -1466,6 +1509,7 @@ mod tests {
                 jobs: 2,
                 changed_since: Some("HEAD~3".to_owned()),
                 sample: 20,
+                rows: 60,
                 seed: 9,
                 words: args(&["gguf"]),
             }
@@ -1476,6 +1520,8 @@ mod tests {
         }
         let error = Options::parse(&args(&["--changed-since", "r", "--sample", "x"])).unwrap_err();
         assert!(error.contains("--sample x"), "{error}");
+        let error = Options::parse(&args(&["--changed-since", "r", "--rows", "-1"])).unwrap_err();
+        assert!(error.contains("--rows -1"), "{error}");
         let error = Options::parse(&args(&["--changed-since"])).unwrap_err();
         assert!(error.contains("--changed-since needs a value"), "{error}");
     }
