@@ -178,13 +178,31 @@ pub fn run(
             continue;
         };
         tensors += 1;
-        let Some((index, value)) = bad else {
-            elements += bytes.len() as u64 / t.dtype.size();
+        // FP8 codes are counted and found byte by byte whatever holds them; MLX's mxfp8 packs four
+        // to a U32 word, and the tensor's index is the word's (the message says which code).
+        let per_value = if *rule == Rule::Fp8Codes {
+            1
+        } else {
+            t.dtype.size()
+        };
+        let Some((at, value)) = bad else {
+            elements += bytes.len() as u64 / per_value;
             continue;
         };
-        elements += index + 1;
+        elements += at + 1;
+        let (index, within) = match (*rule, t.dtype.size()) {
+            (Rule::Fp8Codes, word @ 2..) => (
+                at / word,
+                format!(
+                    " in its code {} of {word} (E4M3 codes packed {word} to a {} word, the first in the lowest byte)",
+                    at % word + 1,
+                    t.dtype
+                ),
+            ),
+            _ => (at, String::new()),
+        };
         let message = format!(
-            "{}[{index}] is {value}: a {scheme} {} must be {} ({})",
+            "{}[{index}] is {value}{within}: a {scheme} {} must be {} ({})",
             escape(&t.name),
             rule.what(),
             rule.demand(),

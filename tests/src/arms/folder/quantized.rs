@@ -17,6 +17,12 @@ const AFFINE_4: Mlx = Mlx {
     group: 64,
 };
 
+const MXFP8: Mlx = Mlx {
+    mode: "mxfp8",
+    bits: 8,
+    group: 32,
+};
+
 fn ct_fp8(d: &Path, grain: Grain, input: bool) -> PathBuf {
     fp8_quantize(d, Writer::CompressedTensors, grain, input);
     d.to_owned()
@@ -188,20 +194,7 @@ pub(super) const ARMS: &[FolderArm] = &[
         },
         Owed::Pass,
     ),
-    arm(
-        "folder::pass::mlx_mxfp8",
-        |d| {
-            mlx(
-                d,
-                Mlx {
-                    mode: "mxfp8",
-                    bits: 8,
-                    group: 32,
-                },
-            )
-        },
-        Owed::Pass,
-    ),
+    arm("folder::pass::mlx_mxfp8", |d| mlx(d, MXFP8), Owed::Pass),
     arm(
         "folder::pass::mlx_override_and_a_dense_fc",
         |d| {
@@ -421,6 +414,18 @@ pub(super) const ARMS: &[FolderArm] = &[
             })
         },
         fail(SCALES, &["fc.scales[1] is NaN", "finite"]),
+    ),
+    arm(
+        // Byte 4 * 3 + 1 of fc's codes: the second code of its U32 word 3.
+        "folder::control::mlx_mxfp8_code_nan",
+        |d| {
+            mlx(d, MXFP8);
+            weights(d, |t| named(t, "fc.weight").3[13] = 0xff)
+        },
+        fail(
+            SCALES,
+            &["fc.weight[3] is NaN (0xff) in its code 2 of 4", "U32 word"],
+        ),
     ),
     arm(
         "folder::control::mlx_e8m0_scale_nan",
