@@ -47,8 +47,12 @@ pub enum When {
     /// forms may guess the taps in one and refuse the other without them (vLLM).
     TargetLayerIdsAbsentIn(Shape),
     /// `fc` is stored as a quantized set (`fc.weight_packed` and its scales, or a scale beside
-    /// `fc.weight`), where a plain Linear has only `fc.weight`.
+    /// an FP8 `fc.weight`), where a plain Linear has only `fc.weight`, and not as
+    /// [`When::FcPackedWeight`]: a loader that checks fc.weight's shape stops there first.
     FcQuantized,
+    /// `fc.weight` is stored packed in an integer type (ModelOpt NVFP4's U8, MLX's U32): its shape
+    /// is not the dense layer's.
+    FcPackedWeight,
     /// The config states a quantization (`quantization_config`, or MLX's `quantization`).
     Quantized,
     /// The config states MLX's quantization (`quantization`).
@@ -221,10 +225,17 @@ impl Facts<'_> {
                 Ok(None) => Met::Yes("no rope_theta is stated".to_owned()),
                 Err(p) => Met::Unknown(format!("{} is unusable", p.field)),
             }),
-            When::FcQuantized => self.stored(|name| {
-                name.strip_prefix("fc.")
-                    .is_some_and(|rest| rest != "weight" && rest != "bias")
-            }),
+            When::FcQuantized => match self.test(When::FcPackedWeight) {
+                Met::No => self.stored(|name| {
+                    name.strip_prefix("fc.")
+                        .is_some_and(|rest| rest != "weight" && rest != "bias")
+                }),
+                Met::Yes(_) => Met::No,
+                unknown => unknown,
+            },
+            When::FcPackedWeight => {
+                self.stored_as(|name, dtype| name == "fc.weight" && dtype.starts_with(['U', 'I']))
+            }
             When::OwnEmbeddingOrHead => {
                 self.stored(|name| matches!(name, "embed_tokens.weight" | "lm_head.weight"))
             }
@@ -393,10 +404,15 @@ impl Facts<'_> {
     /// Whether a tensor whose name (without `model.`) satisfies `name` is stored: every tensor is
     /// in the census, or the fact is not known.
     fn stored(&self, name: impl Fn(&str) -> bool) -> Met {
+        self.stored_as(|bare, _| name(bare))
+    }
+
+    /// [`Facts::stored`], deciding on the name (without `model.`) and the stored dtype (`U8`).
+    fn stored_as(&self, which: impl Fn(&str, &str) -> bool) -> Met {
         let census = &self.report.census;
         let found = census.tensors.iter().find(|t| {
             let bare = t.name.strip_prefix("model.").unwrap_or(&t.name);
-            name(bare)
+            which(bare, &t.dtype)
         });
         match found {
             Some(t) => Met::Yes(t.name.clone()),

@@ -109,6 +109,10 @@ fn drafts(when: When) -> Option<(Draft, Draft)> {
             Arm("folder::pass::pack_quantized_w4_group"),
             Arm("folder::pass::pack_quantized_fc_ignored_by_pattern"),
         ),
+        When::FcPackedWeight => (
+            Arm("folder::pass::nvfp4_modelopt"),
+            Arm("folder::pass::pack_quantized_w4_group"),
+        ),
         When::Quantized | When::QuantizedCompressedTensors => {
             (Arm("folder::pass::pack_quantized_w4_group"), FAITHFUL)
         }

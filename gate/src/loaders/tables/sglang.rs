@@ -2,7 +2,8 @@
 //! (`parse_dflash_draft_config`), `srt/models/dflash.py` (`DFlashDraftModel.load_weights`),
 //! `srt/speculative/dflash_worker_v2.py` (the mask id, `mask_embedding.pt`),
 //! `srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the taps against the
-//! target) and `srt/model_loader/weight_utils.py` (`default_weight_loader`).
+//! target), `srt/model_loader/weight_utils.py` (`default_weight_loader`) and
+//! `srt/configs/model_config.py` (`ModelConfig._verify_quantization`).
 
 use crate::engine::{Engine, LoaderOutcome::*};
 use crate::loaders::{Rule, Shape, Table, When};
@@ -17,11 +18,27 @@ pub static TABLE: Table = Table {
     ),
     rules: &[
         Rule {
+            id: "mlx_quantization_unknown",
+            reads: "quantization_config (MLX's, without quant_method)",
+            when: When::QuantizedMlx,
+            outcome: NotItsForm,
+            words: "ValueError: Unknown quantization method: . Must be one of [...] (MLX's own method is registered on Apple's MPS only; with quantization alone, no quantization_config, the packed fc.weight meets DFLASH fc.weight shape mismatch instead)",
+            source: "srt/configs/model_config.py (ModelConfig._verify_quantization); srt/layers/quantization/__init__.py",
+        },
+        Rule {
             id: "fc_shape",
             reads: "fc.weight",
             when: When::FcMisshapen,
             outcome: Refuses,
             words: "DFLASH fc.weight shape mismatch ... Expected fc.weight.shape=...",
+            source: "srt/models/dflash.py (DFlashDraftModel.load_weights)",
+        },
+        Rule {
+            id: "packed_fc_shape",
+            reads: "fc.weight stored packed (ModelOpt NVFP4's U8, MLX's U32)",
+            when: When::FcPackedWeight,
+            outcome: NotItsForm,
+            words: "DFLASH fc.weight shape mismatch ... Expected fc.weight.shape=... (fc is a plain nn.Linear, never quantized, and a packed weight is not its shape)",
             source: "srt/models/dflash.py (DFlashDraftModel.load_weights)",
         },
         Rule {
@@ -69,7 +86,7 @@ pub static TABLE: Table = Table {
             reads: "fc.weight_packed, fc.weight_scale (a quantized fc)",
             when: When::FcQuantized,
             outcome: LoadsWrongly,
-            words: "fc is a plain nn.Linear: the packed tensors are skipped as unexpected and fc drafts from its random initial values",
+            words: "fc is a plain nn.Linear (the layers are quantized, fc never): packed tensors are skipped as unexpected and fc drafts from its random initial values; an FP8 fc.weight is copied without its weight_scale",
             source: "srt/models/dflash.py (DFlashDraftModel.load_weights)",
         },
         Rule {

@@ -3,7 +3,8 @@
 //! `model_executor/models/qwen3_dflash.py` (`DFlashQwen3ForCausalLM.load_weights`,
 //! `combine_hidden_states`, `_dflash_layer_causal`), `model_executor/models/utils.py`
 //! (`AutoWeightsLoader`), `model_executor/model_loader/weight_utils.py` (`default_weight_loader`),
-//! `model_executor/layers/linear.py` and `v1/worker/gpu/spec_decode/utils.py`.
+//! `model_executor/layers/linear.py`, `config/model.py` (`ModelConfig._verify_quantization`) and
+//! `v1/worker/gpu/spec_decode/utils.py`.
 
 use crate::engine::{Engine, LoaderOutcome::*};
 use crate::loaders::{Rule, Shape, Table, When};
@@ -40,6 +41,14 @@ pub static TABLE: Table = Table {
             outcome: NotItsForm,
             words: "ValueError: There is no module or parameter named 'model.model' in DFlashQwen3ForCausalLM (load_weights prepends model. to every name but lm_head and d2t, and AutoWeightsLoader finds no model inside DFlashQwen3Model)",
             source: "model_executor/models/qwen3_dflash.py (DFlashQwen3ForCausalLM.load_weights)",
+        },
+        Rule {
+            id: "mlx_quantization_not_read",
+            reads: "quantization_config, quantization (MLX's, without quant_method)",
+            when: When::QuantizedMlx,
+            outcome: NotItsForm,
+            words: "the config names no quant_method, so the draft is read as unquantized without a word, and its load raises ValueError: There is no module or parameter named 'fc.biases' (or '....scales') in DFlashQwen3Model",
+            source: "config/model.py (ModelConfig._verify_quantization); model_executor/models/utils.py (AutoWeightsLoader._load_module)",
         },
         Rule {
             id: "unexpected_weight",
