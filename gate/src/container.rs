@@ -43,8 +43,17 @@ impl TensorInfo {
 
 /// Formats a shape the way the header spells it.
 pub fn shape_text(shape: &[u64]) -> String {
-    let parts: Vec<String> = shape.iter().map(u64::to_string).collect();
-    format!("[{}]", parts.join(", "))
+    use std::fmt::Write;
+    // Written into one string, not a string a dimension joined: the census and the inventory spell
+    // every tensor's shape.
+    let mut text = String::with_capacity(2 + 8 * shape.len());
+    text.push('[');
+    for (i, d) in shape.iter().enumerate() {
+        let comma = if i > 0 { ", " } else { "" };
+        let _ = write!(text, "{comma}{d}");
+    }
+    text.push(']');
+    text
 }
 
 /// A validated header: every entry, sorted by offset, plus what the layout revealed.

@@ -13,6 +13,10 @@ pub fn trials() -> Vec<Trial> {
     let mut trials = worker_panics();
     trials.extend([
         Trial::test(
+            "hostile::a_worker_panic_in_a_folders_scans_is_an_internal_error_not_a_verdict",
+            folder_scans_panic,
+        ),
+        Trial::test(
             "hostile::weight_file_truncated_while_read_is_changed_never_a_signal",
             truncated_while_read,
         ),
@@ -261,9 +265,21 @@ fn worker_panic(step: &'static str, extra: Extra) -> Result<(), Failed> {
     if report.verdict() != dflash_gate::Outcome::Pass {
         return Err(format!("without the panic: {}, expected PASS", report.verdict()).into());
     }
+    let err = gate_with_a_panic_in(step, &dir, &options)?;
+    gate_tests::schema::validate(&dflash_gate::error_json("draft", &err))?;
+    Ok(())
+}
+
+/// Gates `dir` with every worker of `step` made to panic: the internal error naming the step that
+/// the gate must end with, or why what it gave instead is wrong.
+fn gate_with_a_panic_in(
+    step: &'static str,
+    dir: &std::path::Path,
+    options: &dflash_gate::Options,
+) -> Result<PackageError, Failed> {
     let outcome = {
         let _armed = dflash_gate::__private::parallel::fault::panic_in(step);
-        dflash_gate::gate(&dir, &options)
+        dflash_gate::gate(dir, options)
     };
     let err = match outcome {
         Ok(report) => {
@@ -283,6 +299,24 @@ fn worker_panic(step: &'static str, extra: Extra) -> Result<(), Failed> {
         )
         .into());
     }
+    Ok(err)
+}
+
+/// A quantized folder's scans (`bf16.finite`'s norms and `quant.scales`'s scales, read in one step
+/// on every core): a worker that panics is an internal error naming the step, never a verdict drawn
+/// from what the other worker read. The same folder without the panic passes.
+fn folder_scans_panic() -> Result<(), Failed> {
+    let root = tempfile::tempdir()?;
+    let dir = gate_tests::arms::folder::write_arm(
+        "folder::pass::pack_quantized_w4_group",
+        &root.path().join("draft"),
+    )?;
+    let options = dflash_gate::Options::default();
+    let report = dflash_gate::gate(&dir, &options)?;
+    if report.verdict() != dflash_gate::Outcome::Pass {
+        return Err(format!("without the panic: {}, expected PASS", report.verdict()).into());
+    }
+    let err = gate_with_a_panic_in(dflash_gate::__private::draft::folder::SCANS, &dir, &options)?;
     gate_tests::schema::validate(&dflash_gate::error_json("draft", &err))?;
     Ok(())
 }

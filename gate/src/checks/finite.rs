@@ -61,6 +61,23 @@ pub fn scan<'t>(container: &'t Container<'_>) -> Result<Scan<'t>, WorkerPanic> {
 /// Reads every value of each float tensor given (its header entry and data bytes), on every core;
 /// a tensor of another type is counted as nothing and skipped by the caller's filter, not here.
 pub fn scan_tensors<'t>(tensors: &[(&'t TensorInfo, &[u8])]) -> Result<Scan<'t>, WorkerPanic> {
+    let items = chunks(tensors);
+    let bytes = tensors.iter().map(|(_, data)| data.len()).sum();
+    let parts = crate::parallel::map_reading(ID, &items, bytes, || (), |_, c| read(tensors, c))?;
+    Ok(gather(tensors, &items, parts))
+}
+
+/// A piece of the pass: the index of a tensor among those given, and the bytes `[from, to)` of
+/// its data that one worker reads whole.
+pub type Chunk = (usize, usize, usize);
+
+/// What one chunk held: how many non-finite values, the first one's index within the chunk and
+/// its bits; `None` for none.
+pub type Read = Option<(u64, u64, u32)>;
+
+/// The pass over `tensors` cut into chunks, for a caller that reads them in a step of its own
+/// (a folder's scans read these beside `quant.scales`'s tensors, on the same workers).
+pub fn chunks(tensors: &[(&TensorInfo, &[u8])]) -> Vec<Chunk> {
     let mut items = Vec::new();
     for (t, (_, data)) in tensors.iter().enumerate() {
         let len = data.len();
@@ -71,23 +88,29 @@ pub fn scan_tensors<'t>(tensors: &[(&'t TensorInfo, &[u8])]) -> Result<Scan<'t>,
             from = to;
         }
     }
-    let bytes = tensors.iter().map(|(_, data)| data.len()).sum();
-    let parts = crate::parallel::map_reading(
-        ID,
-        &items,
-        bytes,
-        || (),
-        |_, &(t, from, to)| chunk(tensors[t].0.dtype, &tensors[t].1[from..to]),
-    )?;
+    items
+}
+
+/// Reads one chunk of `tensors`; a chunk outside them reads as nothing found.
+pub fn read(tensors: &[(&TensorInfo, &[u8])], &(t, from, to): &Chunk) -> Read {
+    let (tensor, data) = tensors.get(t)?;
+    chunk(tensor.dtype, data.get(from..to)?)
+}
+
+/// The pass's findings from each chunk's read (`parts`, in the order of `items`).
+pub fn gather<'t>(
+    tensors: &[(&'t TensorInfo, &[u8])],
+    items: &[Chunk],
+    parts: impl IntoIterator<Item = Read>,
+) -> Scan<'t> {
     let mut found: Vec<NonFinite<'t>> = Vec::new();
     for (&(t, from, _), part) in items.iter().zip(parts) {
-        let Some((count, at, bits)) = part else {
+        let (Some((count, at, bits)), Some((tensor, _))) = (part, tensors.get(t)) else {
             continue;
         };
-        let tensor = tensors[t].0;
         let index = (from / width(tensor.dtype)) as u64 + at;
         match found.last_mut() {
-            Some(last) if std::ptr::eq(last.tensor, tensor) => last.count += count,
+            Some(last) if std::ptr::eq(last.tensor, *tensor) => last.count += count,
             _ => found.push(NonFinite {
                 tensor,
                 count,
@@ -99,11 +122,11 @@ pub fn scan_tensors<'t>(tensors: &[(&'t TensorInfo, &[u8])]) -> Result<Scan<'t>,
         .iter()
         .map(|(t, data)| (data.len() / width(t.dtype)) as u64)
         .sum();
-    Ok(Scan {
+    Scan {
         tensors: tensors.len(),
         elements,
         found,
-    })
+    }
 }
 
 /// Bytes per element of a float type the scan reads (2 for anything not F32: the caller passes only
@@ -218,15 +241,10 @@ pub fn run_except(container: &Container<'_>, proven: &[String]) -> Result<Check,
     Ok(verdict(&scan, "BF16"))
 }
 
-/// The check for the float tensors given (a draft folder's, read from every shard): every value of
-/// every BF16, F16 and F32 tensor.
-pub fn run_tensors(tensors: &[(&TensorInfo, &[u8])]) -> Result<Check, WorkerPanic> {
-    let floats: Vec<(&TensorInfo, &[u8])> = tensors
-        .iter()
-        .filter(|(t, _)| is_float(t.dtype))
-        .copied()
-        .collect();
-    Ok(verdict(&scan_tensors(&floats)?, "float (BF16, F16, F32)"))
+/// The check for a draft folder's float tensors (read from every shard, every value of every
+/// BF16, F16 and F32 tensor), from their finished scan.
+pub fn floats_verdict(scan: &Scan<'_>) -> Check {
+    verdict(scan, "float (BF16, F16, F32)")
 }
 
 /// The check for a finished scan; `kind` names the tensors it read (`BF16`).

@@ -94,10 +94,14 @@ macro_rules! bad_float {
 bad_float!(bad_float16, u16);
 bad_float!(bad_float32, u32);
 
+/// What reading one tensor found: its first bad element's index and value as text, `None` for
+/// none; `None` outside when its type is not one its rule reads.
+pub type Found = Option<Option<(u64, String)>>;
+
 /// The first element of `bytes` (of `dtype`) that breaks `rule`: its index and value as text.
 /// `None` when every element keeps it, or when `dtype` is not one the rule reads (the inventory
 /// refuses a scale of the wrong type, naming it).
-fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, String)>> {
+pub fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, String)>> {
     let floats = |positive: bool| -> Option<Option<(u64, String)>> {
         // Read as bits, so the scan costs what reading the bytes costs.
         let (at, value) = match dtype {
@@ -157,21 +161,14 @@ fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, Stri
     }
 }
 
-/// The check over `reads` (each tensor with its bytes and rule); `scheme` names the scheme for the
-/// message.
-pub fn run(
+/// The check over `reads` (each tensor with its bytes and rule, read on a worker of its own: the
+/// scales of a large draft are tens of megabytes), from what reading each found (`found`, in the
+/// order of `reads`, each from [`first_bad`]); `scheme` names the scheme for the message.
+pub fn judge(
     scheme: &str,
     reads: &[(&TensorInfo, &[u8], Rule)],
-) -> Result<Check, crate::parallel::WorkerPanic> {
-    // Each tensor on a worker of its own: the scales of a large draft are tens of megabytes.
-    let bytes = reads.iter().map(|(_, b, _)| b.len()).sum();
-    let found = crate::parallel::map_reading(
-        ID,
-        reads,
-        bytes,
-        || (),
-        |_, (t, bytes, rule)| first_bad(*rule, t.dtype, bytes),
-    )?;
+    found: impl IntoIterator<Item = Found>,
+) -> Check {
     let (mut tensors, mut elements) = (0usize, 0u64);
     for ((t, bytes, rule), bad) in reads.iter().zip(found) {
         let Some(bad) = bad else {
@@ -208,7 +205,7 @@ pub fn run(
             rule.demand(),
             rule.why()
         );
-        return Ok(Check::fail(ID, message).with_evidence(QuantScales {
+        return Check::fail(ID, message).with_evidence(QuantScales {
             tensors,
             elements,
             first: Some(FirstBadScale {
@@ -216,9 +213,9 @@ pub fn run(
                 index,
                 value,
             }),
-        }));
+        });
     }
-    Ok(Check::pass(
+    Check::pass(
         ID,
         format!("every scale and FP8 code of the {tensors} quantized tensors read is what its scheme requires ({elements} values read, {scheme})"),
     )
@@ -226,7 +223,7 @@ pub fn run(
         tensors,
         elements,
         first: None,
-    }))
+    })
 }
 
 #[cfg(test)]

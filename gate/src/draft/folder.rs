@@ -19,7 +19,6 @@ use crate::evaluation::{Draft, Evaluation};
 use crate::files::Inside;
 use crate::form::Form;
 use crate::limits::MAX_CENSUS_TENSORS;
-use crate::quant::Scheme;
 use crate::report::{Check, FileCensus, NotChecked, Report, TensorCensus};
 use std::path::Path;
 
@@ -55,7 +54,7 @@ fn inventory(
     config: &DraftConfig,
     tensors: &[&TensorInfo],
     checkpoint: &Checkpoint,
-    scheme: Option<&Scheme>,
+    sets: Option<&quantized::Sets<'_, '_>>,
 ) -> [Check; 2] {
     let reduced = config.reduced_vocabulary().is_some();
     let dense = |t: &TensorInfo| quantized::Folded {
@@ -73,8 +72,8 @@ fn inventory(
             )),
         },
     };
-    let folded: Vec<quantized::Folded> = match scheme {
-        Some(scheme) => quantized::fold(config, scheme, checkpoint, tensors, dense),
+    let folded: Vec<quantized::Folded> = match sets {
+        Some(sets) => sets.fold(config, checkpoint, tensors, dense),
         None => tensors.iter().map(|t| dense(t)).collect(),
     };
     let held: Vec<checks::inventory::Held<'_>> = folded
@@ -343,14 +342,28 @@ fn weight_checks(
             )
         ),
     ));
-    census(report, config, checkpoint, &tensors, file_bytes);
-    let scheme = match config
+    // The sets the config's scheme stores, read once for the census, the inventory and the scans
+    // (the census names a set's parts under any scheme the gate reads).
+    let sets = config
+        .quantization
+        .as_ref()
+        .and_then(|q| q.scheme.as_ref().ok())
+        .map(|scheme| quantized::Sets::new(scheme, &tensors));
+    census(
+        report,
+        config,
+        checkpoint,
+        &tensors,
+        file_bytes,
+        sets.as_ref(),
+    );
+    let sets = match config
         .quantization
         .as_ref()
         .map(|q| (&q.scheme, config.architecture))
     {
         None => None,
-        Some((Ok(scheme), Architecture::Dflash)) => Some(scheme),
+        Some((Ok(_), Architecture::Dflash)) => sets,
         Some((read, _)) => {
             let why = match read {
                 Ok(scheme) => format!(
@@ -369,17 +382,6 @@ fn weight_checks(
             return Ok(());
         }
     };
-    let [mut complete, explained] = inventory(config, &tensors, checkpoint, scheme);
-    if let (Some((_, vocab)), Some((_, d2t)), Some((_, t2d))) = (
-        config.reduced_vocabulary(),
-        checkpoint.tensor(checks::inventory::D2T),
-        checkpoint.tensor(checks::inventory::T2D),
-    ) {
-        // Both are there with the config's shapes when `complete` passed: a few bytes per token.
-        complete = checks::inventory::vocabulary_map(complete, d2t, t2d, vocab);
-    }
-    report.checks.push(complete);
-    report.checks.push(explained);
     let data: Vec<(&TensorInfo, &[u8])> = tensors
         .iter()
         .filter_map(|t| checkpoint.tensor(&t.name))
@@ -394,34 +396,102 @@ fn weight_checks(
     }
     // A quantized set's scales are quant.scales's to read (a NaN scale is that check's finding,
     // not bf16.finite's); every other float tensor is bf16.finite's.
-    let rules = match scheme {
-        Some(scheme) => quantized::reads(scheme, &tensors),
-        None => Default::default(),
-    };
-    let (scales, dense): (Vec<_>, Vec<_>) = data
-        .into_iter()
-        .partition(|(t, _)| rules.contains_key(t.name.as_str()));
-    let finite = checks::finite::run_tensors(&dense).map_err(|p| PackageError::internal(dir, p))?;
-    report.checks.push(finite);
-    if let Some(scheme) = scheme {
-        let scales: Vec<_> = scales
-            .into_iter()
-            .filter_map(|(t, b)| Some((t, b, *rules.get(t.name.as_str())?)))
-            .collect();
-        let check = checks::scales::run(&scheme.describe(), &scales)
-            .map_err(|p| PackageError::internal(dir, p))?;
-        report.checks.push(check);
+    let (mut scales, mut floats) = (Vec::new(), Vec::new());
+    for (t, bytes) in data {
+        match sets.as_ref().and_then(|s| s.rule(&t.name)) {
+            Some(rule) => scales.push((t, bytes, rule)),
+            None if checks::finite::is_float(t.dtype) => floats.push((t, bytes)),
+            None => {}
+        }
     }
+    let (finite, found) = scans(&floats, &scales).map_err(|p| PackageError::internal(dir, p))?;
+    let finite = checks::finite::floats_verdict(&finite);
+    let scales = sets
+        .as_ref()
+        .map(|sets| checks::scales::judge(&sets.scheme().describe(), &scales, found));
+    // The inventory after the scans: the few values it reads (`weight_shape`) sit on pages beside
+    // the scales, which the scans (on every core) have mapped by now; read first, they took a page
+    // fault each, on one core (a tenth of a W4A16 draft's gate).
+    let [mut complete, explained] = inventory(config, &tensors, checkpoint, sets.as_ref());
+    if let (Some((_, vocab)), Some((_, d2t)), Some((_, t2d))) = (
+        config.reduced_vocabulary(),
+        checkpoint.tensor(checks::inventory::D2T),
+        checkpoint.tensor(checks::inventory::T2D),
+    ) {
+        // Both are there with the config's shapes when `complete` passed: a few bytes per token.
+        complete = checks::inventory::vocabulary_map(complete, d2t, t2d, vocab);
+    }
+    report.checks.push(complete);
+    report.checks.push(explained);
+    report.checks.push(finite);
+    report.checks.extend(scales);
     Ok(())
 }
 
+/// The step that reads a folder's weights: `bf16.finite`'s and `quant.scales`'s tensors, which a
+/// worker panic names.
+pub const SCANS: &str = "the weights' scans";
+
+/// One piece of the scans: a chunk of a float tensor for `bf16.finite`, or a quantized set's
+/// tensor for `quant.scales` (by its index among the scales).
+enum Piece {
+    Finite(checks::finite::Chunk),
+    Scale(usize),
+}
+
+/// What a piece found.
+enum Found {
+    Finite(checks::finite::Read),
+    Scale(checks::scales::Found),
+}
+
+/// `bf16.finite`'s pass over `floats` and `quant.scales`'s over `scales`, in one step on every
+/// core: a quantized draft's few float tensors (its norms) each sit on pages of their own between
+/// packed codes, a page fault apiece, and read in a step of their own they were faulted in on one
+/// core, after a thread start of its own.
+fn scans<'t>(
+    floats: &[(&'t TensorInfo, &[u8])],
+    scales: &[(&TensorInfo, &[u8], checks::scales::Rule)],
+) -> Result<(checks::finite::Scan<'t>, Vec<checks::scales::Found>), crate::parallel::WorkerPanic> {
+    let chunks = checks::finite::chunks(floats);
+    let pieces: Vec<Piece> = (0..scales.len())
+        .map(Piece::Scale)
+        .chain(chunks.iter().copied().map(Piece::Finite))
+        .collect();
+    let bytes = floats.iter().map(|(_, b)| b.len()).sum::<usize>()
+        + scales.iter().map(|(_, b, _)| b.len()).sum::<usize>();
+    let found = crate::parallel::map_reading(
+        SCANS,
+        &pieces,
+        bytes,
+        || (),
+        |_, piece| match piece {
+            Piece::Finite(c) => Found::Finite(checks::finite::read(floats, c)),
+            Piece::Scale(i) => Found::Scale(
+                scales
+                    .get(*i)
+                    .and_then(|(t, b, rule)| checks::scales::first_bad(*rule, t.dtype, b)),
+            ),
+        },
+    )?;
+    let (mut read, mut scanned) = (Vec::new(), Vec::new());
+    for f in found {
+        match f {
+            Found::Finite(r) => read.push(r),
+            Found::Scale(s) => scanned.push(s),
+        }
+    }
+    Ok((checks::finite::gather(floats, &chunks, read), scanned))
+}
+
 /// The census of a folder's tensors: each with its role, as stored, shard by shard.
-fn census(
+fn census<'t>(
     report: &mut Report,
     config: &DraftConfig,
-    checkpoint: &Checkpoint,
-    tensors: &[&TensorInfo],
+    checkpoint: &'t Checkpoint,
+    tensors: &[&'t TensorInfo],
     file_bytes: u64,
+    sets: Option<&'t quantized::Sets<'_, 't>>,
 ) {
     let headers = &checkpoint.headers;
     let census = &mut report.census;
@@ -434,17 +504,18 @@ fn census(
     census.weight_file = Some(if sharded { index } else { SINGLE_FILE }.to_owned());
     census.file_bytes = Some(file_bytes);
     census.header_bytes = Some(headers.shards.iter().map(|(_, t)| t.header_bytes).sum());
-    let scheme = config
-        .quantization
-        .as_ref()
-        .and_then(|q| q.scheme.as_ref().ok());
-    let role_name = |name| match scheme {
-        Some(scheme) => quantized::role_name(scheme, name),
-        None => std::borrow::Cow::Borrowed(name),
+    // The name of the role each tensor plays: a part of a quantized set plays its set's (spec
+    // 17.1); `tensors` are the shards' entries in order, as the loop below walks them.
+    let role_name = |i: usize, name: &'t str| -> &'t str {
+        sets.and_then(|s| s.roles.get(i))
+            .map_or(name, |r| r.as_ref())
     };
-    let names: Vec<std::borrow::Cow<'_, str>> =
-        tensors.iter().map(|t| role_name(&t.name)).collect();
-    let naming = config.family().naming(names.iter().map(|n| n.as_ref()));
+    let naming = config.family().naming(
+        tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| role_name(i, &t.name)),
+    );
     census.naming = Some(
         if naming.prefix.is_empty() {
             "bare"
@@ -454,10 +525,11 @@ fn census(
         .to_owned(),
     );
     census.tensors = Vec::with_capacity(tensors.len().min(MAX_CENSUS_TENSORS));
-    for (shard, e) in headers
+    for (i, (shard, e)) in headers
         .shards
         .iter()
         .flat_map(|(shard, table)| table.entries.iter().map(move |e| (shard, e)))
+        .enumerate()
     {
         let mut form = if sharded {
             format!("{} {} in {shard}", e.dtype, e.shape_text())
@@ -465,11 +537,10 @@ fn census(
             format!("{} {}", e.dtype, e.shape_text())
         };
         // A quantized role's stored codes name the scheme, bits and grouping.
-        if let Some(described) = scheme.and_then(|s| quantized::codes(s, &e.name, e.dtype)) {
+        if let Some(described) = sets.and_then(|s| s.codes(&e.name, e.dtype)) {
             form = format!("{form}, {described}");
         }
-        // A part of a quantized set plays its role's part (spec 17.1).
-        let role = naming.role(&role_name(&e.name));
+        let role = naming.role(role_name(i, &e.name));
         let t = TensorCensus::of(e, role, form, None);
         census.list(t);
     }

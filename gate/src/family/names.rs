@@ -475,19 +475,31 @@ impl Naming {
 /// A canonical name without its prefix: `fc.weight`, `layers.3.mlp_conv.base_kernel`, a codebook with
 /// or without `.weight`.
 fn parse_canonical(rest: &str) -> Option<Role> {
-    if let Some(kind) = Kind::all()
-        .filter(|k| !k.is_per_layer())
-        .find(|k| k.path() == rest || is_codebook_with_suffix(*k, rest))
+    let [once, per_layer] = &*KINDS;
+    if let Some((kind, _)) = once
+        .iter()
+        .find(|(k, path)| *path == rest || is_codebook_with_suffix(*k, rest))
     {
         return Some(kind.at(0));
     }
     let (index, path) = rest.strip_prefix("layers.")?.split_once('.')?;
     let layer = parse_index(index)?;
-    Kind::all()
-        .filter(|k| k.is_per_layer())
-        .find(|k| k.path() == path)
-        .map(|k| k.at(layer))
+    per_layer
+        .iter()
+        .find(|(_, p)| *p == path)
+        .map(|(k, _)| k.at(layer))
 }
+
+/// Every kind with its path, those that occur once apart from those per layer: made once, as every
+/// tensor name is parsed against them by the census, the inventory and the loaders' facts (walking
+/// [`Kind::all`]'s chained iterators for each was a tenth of a quantized folder's own work).
+static KINDS: std::sync::LazyLock<[Vec<(Kind, &'static str)>; 2]> =
+    std::sync::LazyLock::new(|| {
+        let (per_layer, once) = Kind::all()
+            .map(|k| (k, k.path()))
+            .partition(|(k, _)| k.is_per_layer());
+        [once, per_layer]
+    });
 
 fn is_codebook_with_suffix(kind: Kind, rest: &str) -> bool {
     matches!(kind, Kind::Selector(p) if p.is_codebook())

@@ -15,17 +15,17 @@ use crate::quant::{Fp8Scale, MlxMode, MlxParams, Storage, Writer};
 pub type Part<'a, 't> = &'a dyn Fn(&str) -> Option<&'t TensorInfo>;
 
 /// The logical `[N, K]` of `module`'s set, whose primary tensor is `primary`.
-pub fn read(
-    storage: &Storage,
+pub fn read<'a>(
+    storage: &'a Storage,
     checkpoint: &Checkpoint,
-    part: Part<'_, '_>,
-    module: &str,
-    primary: &TensorInfo,
+    part: Part<'a, '_>,
+    module: &'a str,
+    primary: &'a TensorInfo,
 ) -> Result<Vec<u64>, String> {
     let set = Set {
         storage,
         part,
-        m: escape(module).into_owned(),
+        m: escape(module),
         primary,
     };
     match storage {
@@ -81,7 +81,7 @@ struct Set<'a, 't> {
     storage: &'a Storage,
     part: Part<'a, 't>,
     /// The module's name as messages show it.
-    m: String,
+    m: std::borrow::Cow<'a, str>,
     primary: &'a TensorInfo,
 }
 
@@ -105,15 +105,16 @@ impl Set<'_, '_> {
         })
     }
 
-    /// The primary as `want` `[N, columns]`.
-    fn matrix(&self, want: Dtype, what: &str) -> Result<(u64, u64), String> {
+    /// The primary as `want` `[N, columns]`; `what` says the columns (only a refusal spells it).
+    fn matrix(&self, want: Dtype, what: impl Fn() -> String) -> Result<(u64, u64), String> {
         match (self.primary.dtype, self.primary.shape.as_slice()) {
             (d, [n, w]) if d == want && *n <= MAX_DIMENSION && *w <= MAX_DIMENSION => Ok((*n, *w)),
             _ => Err(format!(
-                "{} is {} {}, not {want} {what} ({})",
+                "{} is {} {}, not {want} {} ({})",
                 escape(&self.primary.name),
                 self.primary.dtype,
                 self.primary.shape_text(),
+                what(),
                 self.storage.describe()
             )),
         }
@@ -174,16 +175,21 @@ impl Set<'_, '_> {
         group: Option<u64>,
         symmetric: bool,
     ) -> Result<Vec<u64>, String> {
-        let (n, width) = self.matrix(Dtype::I32, &format!("[N, K * {bits} / 32]"))?;
-        let shape_name = self.name(".weight_shape");
-        let stated = (self.part)(".weight_shape")
-            .ok_or_else(|| format!("{shape_name} is missing: the loader reads [N, K] from it"))?;
+        let (n, width) = self.matrix(Dtype::I32, || format!("[N, K * {bits} / 32]"))?;
+        let shape_name = || self.name(".weight_shape");
+        let stated = (self.part)(".weight_shape").ok_or_else(|| {
+            format!(
+                "{} is missing: the loader reads [N, K] from it",
+                shape_name()
+            )
+        })?;
         let [sn, sk] = weight_shape(checkpoint, stated)?;
         // ceil(K * bits / 32) words per row.
         let words = (sk * bits).div_ceil(32);
         if sn != n || words != width {
             return Err(format!(
-                "{shape_name} holds [{sn}, {sk}], but {} is I32 {}: [{sn}, {sk}] at {bits} bits packs into [{sn}, {words}]",
+                "{} holds [{sn}, {sk}], but {} is I32 {}: [{sn}, {sk}] at {bits} bits packs into [{sn}, {words}]",
+                shape_name(),
                 escape(&self.primary.name),
                 self.primary.shape_text()
             ));
@@ -191,8 +197,9 @@ impl Set<'_, '_> {
         let columns = match group {
             Some(g) if sk % g != 0 => {
                 return Err(format!(
-                    "group size {g} does not divide {}'s K = {sk} ({shape_name})",
-                    self.m
+                    "group size {g} does not divide {}'s K = {sk} ({})",
+                    self.m,
+                    shape_name()
                 ))
             }
             Some(g) => sk / g,
@@ -200,19 +207,20 @@ impl Set<'_, '_> {
         };
         let scale = self.required(".weight_scale")?;
         self.shaped(scale, ".weight_scale", float, "a float", &[n, columns])?;
-        let zero_name = self.name(".weight_zero_point");
+        let zero_name = || self.name(".weight_zero_point");
         match ((self.part)(".weight_zero_point"), symmetric) {
             (Some(_), true) => {
-                return Err(format!("{zero_name} is there, but the scheme is symmetric (quantization_config says symmetric: true): the loader reads no zero point"))
+                return Err(format!("{} is there, but the scheme is symmetric (quantization_config says symmetric: true): the loader reads no zero point", zero_name()))
             }
             (None, false) => {
-                return Err(format!("{zero_name} is missing, and the scheme is asymmetric (symmetric: false): every weight of {} would be off by its zero point", self.m))
+                return Err(format!("{} is missing, and the scheme is asymmetric (symmetric: false): every weight of {} would be off by its zero point", zero_name(), self.m))
             }
             (Some(z), false) => {
                 let rows = (n * bits).div_ceil(32);
                 if z.dtype != Dtype::I32 || z.shape != [rows, columns] {
                     return Err(format!(
-                        "{zero_name} is {} {}, not I32 [{rows}, {columns}] (packed along N)",
+                        "{} is {} {}, not I32 [{rows}, {columns}] (packed along N)",
+                        zero_name(),
                         z.dtype,
                         z.shape_text()
                     ));
@@ -224,7 +232,7 @@ impl Set<'_, '_> {
     }
 
     fn fp8(&self, writer: Writer, scale: Fp8Scale, input_scale: bool) -> Result<Vec<u64>, String> {
-        let (n, k) = self.matrix(Dtype::F8E4M3, "[N, K]")?;
+        let (n, k) = self.matrix(Dtype::F8E4M3, || "[N, K]".to_owned())?;
         let suffix = match writer {
             Writer::HuggingFace => ".weight_scale_inv",
             _ => ".weight_scale",
@@ -256,7 +264,8 @@ impl Set<'_, '_> {
     }
 
     fn nvfp4(&self, writer: Writer) -> Result<Vec<u64>, String> {
-        let (n, width) = self.matrix(Dtype::U8, "[N, K / 2] (two FP4 codes a byte)")?;
+        let (n, width) =
+            self.matrix(Dtype::U8, || "[N, K / 2] (two FP4 codes a byte)".to_owned())?;
         let k = width * 2;
         if k > MAX_DIMENSION {
             return Err(format!(
@@ -298,7 +307,7 @@ impl Set<'_, '_> {
 
     fn mlx(&self, p: MlxParams) -> Result<Vec<u64>, String> {
         let bits = u64::from(p.bits);
-        let (n, width) = self.matrix(Dtype::U32, &format!("[N, K * {bits} / 32]"))?;
+        let (n, width) = self.matrix(Dtype::U32, || format!("[N, K * {bits} / 32]"))?;
         let scales = self.required(".scales")?;
         let columns = match scales.shape.as_slice() {
             [_, c] if *c <= MAX_DIMENSION => *c,

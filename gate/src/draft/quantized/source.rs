@@ -17,7 +17,7 @@
 //!   lands many steps off almost everywhere, and is named.
 
 use super::sets::Part;
-use super::{modules, storage_of};
+use super::Sets;
 use crate::checkpoint::Checkpoint;
 use crate::config::DraftConfig;
 use crate::container::TensorInfo;
@@ -62,19 +62,18 @@ pub fn checks(
 ) -> Result<Vec<Check>, WorkerPanic> {
     let config_check = crate::source::config::compare(&config.canonical, &source.headers.config);
     let tensors: Vec<&TensorInfo> = draft.headers.entries().collect();
-    let modules = modules(scheme, &tensors);
-    let primary = scheme.storage.primary();
+    let sets = Sets::new(scheme, &tensors);
     let by_name: HashMap<&str, &TensorInfo> =
         tensors.iter().map(|t| (t.name.as_str(), *t)).collect();
     let (mut jobs, mut dense) = (Vec::new(), Vec::new());
     let (mut missing, mut misshapen, mut paired) = (Vec::new(), Vec::new(), Vec::new());
     for t in &tensors {
-        let set = t.name.strip_suffix(primary).filter(|m| modules.contains(m));
-        if set.is_none() && super::set_of(scheme, &modules, &t.name).is_some() {
+        let set = sets.primary_of(&t.name);
+        if set.is_none() && sets.set_of(&t.name).is_some() {
             continue;
         }
         let role = match set {
-            Some(m) => format!("{m}.weight"),
+            Some((m, _)) => format!("{m}.weight"),
             None => t.name.clone(),
         };
         let Some(found) = crate::source::source_names(&role)
@@ -85,7 +84,7 @@ pub fn checks(
             continue;
         };
         paired.push(found.0.name.clone());
-        let Some(module) = set else {
+        let Some((module, (storage, ..))) = set else {
             if found.0.shape != t.shape {
                 misshapen.push(format!(
                     "{role} {} against {}",
@@ -98,9 +97,8 @@ pub fn checks(
             continue;
         };
         let part = |s: &str| by_name.get(format!("{module}{s}").as_str()).copied();
-        let (storage, _) = storage_of(scheme, module);
         // The set was read by the inventory; one it refused is its FAIL, not compared here.
-        let Ok(shape) = super::sets::read(&storage, draft, &part as Part<'_, '_>, module, t) else {
+        let Ok(shape) = super::sets::read(storage, draft, &part as Part<'_, '_>, module, t) else {
             continue;
         };
         if found.0.shape != shape {
@@ -114,7 +112,9 @@ pub fn checks(
         }
         let mut parts = HashMap::new();
         let mut dtypes = HashMap::new();
-        for suffix in std::iter::once(primary).chain(storage.parts().iter().copied()) {
+        for suffix in
+            std::iter::once(scheme.storage.primary()).chain(storage.parts().iter().copied())
+        {
             if let (Some(info), Some((_, bytes))) =
                 (part(suffix), draft.tensor(&format!("{module}{suffix}")))
             {
@@ -124,7 +124,7 @@ pub fn checks(
         }
         jobs.push(Job {
             module,
-            storage,
+            storage: storage.clone(),
             n: shape[0] as usize,
             k: shape[1] as usize,
             source: found,
