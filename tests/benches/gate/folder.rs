@@ -45,7 +45,7 @@ pub fn run(cache: &Path, runs: usize) {
             .collect();
         super::finite::read_every_byte(&chunks)
     };
-    let (floor, gate, ratios) = rounds(runs, floor, || {
+    let (floor, gate, ratios) = rounds(runs, 1, floor, || {
         dflash_gate::gate(&dir, &options).expect("gate runs")
     });
     let bytes = report.census().file_bytes.unwrap_or(0);
@@ -97,21 +97,30 @@ pub fn ensure_folder(dir: &Path, label: &str, then: fn(&Path)) {
 }
 
 /// The floor and the gate, back to back `runs` times: their medians, and the per-round ratios
-/// sorted (the floor is bound by memory bandwidth, which other tenants take in bursts).
+/// sorted (the floor is bound by memory bandwidth, which other tenants take in bursts). Each round
+/// times `batch` floors, then `batch` gates, and takes each one's mean: a draft gated in a
+/// millisecond, timed once a round, gave ratios that moved by a third from one run to the next.
 pub fn rounds<F, G>(
     runs: usize,
+    batch: usize,
     floor: impl Fn() -> F,
     gate: impl Fn() -> G,
 ) -> (std::time::Duration, std::time::Duration, Vec<f64>) {
     black_box(floor());
+    black_box(gate());
+    let batch = batch.max(1);
     let (mut floors, mut gates, mut ratios) = (vec![], vec![], vec![]);
     for _ in 0..runs {
         let start = Instant::now();
-        black_box(floor());
-        let f = start.elapsed();
+        for _ in 0..batch {
+            black_box(floor());
+        }
+        let f = start.elapsed() / batch as u32;
         let start = Instant::now();
-        black_box(gate());
-        let g = start.elapsed();
+        for _ in 0..batch {
+            black_box(gate());
+        }
+        let g = start.elapsed() / batch as u32;
         ratios.push(g.as_secs_f64() / f.as_secs_f64());
         floors.push(f);
         gates.push(g);

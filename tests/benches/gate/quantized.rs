@@ -4,7 +4,7 @@
 //! bytes the rules must read: every scale, bias and `weight_shape`, and every dense tensor. The packed codes are not read by the gate (no rule needs
 //! them: every code of a packed integer is a valid one), so the floor skips them too; target
 //! gate/floor <= 1.3. As for the bf16 folder, each round times both back to back and the ratio is
-//! taken per round.
+//! taken per round; here a round times [`BATCH`] of each, since one takes a millisecond.
 
 use super::folder::{ensure_folder, rounds};
 use super::ms;
@@ -14,6 +14,9 @@ use std::hint::black_box;
 use std::path::Path;
 
 const CHUNK_BYTES: usize = 1 << 20;
+
+/// Floors and gates timed together in a round (each takes a millisecond or a few).
+const BATCH: usize = 20;
 
 pub fn run(cache: &Path, runs: usize) {
     let drafts: [Draft; 2] = [
@@ -79,7 +82,7 @@ fn measure(name: &str, dir: &Path, runs: usize) {
             .collect();
         super::finite::read_every_byte(&chunks)
     };
-    let (floor, gate, ratios) = rounds(runs, floor, || {
+    let (floor, gate, ratios) = rounds(runs, BATCH, floor, || {
         dflash_gate::gate(dir, &options).expect("gate runs")
     });
     let file = report.census().file_bytes.unwrap_or(0);
