@@ -25,7 +25,10 @@ fn is_unsafe(c: char) -> bool {
 /// `s` with every unsafe character written as a Rust-style escape (`\n`, `\t`, `\u{1b}`) and every
 /// backslash doubled, so that the printed form is unambiguous and stays on one line.
 pub fn escape(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(|c| is_unsafe(c) || c == '\\') {
+    // Printable ASCII but the backslash is safe as it is: tested byte by byte first, since every
+    // tensor name of a report passes here, and almost every one is such.
+    let plain = |b: &u8| (b' '..=b'~').contains(b) && *b != b'\\';
+    if s.bytes().all(|b| plain(&b)) || !s.chars().any(|c| is_unsafe(c) || c == '\\') {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);

@@ -112,8 +112,9 @@ impl<'s, 't> Sets<'s, 't> {
         for t in tensors {
             if let Some((module, (storage, said, described))) = self.primary_of(&t.name) {
                 // One quantized set, folded into its role's weight.
+                let name = format!("{module}.weight");
                 let read = match said {
-                    _ if !quantizable(naming, &format!("{module}.weight"), mlx) => Err(format!("{}: {} is stored quantized, but it is not a Linear layer (norms, embeddings, codebooks and base kernels are never quantized): the loader reads a float weight and finds none", escape(&t.name), escape(module))),
+                    _ if !quantizable(naming, &name, mlx) => Err(format!("{}: {} is stored quantized, but it is not a Linear layer (norms, embeddings, codebooks and base kernels are never quantized): the loader reads a float weight and finds none", escape(&t.name), escape(module))),
                     Err(why) => Err(format!("{}: {} is stored quantized, but {why}: the loader builds a dense layer, finds no float {}.weight and drops the quantized tensors", escape(&t.name), escape(module), escape(module))),
                     Ok(_) => {
                         let part = |suffix: &str| checkpoint.headers.get(&format!("{module}{suffix}")).map(|(_, t)| t);
@@ -125,7 +126,7 @@ impl<'s, 't> Sets<'s, 't> {
                     Err(why) => (t.shape.clone(), Err(why)),
                 };
                 out.push(Folded {
-                    name: format!("{module}.weight"),
+                    name,
                     shape,
                     shown: format!("{} {} ({described})", t.dtype, t.shape_text()),
                     readable,
