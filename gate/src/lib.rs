@@ -117,6 +117,7 @@ pub mod __private {
         tile,
         torch_archive,
         pickle,
+        quant,
     );
 }
 

@@ -13,6 +13,7 @@
 mod compressed_tensors;
 mod mlx;
 mod vendors;
+mod vllm;
 
 pub use mlx::{MlxMode, MlxParams};
 

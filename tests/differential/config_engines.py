@@ -124,6 +124,13 @@ class Source:
                 return n
         raise LookupError(f"{self.path} assigns no {name}: not the release the tables were read from")
 
+    def class_constant(self, cls: str, name: str):
+        """The literal a class body assigns to `name`."""
+        for n in self._find(cls).body:
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets):
+                return ast.literal_eval(n.value)
+        raise LookupError(f"{self.path}: {cls} assigns no {name}: not the release the tables were read from")
+
     def load(self, names: Sequence[str], namespace: dict, constants: Sequence[str] = ()) -> dict:
         """Executes the definitions `names` (a `Class.method` as a plain function named
         `Class.method` in the namespace, its decorators dropped) and the module constants
@@ -530,6 +537,36 @@ class Vllm:
         self.mapper = utils.load(
             ["WeightsMapper"], dict(base_namespace(), re=__import__("re"), logger=Logger())
         )["WeightsMapper"]
+        self.maybe_prefix = utils.load(["maybe_prefix"], base_namespace())["maybe_prefix"]
+        # How a quantization config's module lists are matched: vLLM imports `regex as re`
+        # (transformers depends on it); Python's `re` stands in without it (re.match is all these
+        # functions call).
+        try:
+            import regex as re_module
+        except ImportError:
+            import re as re_module
+        from collections.abc import Iterable, Mapping
+        from fnmatch import fnmatch
+        from types import MappingProxyType
+
+        matching = dict(
+            base_namespace(), re=re_module, fnmatch=fnmatch, MappingProxyType=MappingProxyType,
+            Iterable=Iterable, Mapping=Mapping, Module=object,
+        )
+        quant = "model_executor/layers/quantization/"
+        matching.update(Source(root, quant + "utils/config_utils.py").load(
+            ["is_equal_or_regex_match", "find_matching_patterns"], dict(matching)
+        ))
+        self.compressed_tensors = Source(root, quant + "compressed_tensors/utils.py").load(
+            ["should_ignore_layer", "find_matched_target", "_find_first_match", "_match_fused_layer"],
+            dict(matching),
+        )
+        self.is_layer_skipped = Source(root, quant + "utils/quant_utils.py").load(
+            ["is_layer_skipped"], dict(matching)
+        )["is_layer_skipped"]
+        self.packed_modules_mapping = Source(root, "model_executor/models/qwen3.py").class_constant(
+            "Qwen3ForCausalLM", "packed_modules_mapping"
+        )
 
     def hf_config(self, draft: str):
         """The draft's config as vLLM builds it, and whether it is the speculators format."""
@@ -621,6 +658,7 @@ class Vllm:
         mask_embedding = self.mask_embedding(rows, draft, outer)
         outer._read_mask_embedding = lambda: mask_embedding
         self.names(rows, draft, outer, list(getattr(hf_config, "architectures", None) or []))
+        self.quantized_layers(rows, draft, hf_config, target)
 
     def mask_embedding(self, rows, draft, outer):
         rule = "mask_embedding_id"
@@ -706,6 +744,98 @@ class Vllm:
             break
         rows.say("bare_names_only", "accepted", "every name reaches a module the model builds (two levels deep)")
         rows.say("unexpected_weight", "cannot_run", "no name misses at the two levels walked; deeper, the module tree is not built here")
+
+    # The Linears DFlashQwen3Model builds, under the names its __init__ gives them (qwen3_dflash.py:
+    # the model under `model`, layer i numbered i + the target's layer count, each projection
+    # under its layer's self_attn or mlp), with the class whose name find_matched_target reads.
+    LINEARS = [
+        ("self_attn.qkv_proj", "QKVParallelLinear"),
+        ("self_attn.o_proj", "RowParallelLinear"),
+        ("mlp.gate_up_proj", "MergedColumnParallelLinear"),
+        ("mlp.down_proj", "RowParallelLinear"),
+    ]
+
+    def quantized_layers(self, rows, draft, hf_config, target):
+        """Each Linear the draft stores, quantized or dense, against how vLLM builds it: the
+        config's lists matched by vLLM's own functions (compressed-tensors' should_ignore_layer and
+        find_matched_target, fp8's is_layer_skipped) against vLLM's names for it. A layer built
+        the other way meets a weight it has no parameter for, or, fp8 built over a dense weight,
+        casts it and never loads the scale."""
+        rules = {
+            "compressed-tensors": ("ignore_on_vllms_names", "targets_on_vllms_names"),
+            "fp8": ("not_converted_spelled_as_stored", "not_converted_on_vllms_names"),
+        }
+        q = read_json(os.path.join(draft, "config.json")).get("quantization_config") or {}
+        method = q.get("quant_method")
+        for m, pair in rules.items():
+            if m != method:
+                for rule in pair:
+                    rows.say(rule, "accepted", f"quant_method is {method!r}, not {m!r}")
+        if method not in rules:
+            return
+        to_quantized, to_dense = rules[method]
+        if target is not None:
+            offset = int(auto_config(target).num_hidden_layers)
+        elif getattr(hf_config, "num_target_layers", None) is not None:
+            offset = int(hf_config.num_target_layers)
+        else:
+            for rule in rules[method]:
+                rows.say(rule, "cannot_run", "no target and no num_target_layers: vLLM's layer numbers are not known")
+            return
+        packed = self.packed_modules_mapping
+        if method == "compressed-tensors":
+            targets = [t for g in (q.get("config_groups") or {}).values() for t in g.get("targets", [])]
+            ignore = q.get("ignore") or []
+
+            def built_quantized(layer, cls):
+                module = type(cls, (), {})()
+                if self.compressed_tensors["should_ignore_layer"](layer, ignore=ignore, fused_mapping=packed):
+                    return False
+                return self.compressed_tensors["find_matched_target"](layer, module, targets, packed) is not None
+        else:
+            ignored = q.get("ignored_layers") or q.get("modules_to_not_convert") or []
+
+            def built_quantized(layer, cls):
+                return not self.is_layer_skipped(layer, ignored, packed, match_mode="exact")
+
+        names = tensor_names(draft)
+        stored = set(names)
+        prefixed = any(n.startswith("model.") for n in names)
+        # (checkpoint module, vLLM's layer, its class)
+        linears = [("fc", self.maybe_prefix("model", "fc"), "ReplicatedLinear")]
+        for i in range(int(hf_config.num_hidden_layers)):
+            at = self.maybe_prefix("model", f"layers.{i + offset}")
+            for path, cls in self.LINEARS:
+                scope, own = path.split(".")
+                for shard in packed.get(own, [own]):
+                    linears.append((f"layers.{i}.{scope}.{shard}", f"{at}.{path}", cls))
+        said = set()
+        for module, layer, cls in linears:
+            spelled = ("model." if prefixed else "") + module
+            parts = sorted(n for n in names if n.startswith(spelled + ".") and n != spelled + ".weight")
+            if f"{spelled}.weight" not in stored and not parts:
+                continue
+            quantized = any(n.rsplit(".", 1)[1].startswith(("weight_packed", "weight_scale")) for n in parts)
+            try:
+                built = built_quantized(layer, cls)
+            except Exception as e:
+                rows.say(to_quantized, "raised", first_line(e))
+                said.add(to_quantized)
+                break
+            if quantized == built:
+                continue
+            if built and method == "fp8":
+                rule, did, message = to_quantized, "wrongly", f"{layer} is built FP8 over the dense {module}.weight; its scale is never loaded"
+            elif built:
+                rule, did, message = to_quantized, "raised", f"ValueError: There is no module or parameter named '{module}.weight' in DFlashQwen3Model ({layer} is built quantized)"
+            else:
+                rule, did, message = to_dense, "raised", f"ValueError: There is no module or parameter named '{parts[0].removeprefix('model.')}' in DFlashQwen3Model ({layer} is built dense)"
+            if rule not in said:
+                rows.say(rule, did, message)
+                said.add(rule)
+        for rule in rules[method]:
+            if rule not in said:
+                rows.say(rule, "accepted", "every Linear is built as the checkpoint stores it")
 
 
 ENGINES = [("sglang", SGLANG_VAR, Sglang), ("vllm", VLLM_VAR, Vllm)]

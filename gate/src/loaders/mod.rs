@@ -8,6 +8,7 @@
 //! refuses or crashes on, the gate does not pass (the suite holds every arm to that).
 
 mod tables;
+mod vllm_names;
 mod when;
 
 pub use tables::TABLES;

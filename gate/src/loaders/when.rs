@@ -7,6 +7,7 @@ use crate::check_id::CheckId;
 use crate::config::{DraftConfig, ProblemKind};
 use crate::evidence::Evidence;
 use crate::form::Form;
+use crate::quant::Writer;
 use crate::report::{Outcome, Report};
 
 /// What a draft is, as the engine tables tell forms apart: the same safetensors folder is z-lab's
@@ -113,6 +114,13 @@ pub enum When {
     MaskOutsideTargetVocab,
     /// With `--target`: the draft's hidden size is not the target's (`target.hidden_size`).
     HiddenDiffers,
+    /// A Linear the config of this writer's scheme leaves dense under the checkpoint's name
+    /// (`fc`, `layers.i.…`), which vLLM builds quantized under its own (`model.fc`,
+    /// `model.layers.{T + i}.…`): it matches the config's lists against those names.
+    VllmBuildsQuantized(Writer),
+    /// A Linear the config of this writer's scheme quantizes under the checkpoint's name, which
+    /// vLLM builds dense under its own.
+    VllmBuildsDense(Writer),
 }
 
 /// Whether a fact holds for this draft.
@@ -355,6 +363,10 @@ impl Facts<'_> {
                 )),
                 _ => None,
             }),
+            When::VllmBuildsQuantized(writer) => {
+                super::vllm_names::built_otherwise(self, writer, false)
+            }
+            When::VllmBuildsDense(writer) => super::vllm_names::built_otherwise(self, writer, true),
             When::HiddenDiffers => self.paired(CheckId::TARGET_HIDDEN_SIZE, |e| match e {
                 Evidence::TargetHiddenSize(e) => Some(format!(
                     "hidden {} against the target's {}",

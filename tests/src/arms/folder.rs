@@ -538,12 +538,37 @@ const ARMS: &[FolderArm] = &[
     ),
     arm(
         "folder::pass::pack_quantized_fc_ignored_by_pattern",
+        |d| packed_ignoring(d, FC_DENSE, |_| json!(["re:.*fc$"])),
+        Owed::Pass,
+    ),
+    // compressed-tensors matches ignore against the checkpoint's module names: fc stays dense.
+    arm(
+        "folder::pass::pack_quantized_fc_ignored_by_name",
+        |d| packed(d, FC_DENSE),
+        Owed::Pass,
+    ),
+    // A fused layer's shards left dense by their checkpoint names.
+    arm(
+        "folder::pass::pack_quantized_qkv_ignored_by_name",
+        |d| packed(d, QKV_DENSE),
+        Owed::Pass,
+    ),
+    // A name in vLLM's spelling of the draft's first layer (numbered after the target's last):
+    // no module of the checkpoint.
+    arm(
+        "folder::pass::pack_quantized_ignore_numbered_as_vllm",
         |d| {
-            packed(d, FC_DENSE);
-            config(d, |c| {
-                c["quantization_config"]["ignore"] = json!(["re:.*fc$"])
+            packed_ignoring(d, PackOptions::default(), |c| {
+                let t = c["num_target_layers"].as_u64().expect("num_target_layers");
+                json!([format!("model.layers.{t}.mlp.down_proj")])
             })
         },
+        Owed::Pass,
+    ),
+    // An entry in vLLM's spelling names no module of the checkpoint: fc is quantized.
+    arm(
+        "folder::pass::pack_quantized_ignore_in_vllms_names",
+        |d| packed_ignoring(d, PackOptions::default(), |_| json!(["model.fc"])),
         Owed::Pass,
     ),
     arm(
@@ -634,12 +659,7 @@ const ARMS: &[FolderArm] = &[
     ),
     arm(
         "folder::control::pack_quantized_but_ignored",
-        |d| {
-            packed(d, PackOptions::default());
-            config(d, |c| {
-                c["quantization_config"]["ignore"] = json!(["re:.*fc$"])
-            })
-        },
+        |d| packed_ignoring(d, PackOptions::default(), |_| json!(["re:.*fc$"])),
         fail(
             COMPLETE,
             &[
@@ -650,10 +670,7 @@ const ARMS: &[FolderArm] = &[
     ),
     arm(
         "folder::control::pack_quantized_dense_but_quantized_by_config",
-        |d| {
-            packed(d, FC_DENSE);
-            config(d, |c| c["quantization_config"]["ignore"] = json!([]))
-        },
+        |d| packed_ignoring(d, FC_DENSE, |_| json!([])),
         fail(
             COMPLETE,
             &[
@@ -1465,6 +1482,18 @@ const FC_DENSE: PackOptions = PackOptions {
     ignore: &["fc"],
 };
 
+/// W4A16 with the first layer's q, k and v left dense and listed in `ignore`.
+const QKV_DENSE: PackOptions = PackOptions {
+    bits: 4,
+    group: Some(32),
+    symmetric: true,
+    ignore: &[
+        "layers.0.self_attn.q_proj",
+        "layers.0.self_attn.k_proj",
+        "layers.0.self_attn.v_proj",
+    ],
+};
+
 /// The W4A16 folder with one scale (BF16) of `tensor` set to `value`.
 fn scale_set(dir: &Path, tensor: &str, index: usize, value: f32) -> PathBuf {
     packed(dir, PackOptions::default());
@@ -1478,6 +1507,12 @@ fn scale_set(dir: &Path, tensor: &str, index: usize, value: f32) -> PathBuf {
 fn packed(dir: &Path, options: PackOptions) -> PathBuf {
     pack_quantize(dir, options);
     dir.to_owned()
+}
+
+/// [`packed`], its config's `ignore` then set to what `ignore` makes of the config.
+fn packed_ignoring(dir: &Path, options: PackOptions, ignore: impl Fn(&Value) -> Value) -> PathBuf {
+    packed(dir, options);
+    config(dir, |c| c["quantization_config"]["ignore"] = ignore(c))
 }
 
 pub(crate) fn weights(dir: &Path, edit: impl FnOnce(&mut Tensors)) -> PathBuf {

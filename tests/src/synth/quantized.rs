@@ -122,6 +122,17 @@ fn quantize_folder(
 
 /// FP8 E4M3 weights with a scale per `grain`, as `writer` names and states them.
 pub fn fp8_quantize(dir: &Path, writer: Writer, grain: Grain, input_scale: bool) {
+    fp8_quantize_but(dir, writer, grain, input_scale, &[])
+}
+
+/// [`fp8_quantize`], leaving the modules `dense` names dense (the config's lists are the caller's).
+pub fn fp8_quantize_but(
+    dir: &Path,
+    writer: Writer,
+    grain: Grain,
+    input_scale: bool,
+    dense: &[&str],
+) {
     let table = e4m3_values();
     let one = |module: &str, t: &Tensor| {
         let (n, k) = (t.2[0] as usize, t.2[1] as usize);
@@ -183,7 +194,7 @@ pub fn fp8_quantize(dir: &Path, writer: Writer, grain: Grain, input_scale: bool)
         }
         set
     };
-    quantize_folder(dir, &[], one, |c| {
+    quantize_folder(dir, dense, one, |c| {
         c["quantization_config"] = match writer {
             Writer::CompressedTensors => {
                 let (strategy, block) = match grain {

@@ -128,6 +128,35 @@ const CASES: &[Case] = &[
         bend: Some(|c| c["sliding_window_non_causal"] = true.into()),
         ..arm(SPECULATORS)
     },
+    // Quantized drafts: the config's module lists as vLLM matches them against its own names.
+    arm("folder::pass::pack_quantized_w4_group"),
+    arm("folder::pass::pack_quantized_fc_ignored_by_name"),
+    arm("folder::pass::pack_quantized_fc_ignored_by_pattern"),
+    Case {
+        name: "fc ignored by a pattern, with a target",
+        target: Some(|_| {}),
+        ..arm("folder::pass::pack_quantized_fc_ignored_by_pattern")
+    },
+    arm("folder::pass::pack_quantized_ignore_in_vllms_names"),
+    arm("folder::pass::pack_quantized_qkv_ignored_by_name"),
+    arm("folder::pass::pack_quantized_ignore_numbered_as_vllm"),
+    Case {
+        name: "a name numbered as vLLM's, with its target",
+        target: Some(|_| {}),
+        ..arm("folder::pass::pack_quantized_ignore_numbered_as_vllm")
+    },
+    Case {
+        name: "a name numbered as vLLM's, with a target one layer deeper",
+        target: Some(|t| {
+            let n = t["num_hidden_layers"].as_u64().unwrap_or_default();
+            t["num_hidden_layers"] = (n + 1).into();
+        }),
+        ..arm("folder::pass::pack_quantized_ignore_numbered_as_vllm")
+    },
+    arm("folder::pass::fp8_block_compressed_tensors"),
+    arm("folder::pass::fp8_block_hugging_face"),
+    arm("folder::pass::fp8_hugging_face_fc_not_converted"),
+    arm("folder::pass::fp8_hugging_face_not_converted_in_vllms_names"),
     Case {
         name: "speculators, aux_hidden_state_layer_ids absent",
         bend: Some(|c| {

@@ -3,11 +3,13 @@
 //! `model_executor/models/qwen3_dflash.py` (`DFlashQwen3ForCausalLM.load_weights`,
 //! `combine_hidden_states`, `_dflash_layer_causal`), `model_executor/models/utils.py`
 //! (`AutoWeightsLoader`), `model_executor/model_loader/weight_utils.py` (`default_weight_loader`),
-//! `model_executor/layers/linear.py`, `config/model.py` (`ModelConfig._verify_quantization`) and
+//! `model_executor/layers/linear.py`, `config/model.py` (`ModelConfig._verify_quantization`),
+//! `model_executor/layers/quantization/` (`compressed_tensors/`, `fp8.py`, `utils/`) and
 //! `v1/worker/gpu/spec_decode/utils.py`.
 
 use crate::engine::{Engine, LoaderOutcome::*};
 use crate::loaders::{Rule, Shape, Table, When};
+use crate::quant::Writer;
 
 pub static TABLE: Table = Table {
     engine: Engine::Vllm,
@@ -49,6 +51,30 @@ pub static TABLE: Table = Table {
             outcome: NotItsForm,
             words: "the config names no quant_method, so the draft is read as unquantized without a word, and its load raises ValueError: There is no module or parameter named 'fc.biases' (or '....scales') in DFlashQwen3Model",
             source: "config/model.py (ModelConfig._verify_quantization); model_executor/models/utils.py (AutoWeightsLoader._load_module)",
+        },
+        Rule {
+            id: "ignore_on_vllms_names",
+            reads: "quantization_config's ignore (compressed-tensors)",
+            when: When::VllmBuildsQuantized(Writer::CompressedTensors),
+            outcome: NotItsForm,
+            words: "ValueError: There is no module or parameter named '...weight' in DFlashQwen3Model (vLLM matches ignore against its own names for the layers it builds, model.fc and model.layers.{T + i}.*, T the target's layer count, exactly or as re: from the start: an entry spelled as the checkpoint names the module matches nothing there, and the layer is built quantized)",
+            source: "model_executor/layers/quantization/compressed_tensors/compressed_tensors.py (get_scheme); compressed_tensors/utils.py (should_ignore_layer); models/qwen3_dflash.py (DFlashQwen3ForCausalLM: prefix model, start_layer_id); models/utils.py (map_draft_quant_config renames ModelOpt's lists only)",
+        },
+        Rule {
+            id: "targets_on_vllms_names",
+            reads: "quantization_config's targets and ignore (compressed-tensors)",
+            when: When::VllmBuildsDense(Writer::CompressedTensors),
+            outcome: NotItsForm,
+            words: "ValueError: There is no module or parameter named '...' in DFlashQwen3Model (vLLM matches targets and ignore against its own names for the layers it builds, model.fc and model.layers.{T + i}.*: an entry in those names, such as ignore: model.fc, leaves a layer the checkpoint stores quantized dense there, and its scales have no parameter)",
+            source: "model_executor/layers/quantization/compressed_tensors/compressed_tensors.py (get_scheme); compressed_tensors/utils.py (find_matched_target, should_ignore_layer)",
+        },
+        Rule {
+            id: "not_converted_on_vllms_names",
+            reads: "quantization_config's modules_to_not_convert (Hugging Face fp8)",
+            when: When::VllmBuildsDense(Writer::HuggingFace),
+            outcome: NotItsForm,
+            words: "ValueError: There is no module or parameter named '...' in DFlashQwen3Model (vLLM matches modules_to_not_convert exactly against its own names for the layers it builds, model.fc and model.layers.{T + i}.*: an entry in those names, such as model.fc, leaves a layer the checkpoint stores FP8 dense there, and its weight_scale_inv has no parameter)",
+            source: "model_executor/layers/quantization/fp8.py (Fp8Config.get_quant_method); quantization/utils/quant_utils.py (is_layer_skipped, match mode exact)",
         },
         Rule {
             id: "unexpected_weight",
@@ -97,6 +123,14 @@ pub static TABLE: Table = Table {
             outcome: Refuses,
             words: "ValueError: DFlash drafter expects ... concatenated aux hidden features but received ... (at start-up)",
             source: "model_executor/models/qwen3_dflash.py (combine_hidden_states)",
+        },
+        Rule {
+            id: "not_converted_spelled_as_stored",
+            reads: "quantization_config's modules_to_not_convert (Hugging Face fp8)",
+            when: When::VllmBuildsQuantized(Writer::HuggingFace),
+            outcome: LoadsWrongly,
+            words: "vLLM matches modules_to_not_convert exactly against its own names for the layers it builds (model.fc, model.layers.{T + i}.*): an entry spelled as the checkpoint names the module matches nothing there, so the layer is built FP8, the dense weight is cast into its FP8 parameter, and its weight_scale_inv, which the checkpoint does not hold, is never loaded (torch.empty)",
+            source: "model_executor/layers/quantization/fp8.py (Fp8Config.get_quant_method, Fp8LinearMethod.create_weights); quantization/utils/quant_utils.py (is_layer_skipped, match mode exact); layers/linear.py (ReplicatedLinear.weight_loader)",
         },
         Rule {
             id: "every_layer_causal",

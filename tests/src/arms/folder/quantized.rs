@@ -6,7 +6,9 @@
 use super::{
     arm, config, fail, named, weights, FolderArm, Owed, COMPLETE, EXPLAINED, FINITE, SCALES,
 };
-use crate::synth::quantized::{fp8_quantize, mlx_quantize, nvfp4_quantize, Grain, Mlx, Writer};
+use crate::synth::quantized::{
+    fp8_quantize, fp8_quantize_but, mlx_quantize, nvfp4_quantize, Grain, Mlx, Writer,
+};
 use dflash_gate::Outcome;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -36,6 +38,15 @@ fn ct_nvfp4(d: &Path) -> PathBuf {
 fn mlx(d: &Path, p: Mlx) -> PathBuf {
     mlx_quantize(d, p, &[], &[]);
     d.to_owned()
+}
+
+/// Transformers' FP8 in 128x128 blocks, leaving the modules `dense` names dense, its config's
+/// `modules_to_not_convert` set to `keys`.
+fn hugging_face_fp8(d: &Path, dense: &[&str], keys: serde_json::Value) -> PathBuf {
+    fp8_quantize_but(d, Writer::HuggingFace, Grain::Block(128, 128), false, dense);
+    config(d, |c| {
+        c["quantization_config"]["modules_to_not_convert"] = keys
+    })
 }
 
 /// Moves the folder's ModelOpt `quantization_config` into `hf_quant_config.json`, stating
@@ -85,6 +96,19 @@ pub(super) const ARMS: &[FolderArm] = &[
             fp8_quantize(d, Writer::HuggingFace, Grain::Block(128, 128), false);
             d.to_owned()
         },
+        Owed::Pass,
+    ),
+    // Transformers matches modules_to_not_convert against its own module names, as the checkpoint
+    // spells them: fc stays dense. vLLM matches it exactly against `model.fc` (its loader rules).
+    arm(
+        "folder::pass::fp8_hugging_face_fc_not_converted",
+        |d| hugging_face_fp8(d, &["fc"], json!(["fc"])),
+        Owed::Pass,
+    ),
+    // An entry in vLLM's spelling names no module of the checkpoint: fc is converted.
+    arm(
+        "folder::pass::fp8_hugging_face_not_converted_in_vllms_names",
+        |d| hugging_face_fp8(d, &[], json!(["model.fc"])),
         Owed::Pass,
     ),
     arm(
@@ -276,12 +300,7 @@ pub(super) const ARMS: &[FolderArm] = &[
     ),
     arm(
         "folder::control::fp8_hugging_face_not_converted_yet_quantized",
-        |d| {
-            fp8_quantize(d, Writer::HuggingFace, Grain::Block(128, 128), false);
-            config(d, |c| {
-                c["quantization_config"]["modules_to_not_convert"] = json!(["fc"])
-            })
-        },
+        |d| hugging_face_fp8(d, &[], json!(["fc"])),
         fail(
             COMPLETE,
             &[
