@@ -112,7 +112,7 @@ pub fn verdicts(report: &Report, config: Option<&DraftConfig>) -> Vec<LoaderVerd
     if report.check(CheckId::CONFIG_IS_DFLASH).map(|c| c.outcome()) != Some(Outcome::Pass) {
         return Vec::new();
     }
-    let facts = Facts { report, config };
+    let facts = Facts::new(report, config);
     TABLES.iter().map(|t| t.verdict(&facts)).collect()
 }
 

@@ -18,24 +18,67 @@ const LAYERS: [(&str, &[&str]); 4] = [
     ("mlp.down_proj", &[]),
 ];
 
-/// A Linear of the draft the config stores as `stored_quantized` says under the checkpoint's
-/// name, and that vLLM builds the other way under its own, for a scheme of `writer`'s.
-pub(super) fn built_otherwise(facts: &Facts<'_>, writer: Writer, stored_quantized: bool) -> Met {
+/// What vLLM builds otherwise than the config stores, both ways, found in one pass over the
+/// draft's Linears (every row that reads it asks the same pass).
+#[derive(Debug)]
+pub struct Disagreements {
+    /// The writer whose lists were matched; `None` when no scheme is matched by vLLM's names.
+    writer: Option<Writer>,
+    /// A Linear stored dense that vLLM builds quantized.
+    built_quantized: Met,
+    /// A Linear stored quantized that vLLM builds dense.
+    built_dense: Met,
+}
+
+impl Disagreements {
+    /// The fact for a scheme of `writer`'s: a Linear stored as `stored_quantized` says, built the
+    /// other way.
+    pub(super) fn get(&self, writer: Writer, stored_quantized: bool) -> Met {
+        if self.writer != Some(writer) {
+            return Met::No;
+        }
+        match stored_quantized {
+            false => self.built_quantized.clone(),
+            true => self.built_dense.clone(),
+        }
+    }
+
+    fn both(writer: Option<Writer>, met: Met) -> Disagreements {
+        Disagreements {
+            writer,
+            built_quantized: met.clone(),
+            built_dense: met,
+        }
+    }
+}
+
+/// Every Linear of the draft, as the config stores it under the checkpoint's name and as vLLM
+/// builds it under its own.
+pub(super) fn find(facts: &Facts<'_>) -> Disagreements {
+    // A GGUF states no quantization_config (and vLLM does not read one).
     let Some(c) = facts.config else {
-        return Met::Unknown("the draft's config.json was not read".to_owned());
+        return Disagreements::both(None, Met::No);
     };
     let Some(q) = &c.quantization else {
-        return Met::No;
+        return Disagreements::both(None, Met::No);
     };
     let scheme = match &q.scheme {
-        Ok(s) if s.matched_by_vllm_names() == Some(writer) => s,
-        Ok(_) => return Met::No,
-        Err(_) if named_by(&q.named) != Some(writer) => return Met::No,
-        Err(why) => return Met::Unknown(format!("the scheme is not read: {why}")),
+        Ok(s) => s,
+        Err(why) => {
+            let unknown = Met::Unknown(format!("the scheme is not read: {why}"));
+            return Disagreements::both(named_by(&q.named), unknown);
+        }
     };
+    let writer = scheme.matched_by_vllm_names();
+    // Lists of class names alone match every Linear alike under any name.
+    if writer.is_none() || !scheme.vllm_names_matter() {
+        return Disagreements::both(writer, Met::No);
+    }
     let layers = match &c.num_hidden_layers {
         Ok(n) => *n,
-        Err(p) => return Met::Unknown(format!("{} is unusable", p.field)),
+        Err(p) => {
+            return Disagreements::both(writer, Met::Unknown(format!("{} is unusable", p.field)))
+        }
     };
     // The checkpoint's spelling: vLLM refuses a `model.`-prefixed folder anyway, but the config's
     // lists were written against that spelling.
@@ -43,39 +86,49 @@ pub(super) fn built_otherwise(facts: &Facts<'_>, writer: Writer, stored_quantize
         Met::Yes(_) => "model.",
         _ => "",
     };
-    let offset = target_layers(facts, c);
-    let differs = |checkpoint: &str, layer: &str, shards: &[String]| {
+    let mut found = Disagreements::both(writer, Met::No);
+    let mut differs = |checkpoint: &str, layer: &str, shards: &[String]| {
         let stored = match scheme.expect(&format!("{prefix}{checkpoint}")) {
             Expect::Quantized(..) => true,
             Expect::Dense(_) => false,
-            Expect::Either(_) => return None,
+            Expect::Either(_) => return,
         };
-        let built = scheme.vllm_quantizes(layer, shards)?;
-        (stored == stored_quantized && built != stored).then(|| {
+        let Some(built) = scheme.vllm_quantizes(layer, shards) else {
+            return;
+        };
+        let slot = match (stored, built) {
+            (false, true) => &mut found.built_quantized,
+            (true, false) => &mut found.built_dense,
+            _ => return,
+        };
+        if *slot == Met::No {
             let how = |q: bool| if q { "quantized" } else { "dense" };
-            format!(
+            *slot = Met::Yes(format!(
                 "{checkpoint}: the config stores it {} under that name; vLLM names it {layer}, and builds it {}",
                 how(stored),
                 how(built)
-            )
-        })
+            ));
+        }
     };
-    if let Some(found) = differs("fc", "model.fc", &[]) {
-        return Met::Yes(found);
-    }
-    let offset = match offset {
+    differs("fc", "model.fc", &[]);
+    let offset = match target_layers(facts, c) {
         Some(t) => t,
         // Without the target's layer count, the layers' names are known but for their number.
         None if scheme.vllm_reads_layer_numbers() => {
-            return Met::Unknown(
-                "the config's lists hold a pattern or a numbered name, and the target's layer count (--target, or num_target_layers) is not known".to_owned(),
-            )
+            let why = "the config's lists hold a pattern or a numbered name, and the target's layer count (--target, or num_target_layers) is not known";
+            for slot in [&mut found.built_quantized, &mut found.built_dense] {
+                if *slot == Met::No {
+                    *slot = Met::Unknown(why.to_owned());
+                }
+            }
+            return found;
         }
         None => 0,
     };
     for i in 0..layers {
         let Some(n) = offset.checked_add(i) else {
-            return Met::Unknown("the target's layer count overflows".to_owned());
+            let overflow = Met::Unknown("the target's layer count overflows".to_owned());
+            return Disagreements::both(writer, overflow);
         };
         for (path, parts) in LAYERS {
             let at = format!("model.layers.{n}.{path}");
@@ -90,13 +143,11 @@ pub(super) fn built_otherwise(facts: &Facts<'_>, writer: Writer, stored_quantize
                 parts.to_vec()
             };
             for m in modules {
-                if let Some(found) = differs(&format!("layers.{i}.{scope}.{m}"), &at, &shards) {
-                    return Met::Yes(found);
-                }
+                differs(&format!("layers.{i}.{scope}.{m}"), &at, &shards);
             }
         }
     }
-    Met::No
+    found
 }
 
 /// The target's layer count: the paired target's, else the count the config says it drafts for.

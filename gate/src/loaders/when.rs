@@ -3,12 +3,14 @@
 //! where the check that decides its fact did not run, the fact is not known, and the engine's line
 //! says it cannot tell rather than `loads`.
 
+use super::vllm_names::Disagreements;
 use crate::check_id::CheckId;
 use crate::config::{DraftConfig, ProblemKind};
 use crate::evidence::Evidence;
 use crate::form::Form;
 use crate::quant::Writer;
 use crate::report::{Outcome, Report};
+use std::cell::OnceCell;
 
 /// What a draft is, as the engine tables tell forms apart: the same safetensors folder is z-lab's
 /// schema or the speculators format, and engines read one and not the other.
@@ -139,9 +141,24 @@ pub enum Met {
 pub struct Facts<'a> {
     pub report: &'a Report,
     pub config: Option<&'a DraftConfig>,
+    /// vLLM's reading of the config's module lists, found once for the rows that ask it.
+    vllm_names: OnceCell<Disagreements>,
 }
 
-impl Facts<'_> {
+impl<'a> Facts<'a> {
+    pub fn new(report: &'a Report, config: Option<&'a DraftConfig>) -> Facts<'a> {
+        Facts {
+            report,
+            config,
+            vllm_names: OnceCell::new(),
+        }
+    }
+
+    fn vllm_names(&self) -> &Disagreements {
+        self.vllm_names
+            .get_or_init(|| super::vllm_names::find(self))
+    }
+
     /// The shape the tables tell forms apart by.
     pub fn shape(&self) -> Shape {
         match self.report.census.form {
@@ -363,10 +380,8 @@ impl Facts<'_> {
                 )),
                 _ => None,
             }),
-            When::VllmBuildsQuantized(writer) => {
-                super::vllm_names::built_otherwise(self, writer, false)
-            }
-            When::VllmBuildsDense(writer) => super::vllm_names::built_otherwise(self, writer, true),
+            When::VllmBuildsQuantized(writer) => self.vllm_names().get(writer, false),
+            When::VllmBuildsDense(writer) => self.vllm_names().get(writer, true),
             When::HiddenDiffers => self.paired(CheckId::TARGET_HIDDEN_SIZE, |e| match e {
                 Evidence::TargetHiddenSize(e) => Some(format!(
                     "hidden {} against the target's {}",

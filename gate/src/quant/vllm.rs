@@ -20,6 +20,22 @@ impl Scheme {
         }
     }
 
+    /// Whether vLLM's names could make any difference: not when `ignore` is empty and `targets`
+    /// holds only the class `Linear` (compressed-tensors), which match every Linear alike under
+    /// any name.
+    pub fn vllm_names_matter(&self) -> bool {
+        match &self.select {
+            Select::TargetsIgnore { targets, ignore } => {
+                !ignore.names.is_empty()
+                    || !ignore.patterns.is_empty()
+                    || !targets.patterns.is_empty()
+                    || targets.names.iter().any(|n| n != "Linear")
+            }
+            Select::NotConverted(keys) => !keys.patterns.is_empty() || !keys.names.is_empty(),
+            Select::Excluded(_) | Select::Mlx(_) => false,
+        }
+    }
+
     /// Whether vLLM builds its layer `layer` quantized: `shards` are the names of the checkpoint
     /// modules it fuses (empty for a layer it does not fuse), all by vLLM's names. `None` for a
     /// scheme vLLM does not match by its own names.
@@ -141,6 +157,13 @@ mod tests {
         assert!(
             compressed_tensors(json!(["model.layers.3.mlp.down_proj"])).vllm_reads_layer_numbers()
         );
+    }
+
+    #[test]
+    fn lists_of_the_class_alone_match_every_name_alike() {
+        assert!(!compressed_tensors(json!([])).vllm_names_matter());
+        assert!(compressed_tensors(json!(["lm_head"])).vllm_names_matter());
+        assert!(compressed_tensors(json!(["re:.*fc$"])).vllm_names_matter());
     }
 
     #[test]
