@@ -321,6 +321,27 @@ class Sglang:
             ["_resolve_dflash_aux_hidden_state", "_map_muse_target_layer_ids"],
             base_namespace(),
         )
+        import re as re_module
+        from collections.abc import Iterable, Mapping
+        from types import MappingProxyType
+
+        self.compressed_tensors = Source(root, "srt/layers/quantization/compressed_tensors/utils.py").load(
+            [
+                "should_ignore_layer",
+                "check_equal_or_regex_match",
+                "find_matched_target",
+                "_find_first_match",
+                "_is_equal_or_regex_match",
+                "_match_fused_layer",
+            ],
+            dict(
+                base_namespace(), re=re_module, MappingProxyType=MappingProxyType,
+                Iterable=Iterable, Mapping=Mapping, Module=object,
+            ),
+        )
+        self.quantizable = Source(root, "srt/models/dflash.py").class_constant(
+            "DFlashDraftModel", "supports_quantization"
+        )
         worker = Source(root, "srt/speculative/dflash_worker_v2.py")
         self.worker = worker.load(
             [
@@ -374,6 +395,60 @@ class Sglang:
 
         # mask_embedding.pt: merged by the worker's own method against the resolved id.
         self.mask_embedding(rows, draft, mask_id)
+        self.quantized_layers(rows, draft, hf_config)
+
+    def quantized_layers(self, rows, draft, hf_config):
+        """A compressed-tensors draft's layer Linears, stored quantized or dense, against how SGLang
+        builds them: should_ignore_layer and find_matched_target (SGLang's own) called with the
+        names DFlashDraftModel gives them. Its layers take an empty prefix unless the class is
+        quantizable (supports_quantization, read from the class), and each Linear then takes its
+        bare name; the class states no packed_modules_mapping. A layer built the other way has its
+        checkpoint weights skipped by load_weights ("Ignore unexpected weights")."""
+        rule = "layer_lists_on_bare_names"
+        q = read_json(os.path.join(draft, "config.json")).get("quantization_config") or {}
+        if q.get("quant_method") != "compressed-tensors":
+            rows.say(rule, "accepted", f"quant_method is {q.get('quant_method')!r}, not 'compressed-tensors'")
+            return
+        if self.quantizable:
+            rows.say(rule, "cannot_run", "DFlashDraftModel.supports_quantization is true: its layers are named by path")
+            return
+        targets = [t for g in (q.get("config_groups") or {}).values() for t in g.get("targets", [])]
+        ignore = q.get("ignore") or []
+        ct = self.compressed_tensors
+
+        def built_quantized(layer, cls):
+            if ct["should_ignore_layer"](layer, ignore=ignore, fused_mapping={}):
+                return False
+            return ct["find_matched_target"](layer, type(cls, (), {})(), targets, {}) is not None
+
+        names = set(tensor_names(draft))
+        prefixed = any(n.startswith("model.") for n in names)
+        linears = [
+            ("self_attn", "qkv_proj", ["q_proj", "k_proj", "v_proj"], "QKVParallelLinear"),
+            ("self_attn", "o_proj", ["o_proj"], "RowParallelLinear"),
+            ("mlp", "gate_up_proj", ["gate_proj", "up_proj"], "MergedColumnParallelLinear"),
+            ("mlp", "down_proj", ["down_proj"], "RowParallelLinear"),
+        ]
+        for i in range(int(hf_config.num_hidden_layers)):
+            for scope, layer, modules, cls in linears:
+                try:
+                    built = built_quantized(layer, cls)
+                except Exception as e:
+                    rows.say(rule, "raised", first_line(e))
+                    return
+                for m in modules:
+                    module = ("model." if prefixed else "") + f"layers.{i}.{scope}.{m}"
+                    if f"{module}.weight_packed" in names or f"{module}.weight_scale" in names:
+                        stored = True
+                    elif f"{module}.weight" in names:
+                        stored = False
+                    else:
+                        continue
+                    if stored != built:
+                        how = "quantized" if built else "dense"
+                        rows.say(rule, "wrongly", f"{layer} is built {how}: load_weights skips {module}'s tensors as unexpected")
+                        return
+        rows.say(rule, "accepted", "every layer Linear is built as the checkpoint stores it")
 
     def taps(self, rows, draft, target, hf_config, parsed):
         target_config = auto_config(target)

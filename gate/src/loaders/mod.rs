@@ -7,6 +7,7 @@
 //! silently and wrongly, a draft the gate refuses. The reverse must never happen: whatever an engine
 //! refuses or crashes on, the gate does not pass (the suite holds every arm to that).
 
+mod sglang_names;
 mod tables;
 mod vllm_names;
 mod when;

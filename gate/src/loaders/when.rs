@@ -123,6 +123,10 @@ pub enum When {
     /// A Linear the config of this writer's scheme quantizes under the checkpoint's name, which
     /// vLLM builds dense under its own.
     VllmBuildsDense(Writer),
+    /// A layer Linear of a compressed-tensors draft that SGLang builds otherwise than the config
+    /// stores it: it matches the config's lists against the bare names of its layers' Linears
+    /// (`qkv_proj`, `o_proj`, `gate_up_proj`, `down_proj`).
+    SglangBuildsOtherwise,
 }
 
 /// Whether a fact holds for this draft.
@@ -382,6 +386,7 @@ impl<'a> Facts<'a> {
             }),
             When::VllmBuildsQuantized(writer) => self.vllm_names().get(writer, false),
             When::VllmBuildsDense(writer) => self.vllm_names().get(writer, true),
+            When::SglangBuildsOtherwise => super::sglang_names::built_otherwise(self),
             When::HiddenDiffers => self.paired(CheckId::TARGET_HIDDEN_SIZE, |e| match e {
                 Evidence::TargetHiddenSize(e) => Some(format!(
                     "hidden {} against the target's {}",

@@ -3,7 +3,8 @@
 //! `srt/speculative/dflash_worker_v2.py` (the mask id, `mask_embedding.pt`),
 //! `srt/model_executor/model_runner_components/spec_aux_hidden_state.py` (the taps against the
 //! target), `srt/model_loader/weight_utils.py` (`default_weight_loader`) and
-//! `srt/configs/model_config.py` (`ModelConfig._verify_quantization`).
+//! `srt/configs/model_config.py` (`ModelConfig._verify_quantization`) and
+//! `srt/layers/quantization/compressed_tensors/` (`should_ignore_layer`, `check_equal_or_regex_match`).
 
 use crate::engine::{Engine, LoaderOutcome::*};
 use crate::loaders::{Rule, Shape, Table, When};
@@ -88,6 +89,14 @@ pub static TABLE: Table = Table {
             outcome: LoadsWrongly,
             words: "fc is a plain nn.Linear (the layers are quantized, fc never): packed tensors are skipped as unexpected and fc drafts from its random initial values; an FP8 fc.weight is copied without its weight_scale",
             source: "srt/models/dflash.py (DFlashDraftModel.load_weights)",
+        },
+        Rule {
+            id: "layer_lists_on_bare_names",
+            reads: "quantization_config's targets and ignore (compressed-tensors)",
+            when: When::SglangBuildsOtherwise,
+            outcome: LoadsWrongly,
+            words: "the layers of DFlashDraftModel are built with empty prefixes, so their Linears are named qkv_proj, o_proj, gate_up_proj and down_proj, and ignore is matched against those names: an entry naming a layer's module by its path matches nothing, the layer is built the other way, and its weights are skipped as unexpected (\"Ignore unexpected weights\") while its parameters stay as initialised",
+            source: "srt/models/dflash.py (DFlashDraftModel.__init__: quantizable, prefix; load_weights); srt/layers/quantization/compressed_tensors/utils.py (should_ignore_layer, check_equal_or_regex_match)",
         },
         Rule {
             id: "target_layer_ids_guessed",
