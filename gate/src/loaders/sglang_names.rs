@@ -49,12 +49,17 @@ pub(super) fn built_otherwise(facts: &Facts<'_>) -> Met {
         .iter()
         .map(|(name, _, _)| scheme.vllm_quantizes(name, &[]))
         .collect();
+    let held = facts.stored_modules();
     for i in 0..layers {
         for ((name, scope, modules), built) in LAYERS.iter().zip(&built) {
             let Some(built) = *built else { continue };
             for m in *modules {
                 let checkpoint = format!("layers.{i}.{scope}.{m}");
-                let stored = match scheme.expect(&format!("{prefix}{checkpoint}")) {
+                let spelled = format!("{prefix}{checkpoint}");
+                if held.as_ref().is_some_and(|h| !h.contains(spelled.as_str())) {
+                    continue;
+                }
+                let stored = match scheme.expect(&spelled) {
                     Expect::Quantized(..) => true,
                     Expect::Dense(_) => false,
                     Expect::Either(_) => continue,

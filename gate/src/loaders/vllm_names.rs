@@ -86,9 +86,14 @@ pub(super) fn find(facts: &Facts<'_>) -> Disagreements {
         Met::Yes(_) => "model.",
         _ => "",
     };
+    let held = facts.stored_modules();
     let mut found = Disagreements::both(writer, Met::No);
     let mut differs = |checkpoint: &str, layer: &str, shards: &[String]| {
-        let stored = match scheme.expect(&format!("{prefix}{checkpoint}")) {
+        let spelled = format!("{prefix}{checkpoint}");
+        if held.as_ref().is_some_and(|h| !h.contains(spelled.as_str())) {
+            return;
+        }
+        let stored = match scheme.expect(&spelled) {
             Expect::Quantized(..) => true,
             Expect::Dense(_) => false,
             Expect::Either(_) => return,

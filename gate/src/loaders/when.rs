@@ -11,6 +11,7 @@ use crate::form::Form;
 use crate::quant::Writer;
 use crate::report::{Outcome, Report};
 use std::cell::OnceCell;
+use std::collections::HashSet;
 
 /// What a draft is, as the engine tables tell forms apart: the same safetensors folder is z-lab's
 /// schema or the speculators format, and engines read one and not the other.
@@ -161,6 +162,21 @@ impl<'a> Facts<'a> {
     fn vllm_names(&self) -> &Disagreements {
         self.vllm_names
             .get_or_init(|| super::vllm_names::find(self))
+    }
+
+    /// The modules the draft stores a tensor of (a tensor's name less its last part, as stored),
+    /// or `None` when the census did not list every tensor: the passes over a config's layers skip
+    /// a module the draft does not hold, so a config that states a thousand layers for a file of two
+    /// costs two layers' work.
+    pub(super) fn stored_modules(&self) -> Option<HashSet<&str>> {
+        let census = &self.report.census;
+        (census.tensors_not_listed == 0).then(|| {
+            census
+                .tensors
+                .iter()
+                .filter_map(|t| t.name.rsplit_once('.').map(|(m, _)| m))
+                .collect()
+        })
     }
 
     /// The shape the tables tell forms apart by.

@@ -583,6 +583,19 @@ const ARMS: &[FolderArm] = &[
         },
         Owed::Pass,
     ),
+    // A config that states the most layers the gate reads, over a file of two, with the most
+    // patterns it compiles: the loaders' passes over the config's layers skip the layers the file
+    // does not hold (bounded by the file, not the config).
+    arm(
+        "folder::control::pack_quantized_config_layers_beyond_the_file",
+        |d| {
+            packed_ignoring(d, PackOptions::default(), |_| {
+                json!((0..255).map(|i| format!("re:m{i}")).collect::<Vec<_>>())
+            });
+            config(d, |c| c["num_hidden_layers"] = json!(1024))
+        },
+        fail(COMPLETE, &["layers.2.self_attn.q_proj.weight is missing"]),
+    ),
     arm(
         "folder::control::pack_quantized_group_not_dividing_k",
         |d| {
