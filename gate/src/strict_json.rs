@@ -95,11 +95,15 @@ impl<'de> Visitor<'de> for StrictVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(de::Error::custom("duplicate key"));
+            // One search of the keys so far, for the check and the insertion both.
+            match out.entry(key) {
+                serde_json::map::Entry::Occupied(_) => {
+                    return Err(de::Error::custom("duplicate key"))
+                }
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(map.next_value_seed(self.inner()?)?);
+                }
             }
-            let v = map.next_value_seed(self.inner()?)?;
-            out.insert(key, v);
         }
         Ok(Value::Object(out))
     }

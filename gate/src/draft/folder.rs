@@ -76,18 +76,22 @@ fn inventory(
         Some(sets) => sets.fold(config, checkpoint, tensors, dense),
         None => tensors.iter().map(|t| dense(t)).collect(),
     };
-    let held: Vec<checks::inventory::Held<'_>> = folded
+    // The names stay in `names` for the inventory to borrow; the rest moves, uncopied.
+    let (names, rest): (Vec<String>, Vec<_>) = folded
+        .into_iter()
+        .map(|t| (t.name, (t.shape, t.shown, t.readable)))
+        .unzip();
+    let held: Vec<checks::inventory::Held<'_>> = names
         .iter()
-        .map(|t| checks::inventory::Held {
-            name: &t.name,
-            shape: t.shape.clone(),
-            shown: t.shown.clone(),
-            readable: t.readable.clone(),
+        .zip(rest)
+        .map(|(name, (shape, shown, readable))| checks::inventory::Held {
+            name,
+            shape,
+            shown,
+            readable,
         })
         .collect();
-    let naming = config
-        .family()
-        .naming(folded.iter().map(|t| t.name.as_str()));
+    let naming = config.family().naming(names.iter().map(String::as_str));
     checks::inventory::run(
         config,
         checks::inventory::Spelling::Checkpoint(naming),
