@@ -12,8 +12,10 @@
 
 mod compressed_tensors;
 mod mlx;
+mod runtime;
 mod vendors;
-mod vllm;
+
+pub use runtime::Built;
 
 pub use mlx::{MlxMode, MlxParams};
 
@@ -120,7 +122,11 @@ enum Select {
     TargetsIgnore { targets: Matchers, ignore: Matchers },
     /// Hugging Face `fp8`: every Linear but those a `modules_to_not_convert` entry matches (from
     /// the name's start as a pattern, or as the name's end: Transformers' `should_convert_module`).
-    NotConverted(Matchers),
+    /// `ignored_layers`, when stated and not empty, is the list vLLM reads in its place.
+    NotConverted {
+        keys: Matchers,
+        ignored_layers: Vec<String>,
+    },
     /// ModelOpt: every Linear but those an `exclude_modules` (or `ignore`) glob matches.
     Excluded(Matchers),
     /// MLX: what the file stores quantized, unless `quantization` names the module: `false`
@@ -146,7 +152,7 @@ impl Scheme {
                     None => quantized(format!("targets {target}")),
                 }
             }
-            Select::NotConverted(keys) => {
+            Select::NotConverted { keys, .. } => {
                 let ends = keys
                     .patterns
                     .iter()

@@ -124,6 +124,10 @@ class Source:
                 return n
         raise LookupError(f"{self.path} assigns no {name}: not the release the tables were read from")
 
+    def class_bases(self, cls: str) -> set:
+        """The names of the classes `cls` extends, as written."""
+        return {ast.unparse(b).split(".")[-1] for b in self._find(cls).bases}
+
     def class_constant(self, cls: str, name: str):
         """The literal a class body assigns to `name`."""
         for n in self._find(cls).body:
@@ -404,13 +408,15 @@ class Sglang:
         quantizable (supports_quantization, read from the class), and each Linear then takes its
         bare name; the class states no packed_modules_mapping. A layer built the other way has its
         checkpoint weights skipped by load_weights ("Ignore unexpected weights")."""
-        rule = "layer_lists_on_bare_names"
+        rule, untargeted = "layer_lists_on_bare_names", "targets_on_bare_names"
         q = read_json(os.path.join(draft, "config.json")).get("quantization_config") or {}
         if q.get("quant_method") != "compressed-tensors":
-            rows.say(rule, "accepted", f"quant_method is {q.get('quant_method')!r}, not 'compressed-tensors'")
+            for r in (rule, untargeted):
+                rows.say(r, "accepted", f"quant_method is {q.get('quant_method')!r}, not 'compressed-tensors'")
             return
         if self.quantizable:
-            rows.say(rule, "cannot_run", "DFlashDraftModel.supports_quantization is true: its layers are named by path")
+            for r in (rule, untargeted):
+                rows.say(r, "cannot_run", "DFlashDraftModel.supports_quantization is true: its layers are named by path")
             return
         targets = [t for g in (q.get("config_groups") or {}).values() for t in g.get("targets", [])]
         ignore = q.get("ignore") or []
@@ -434,7 +440,9 @@ class Sglang:
                 try:
                     built = built_quantized(layer, cls)
                 except Exception as e:
-                    rows.say(rule, "raised", first_line(e))
+                    # Raised while the model is built: no weight is loaded.
+                    rows.say(untargeted, "raised", first_line(e))
+                    rows.say(rule, "cannot_run", "the model was refused while it was built")
                     return
                 for m in modules:
                     module = ("model." if prefixed else "") + f"layers.{i}.{scope}.{m}"
@@ -446,8 +454,10 @@ class Sglang:
                         continue
                     if stored != built:
                         how = "quantized" if built else "dense"
+                        rows.say(untargeted, "accepted", "a target matched every layer Linear met so far")
                         rows.say(rule, "wrongly", f"{layer} is built {how}: load_weights skips {module}'s tensors as unexpected")
                         return
+        rows.say(untargeted, "accepted", "a target matched every layer Linear")
         rows.say(rule, "accepted", "every layer Linear is built as the checkpoint stores it")
 
     def taps(self, rows, draft, target, hf_config, parsed):
@@ -639,8 +649,15 @@ class Vllm:
         self.is_layer_skipped = Source(root, quant + "utils/quant_utils.py").load(
             ["is_layer_skipped"], dict(matching)
         )["is_layer_skipped"]
-        self.packed_modules_mapping = Source(root, "model_executor/models/qwen3.py").class_constant(
-            "Qwen3ForCausalLM", "packed_modules_mapping"
+        # The draft's quant config is made afresh (get_draft_quant_config), so the only fused
+        # mapping it gets is the one SupportsQuant's __init__ copies in: none unless the class (or
+        # Qwen3ForCausalLM, which it extends) is SupportsQuant.
+        qwen3 = Source(root, "model_executor/models/qwen3.py")
+        supports_quant = "SupportsQuant" in (
+            qwen3.class_bases("Qwen3ForCausalLM") | model.class_bases("DFlashQwen3ForCausalLM")
+        )
+        self.packed_modules_mapping = (
+            qwen3.class_constant("Qwen3ForCausalLM", "packed_modules_mapping") if supports_quant else {}
         )
 
     def hf_config(self, draft: str):
@@ -823,11 +840,12 @@ class Vllm:
     # The Linears DFlashQwen3Model builds, under the names its __init__ gives them (qwen3_dflash.py:
     # the model under `model`, layer i numbered i + the target's layer count, each projection
     # under its layer's self_attn or mlp), with the class whose name find_matched_target reads.
+    # With the checkpoint modules each one holds (load_weights' stacked names).
     LINEARS = [
-        ("self_attn.qkv_proj", "QKVParallelLinear"),
-        ("self_attn.o_proj", "RowParallelLinear"),
-        ("mlp.gate_up_proj", "MergedColumnParallelLinear"),
-        ("mlp.down_proj", "RowParallelLinear"),
+        ("self_attn.qkv_proj", "QKVParallelLinear", ["q_proj", "k_proj", "v_proj"]),
+        ("self_attn.o_proj", "RowParallelLinear", ["o_proj"]),
+        ("mlp.gate_up_proj", "MergedColumnParallelLinear", ["gate_proj", "up_proj"]),
+        ("mlp.down_proj", "RowParallelLinear", ["down_proj"]),
     ]
 
     def quantized_layers(self, rows, draft, hf_config, target):
@@ -836,25 +854,21 @@ class Vllm:
         find_matched_target, fp8's is_layer_skipped) against vLLM's names for it. A layer built
         the other way meets a weight it has no parameter for, or, fp8 built over a dense weight,
         casts it and never loads the scale."""
-        rules = {
-            "compressed-tensors": ("ignore_on_vllms_names", "targets_on_vllms_names"),
-            "fp8": ("not_converted_spelled_as_stored", "not_converted_on_vllms_names"),
-        }
+        every = ("ignore_on_vllms_names", "fp8_over_a_dense_weight", "lists_on_vllms_names_leave_dense")
         q = read_json(os.path.join(draft, "config.json")).get("quantization_config") or {}
         method = q.get("quant_method")
-        for m, pair in rules.items():
-            if m != method:
-                for rule in pair:
-                    rows.say(rule, "accepted", f"quant_method is {method!r}, not {m!r}")
-        if method not in rules:
+        if method not in ("compressed-tensors", "fp8"):
+            for rule in every:
+                rows.say(rule, "accepted", f"quant_method is {method!r}, not compressed-tensors or fp8")
             return
-        to_quantized, to_dense = rules[method]
+        rules = every
+        to_quantized, to_dense = "ignore_on_vllms_names", "lists_on_vllms_names_leave_dense"
         if target is not None:
             offset = int(auto_config(target).num_hidden_layers)
         elif getattr(hf_config, "num_target_layers", None) is not None:
             offset = int(hf_config.num_target_layers)
         else:
-            for rule in rules[method]:
+            for rule in rules:
                 rows.say(rule, "cannot_run", "no target and no num_target_layers: vLLM's layer numbers are not known")
             return
         packed = self.packed_modules_mapping
@@ -880,10 +894,10 @@ class Vllm:
         linears = [("fc", self.maybe_prefix("model", "fc"), "ReplicatedLinear")]
         for i in range(int(hf_config.num_hidden_layers)):
             at = self.maybe_prefix("model", f"layers.{i + offset}")
-            for path, cls in self.LINEARS:
-                scope, own = path.split(".")
-                for shard in packed.get(own, [own]):
-                    linears.append((f"layers.{i}.{scope}.{shard}", f"{at}.{path}", cls))
+            for path, cls, modules in self.LINEARS:
+                scope = path.split(".")[0]
+                for m in modules:
+                    linears.append((f"layers.{i}.{scope}.{m}", f"{at}.{path}", cls))
         said = set()
         for module, layer, cls in linears:
             spelled = ("model." if prefixed else "") + module
@@ -900,7 +914,11 @@ class Vllm:
             if quantized == built:
                 continue
             if built and method == "fp8":
-                rule, did, message = to_quantized, "wrongly", f"{layer} is built FP8 over the dense {module}.weight; its scale is never loaded"
+                rule, did, message = "fp8_over_a_dense_weight", "wrongly", f"{layer} is built FP8 over the dense {module}.weight; its scale is never loaded"
+            elif built and q.get("format") == "float-quantized":
+                # compressed-tensors' FP8 scheme registers a `weight` of its own: the dense one is
+                # cast into it, and its scale is never loaded.
+                rule, did, message = "fp8_over_a_dense_weight", "wrongly", f"{layer} is built FP8 over the dense {module}.weight; its scale is never loaded"
             elif built:
                 rule, did, message = to_quantized, "raised", f"ValueError: There is no module or parameter named '{module}.weight' in DFlashQwen3Model ({layer} is built quantized)"
             else:
@@ -908,7 +926,7 @@ class Vllm:
             if rule not in said:
                 rows.say(rule, did, message)
                 said.add(rule)
-        for rule in rules[method]:
+        for rule in rules:
             if rule not in said:
                 rows.say(rule, "accepted", "every Linear is built as the checkpoint stores it")
 

@@ -13,7 +13,7 @@ mod vllm_names;
 mod when;
 
 pub use tables::TABLES;
-pub use when::{Facts, Met, Shape, When};
+pub use when::{Facts, Kept, Met, Shape, When};
 
 use crate::check_id::CheckId;
 use crate::config::DraftConfig;

@@ -3,38 +3,55 @@
 //! layers are built with an empty prefix (`srt/models/dflash.py`: `prefix=... if self.quantizable
 //! else ""`), and each Linear takes its bare name: `qkv_proj`, `o_proj`, `gate_up_proj`, `down_proj`.
 //! The class states no `packed_modules_mapping`, so a fused layer is matched by that name alone.
-//! compressed-tensors' `ignore` is matched exactly, as a dotted suffix, or as `re:` from the start
-//! (`check_equal_or_regex_match`): an entry naming a layer's module by its path matches nothing, and
-//! the layer is built as the scheme builds every Linear. (`fc` is a plain `nn.Linear` there, never
-//! quantized: its own rows say so.)
+//! compressed-tensors' lists are matched as [`crate::quant::Built`] says; a layer no `targets` entry
+//! matches is refused at build (`find_matched_target` raises). (`fc` is a plain `nn.Linear` there,
+//! never quantized: its own rows say so.)
 
 use super::when::{Facts, Met};
-use crate::quant::{Expect, Writer};
+use crate::quant::{Built, Expect, Writer};
 
-/// A layer's Linears as SGLang builds them: its bare name, and the checkpoint modules it holds.
-const LAYERS: [(&str, &str, &[&str]); 4] = [
-    ("qkv_proj", "self_attn", &["q_proj", "k_proj", "v_proj"]),
-    ("o_proj", "self_attn", &["o_proj"]),
-    ("gate_up_proj", "mlp", &["gate_proj", "up_proj"]),
-    ("down_proj", "mlp", &["down_proj"]),
+/// A layer's Linears as SGLang builds them: its bare name, class, scope, and the checkpoint
+/// modules it holds.
+const LAYERS: [(&str, &str, &str, &[&str]); 4] = [
+    (
+        "qkv_proj",
+        "QKVParallelLinear",
+        "self_attn",
+        &["q_proj", "k_proj", "v_proj"],
+    ),
+    ("o_proj", "RowParallelLinear", "self_attn", &["o_proj"]),
+    (
+        "gate_up_proj",
+        "MergedColumnParallelLinear",
+        "mlp",
+        &["gate_proj", "up_proj"],
+    ),
+    ("down_proj", "RowParallelLinear", "mlp", &["down_proj"]),
 ];
 
-/// A layer Linear of a compressed-tensors draft stored otherwise than SGLang builds it.
-pub(super) fn built_otherwise(facts: &Facts<'_>) -> Met {
-    let Some(q) = facts.config.and_then(|c| c.quantization.as_ref()) else {
+/// A layer Linear of a compressed-tensors draft SGLang builds otherwise than the config stores it
+/// (`untargeted` false), or that no `targets` entry matches under SGLang's name (`untargeted`).
+pub(super) fn built_otherwise(facts: &Facts<'_>, untargeted: bool) -> Met {
+    let Some(c) = facts.config else {
+        return Met::No;
+    };
+    let Some(q) = &c.quantization else {
         return Met::No;
     };
     let scheme = match &q.scheme {
-        Ok(s) if s.matched_by_vllm_names() == Some(Writer::CompressedTensors) => s,
+        Ok(s) if s.matched_by_runtime_names() == Some(Writer::CompressedTensors) => s,
         Ok(_) => return Met::No,
         Err(_) if q.named != "compressed-tensors" => return Met::No,
         Err(why) => return Met::Unknown(format!("the scheme is not read: {why}")),
     };
-    if !scheme.vllm_names_matter() {
+    if !scheme.runtime_names_matter() {
         return Met::No;
     }
-    let Some(c) = facts.config else {
-        return Met::No;
+    let Some(held) = facts.stored_modules() else {
+        return Met::Unknown(
+            "the census did not list every tensor, so which Linears the draft holds is not known"
+                .to_owned(),
+        );
     };
     let layers = match &c.num_hidden_layers {
         Ok(n) => *n,
@@ -45,18 +62,25 @@ pub(super) fn built_otherwise(facts: &Facts<'_>) -> Met {
         _ => "",
     };
     // The same for every layer: SGLang's names carry no layer number.
-    let built: Vec<Option<bool>> = LAYERS
+    let built: Vec<Option<Built>> = LAYERS
         .iter()
-        .map(|(name, _, _)| scheme.vllm_quantizes(name, &[]))
+        .map(|(name, class, _, _)| scheme.runtime_builds(name, class))
         .collect();
-    let held = facts.stored_modules();
     for i in 0..layers {
-        for ((name, scope, modules), built) in LAYERS.iter().zip(&built) {
+        for ((name, _, scope, modules), built) in LAYERS.iter().zip(&built) {
             let Some(built) = *built else { continue };
             for m in *modules {
                 let checkpoint = format!("layers.{i}.{scope}.{m}");
                 let spelled = format!("{prefix}{checkpoint}");
-                if held.as_ref().is_some_and(|h| !h.contains(spelled.as_str())) {
+                if !held.contains(spelled.as_str()) {
+                    continue;
+                }
+                if untargeted {
+                    if built == Built::Untargeted {
+                        return Met::Yes(format!(
+                            "{checkpoint}: SGLang names it {name}, which no entry of targets matches"
+                        ));
+                    }
                     continue;
                 }
                 let stored = match scheme.expect(&spelled) {
@@ -64,12 +88,17 @@ pub(super) fn built_otherwise(facts: &Facts<'_>) -> Met {
                     Expect::Dense(_) => false,
                     Expect::Either(_) => continue,
                 };
-                if stored != built {
+                let quantized = match built {
+                    Built::Quantized => true,
+                    Built::Dense => false,
+                    Built::Untargeted => continue,
+                };
+                if stored != quantized {
                     let how = |q: bool| if q { "quantized" } else { "dense" };
                     return Met::Yes(format!(
                         "{checkpoint}: the config stores it {} under that name; SGLang names it {name}, and builds it {}",
                         how(stored),
-                        how(built)
+                        how(quantized)
                     ));
                 }
             }

@@ -8,7 +8,6 @@ use crate::check_id::CheckId;
 use crate::config::{DraftConfig, ProblemKind};
 use crate::evidence::Evidence;
 use crate::form::Form;
-use crate::quant::Writer;
 use crate::report::{Outcome, Report};
 use std::cell::OnceCell;
 use std::collections::HashSet;
@@ -117,17 +116,29 @@ pub enum When {
     MaskOutsideTargetVocab,
     /// With `--target`: the draft's hidden size is not the target's (`target.hidden_size`).
     HiddenDiffers,
-    /// A Linear the config of this writer's scheme leaves dense under the checkpoint's name
-    /// (`fc`, `layers.i.…`), which vLLM builds quantized under its own (`model.fc`,
-    /// `model.layers.{T + i}.…`): it matches the config's lists against those names.
-    VllmBuildsQuantized(Writer),
-    /// A Linear the config of this writer's scheme quantizes under the checkpoint's name, which
-    /// vLLM builds dense under its own.
-    VllmBuildsDense(Writer),
+    /// A Linear the config leaves dense under the checkpoint's name (`fc`, `layers.i.…`), which
+    /// vLLM builds quantized under its own (`model.fc`, `model.layers.{T + i}.…`): it matches the
+    /// config's lists (compressed-tensors', Hugging Face fp8's) against those names. `Kept` says
+    /// what the scheme's quantized layer holds, which decides what the load then does.
+    VllmBuildsQuantized(Kept),
+    /// A Linear the config quantizes under the checkpoint's name, which vLLM builds dense under its
+    /// own.
+    VllmBuildsDense,
+    /// A layer Linear of a compressed-tensors draft that no `targets` entry matches under SGLang's
+    /// bare name for it (`qkv_proj`, `o_proj`, `gate_up_proj`, `down_proj`).
+    SglangUntargeted,
     /// A layer Linear of a compressed-tensors draft that SGLang builds otherwise than the config
-    /// stores it: it matches the config's lists against the bare names of its layers' Linears
-    /// (`qkv_proj`, `o_proj`, `gate_up_proj`, `down_proj`).
+    /// stores it, matching the config's lists against those bare names.
     SglangBuildsOtherwise,
+}
+
+/// What a scheme's quantized Linear holds where the dense one holds `weight`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kept {
+    /// A `weight` parameter of its own type (FP8): a dense weight is cast into it.
+    Weight,
+    /// Packed codes and scales, no `weight` (compressed-tensors' pack-quantized and NVFP4).
+    Packed,
 }
 
 /// Whether a fact holds for this draft.
@@ -400,9 +411,10 @@ impl<'a> Facts<'a> {
                 )),
                 _ => None,
             }),
-            When::VllmBuildsQuantized(writer) => self.vllm_names().get(writer, false),
-            When::VllmBuildsDense(writer) => self.vllm_names().get(writer, true),
-            When::SglangBuildsOtherwise => super::sglang_names::built_otherwise(self),
+            When::VllmBuildsQuantized(kept) => self.vllm_names().built_quantized(kept),
+            When::VllmBuildsDense => self.vllm_names().built_dense(),
+            When::SglangUntargeted => super::sglang_names::built_otherwise(self, true),
+            When::SglangBuildsOtherwise => super::sglang_names::built_otherwise(self, false),
             When::HiddenDiffers => self.paired(CheckId::TARGET_HIDDEN_SIZE, |e| match e {
                 Evidence::TargetHiddenSize(e) => Some(format!(
                     "hidden {} against the target's {}",

@@ -48,7 +48,14 @@ pub(super) fn hugging_face_fp8(q: &Map<String, Value>) -> Result<Scheme, String>
             scale,
             input_scale,
         },
-        select: Select::NotConverted(keys),
+        select: Select::NotConverted {
+            keys,
+            // vLLM's fp8 reads `ignored_layers` first (Transformers does not read it at all).
+            ignored_layers: strings(q.get("ignored_layers"), "ignored_layers")?
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        },
     })
 }
 

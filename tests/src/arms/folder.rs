@@ -565,6 +565,19 @@ const ARMS: &[FolderArm] = &[
         },
         Owed::Pass,
     ),
+    // Targets naming the layers by their checkpoint paths (fc, which none names, left dense): no
+    // engine that names them otherwise finds a target for them.
+    arm(
+        "folder::pass::pack_quantized_targets_by_checkpoint_path",
+        |d| {
+            packed_ignoring(d, FC_DENSE, |_| json!([]));
+            config(d, |c| {
+                c["quantization_config"]["config_groups"]["group_0"]["targets"] =
+                    json!(["re:layers\\..*"])
+            })
+        },
+        Owed::Pass,
+    ),
     // An entry in vLLM's spelling names no module of the checkpoint: fc is quantized.
     arm(
         "folder::pass::pack_quantized_ignore_in_vllms_names",

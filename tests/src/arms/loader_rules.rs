@@ -9,8 +9,7 @@ use super::gguf_draft;
 use super::{Base, SEED};
 use crate::synth::source::{write_source, SourceOptions};
 use crate::synth::{Encoding, Package, TargetPackage};
-use dflash_gate::__private::loaders::{Shape, Table, When, TABLES};
-use dflash_gate::__private::quant::Writer;
+use dflash_gate::__private::loaders::{Kept, Shape, Table, When, TABLES};
 use dflash_gate::{gate, LoaderOutcome, Options, Report};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -117,26 +116,22 @@ fn drafts(when: When) -> Option<(Draft, Draft)> {
         When::Quantized | When::QuantizedCompressedTensors => {
             (Arm("folder::pass::pack_quantized_w4_group"), FAITHFUL)
         }
-        // A Linear left dense by its checkpoint name, and one quantized though listed by vLLM's:
-        // each meets one fact and is clear of the other.
-        When::VllmBuildsQuantized(writer) | When::VllmBuildsDense(writer) => {
-            let (by_checkpoint_name, by_vllms_name) = match writer {
-                Writer::CompressedTensors => (
-                    "folder::pass::pack_quantized_fc_ignored_by_name",
-                    "folder::pass::pack_quantized_ignore_in_vllms_names",
-                ),
-                Writer::HuggingFace => (
-                    "folder::pass::fp8_hugging_face_fc_not_converted",
-                    "folder::pass::fp8_hugging_face_not_converted_in_vllms_names",
-                ),
-                Writer::ModelOpt => return None,
-            };
-            let (a, b) = (Arm(by_checkpoint_name), Arm(by_vllms_name));
-            match when {
-                When::VllmBuildsQuantized(_) => (a, b),
-                _ => (b, a),
-            }
-        }
+        When::VllmBuildsQuantized(Kept::Packed) => (
+            Arm("folder::pass::pack_quantized_fc_ignored_by_name"),
+            Arm("folder::pass::pack_quantized_ignore_in_vllms_names"),
+        ),
+        When::VllmBuildsQuantized(Kept::Weight) => (
+            Arm("folder::pass::fp8_hugging_face_fc_not_converted"),
+            Arm("folder::pass::fp8_hugging_face_not_converted_in_vllms_names"),
+        ),
+        When::VllmBuildsDense => (
+            Arm("folder::pass::pack_quantized_ignore_in_vllms_names"),
+            Arm("folder::pass::pack_quantized_fc_ignored_by_name"),
+        ),
+        When::SglangUntargeted => (
+            Arm("folder::pass::pack_quantized_targets_by_checkpoint_path"),
+            Arm("folder::pass::pack_quantized_w4_group"),
+        ),
         When::SglangBuildsOtherwise => (
             Arm("folder::pass::pack_quantized_qkv_ignored_by_name"),
             Arm("folder::pass::pack_quantized_fc_ignored_by_name"),

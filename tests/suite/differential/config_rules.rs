@@ -153,6 +153,27 @@ const CASES: &[Case] = &[
         }),
         ..arm("folder::pass::pack_quantized_ignore_numbered_as_vllm")
     },
+    Case {
+        name: "q/k/v ignored by name and by vLLM's shard names",
+        bend: Some(|c| {
+            let ignore = &mut c["quantization_config"]["ignore"];
+            if let Some(list) = ignore.as_array_mut() {
+                for p in ["q_proj", "k_proj", "v_proj"] {
+                    list.push(format!("model.layers.8.self_attn.{p}").into());
+                }
+            }
+        }),
+        ..arm("folder::pass::pack_quantized_qkv_ignored_by_name")
+    },
+    arm("folder::pass::pack_quantized_targets_by_checkpoint_path"),
+    arm("folder::pass::fp8_compressed_tensors_fc_ignored_by_name"),
+    Case {
+        name: "fp8, ignored_layers in vLLM's names",
+        bend: Some(|c| {
+            c["quantization_config"]["ignored_layers"] = serde_json::json!(["model.fc"])
+        }),
+        ..arm("folder::pass::fp8_block_hugging_face")
+    },
     arm("folder::pass::fp8_block_compressed_tensors"),
     arm("folder::pass::fp8_block_hugging_face"),
     arm("folder::pass::fp8_hugging_face_fc_not_converted"),

@@ -27,6 +27,14 @@ pub static TABLE: Table = Table {
             source: "srt/configs/model_config.py (ModelConfig._verify_quantization); srt/layers/quantization/__init__.py",
         },
         Rule {
+            id: "targets_on_bare_names",
+            reads: "quantization_config's targets (compressed-tensors)",
+            when: When::SglangUntargeted,
+            outcome: NotItsForm,
+            words: "ValueError: Unable to find matching target for ... in the compressed-tensors config. (the layers of DFlashDraftModel are built with empty prefixes, so their Linears are named qkv_proj, o_proj, gate_up_proj and down_proj, and no entry of targets matches such a name or the layer's class)",
+            source: "srt/models/dflash.py (DFlashDraftModel.__init__: quantizable, prefix); srt/layers/quantization/compressed_tensors/utils.py (find_matched_target); compressed_tensors.py (get_scheme_dict)",
+        },
+        Rule {
             id: "fc_shape",
             reads: "fc.weight",
             when: When::FcMisshapen,

@@ -8,8 +8,7 @@
 //! `v1/worker/gpu/spec_decode/utils.py`.
 
 use crate::engine::{Engine, LoaderOutcome::*};
-use crate::loaders::{Rule, Shape, Table, When};
-use crate::quant::Writer;
+use crate::loaders::{Kept, Rule, Shape, Table, When};
 
 pub static TABLE: Table = Table {
     engine: Engine::Vllm,
@@ -54,27 +53,19 @@ pub static TABLE: Table = Table {
         },
         Rule {
             id: "ignore_on_vllms_names",
-            reads: "quantization_config's ignore (compressed-tensors)",
-            when: When::VllmBuildsQuantized(Writer::CompressedTensors),
+            reads: "quantization_config's ignore (compressed-tensors pack-quantized, NVFP4)",
+            when: When::VllmBuildsQuantized(Kept::Packed),
             outcome: NotItsForm,
-            words: "ValueError: There is no module or parameter named '...weight' in DFlashQwen3Model (vLLM matches ignore against its own names for the layers it builds, model.fc and model.layers.{T + i}.*, T the target's layer count, exactly or as re: from the start: an entry spelled as the checkpoint names the module matches nothing there, and the layer is built quantized)",
-            source: "model_executor/layers/quantization/compressed_tensors/compressed_tensors.py (get_scheme); compressed_tensors/utils.py (should_ignore_layer); models/qwen3_dflash.py (DFlashQwen3ForCausalLM: prefix model, start_layer_id); models/utils.py (map_draft_quant_config renames ModelOpt's lists only)",
+            words: "ValueError: There is no module or parameter named '...weight' in DFlashQwen3Model (vLLM matches ignore against its own names for the layers it builds, model.fc and model.layers.{T + i}.*, T the target's layer count, exactly or as re: from the start and with no fused mapping: an entry spelled as the checkpoint names the module matches nothing there, and the layer is built packed, with no weight parameter)",
+            source: "model_executor/layers/quantization/compressed_tensors/compressed_tensors.py (get_scheme); compressed_tensors/utils.py (should_ignore_layer, find_matched_target); models/qwen3_dflash.py (DFlashQwen3ForCausalLM: prefix model, start_layer_id; get_draft_quant_config); models/utils.py (map_draft_quant_config renames ModelOpt's lists only)",
         },
         Rule {
-            id: "targets_on_vllms_names",
-            reads: "quantization_config's targets and ignore (compressed-tensors)",
-            when: When::VllmBuildsDense(Writer::CompressedTensors),
+            id: "lists_on_vllms_names_leave_dense",
+            reads: "quantization_config's targets and ignore (compressed-tensors), ignored_layers or modules_to_not_convert (Hugging Face fp8)",
+            when: When::VllmBuildsDense,
             outcome: NotItsForm,
-            words: "ValueError: There is no module or parameter named '...' in DFlashQwen3Model (vLLM matches targets and ignore against its own names for the layers it builds, model.fc and model.layers.{T + i}.*: an entry in those names, such as ignore: model.fc, leaves a layer the checkpoint stores quantized dense there, and its scales have no parameter)",
-            source: "model_executor/layers/quantization/compressed_tensors/compressed_tensors.py (get_scheme); compressed_tensors/utils.py (find_matched_target, should_ignore_layer)",
-        },
-        Rule {
-            id: "not_converted_on_vllms_names",
-            reads: "quantization_config's modules_to_not_convert (Hugging Face fp8)",
-            when: When::VllmBuildsDense(Writer::HuggingFace),
-            outcome: NotItsForm,
-            words: "ValueError: There is no module or parameter named '...' in DFlashQwen3Model (vLLM matches modules_to_not_convert exactly against its own names for the layers it builds, model.fc and model.layers.{T + i}.*: an entry in those names, such as model.fc, leaves a layer the checkpoint stores FP8 dense there, and its weight_scale_inv has no parameter)",
-            source: "model_executor/layers/quantization/fp8.py (Fp8Config.get_quant_method); quantization/utils/quant_utils.py (is_layer_skipped, match mode exact)",
+            words: "ValueError: There is no module or parameter named '...' in DFlashQwen3Model (vLLM matches the config's lists against its own names for the layers it builds, model.fc and model.layers.{T + i}.*: an entry in those names, such as model.fc, or targets that match neither such a name nor the layer's class, leave a layer the checkpoint stores quantized dense there, and its scales have no parameter)",
+            source: "model_executor/layers/quantization/compressed_tensors/compressed_tensors.py (get_scheme); compressed_tensors/utils.py (find_matched_target, should_ignore_layer); quantization/fp8.py (Fp8Config.from_config, get_quant_method); quantization/utils/quant_utils.py (is_layer_skipped, match mode exact)",
         },
         Rule {
             id: "unexpected_weight",
@@ -125,12 +116,12 @@ pub static TABLE: Table = Table {
             source: "model_executor/models/qwen3_dflash.py (combine_hidden_states)",
         },
         Rule {
-            id: "not_converted_spelled_as_stored",
-            reads: "quantization_config's modules_to_not_convert (Hugging Face fp8)",
-            when: When::VllmBuildsQuantized(Writer::HuggingFace),
+            id: "fp8_over_a_dense_weight",
+            reads: "quantization_config's ignore (compressed-tensors FP8), ignored_layers or modules_to_not_convert (Hugging Face fp8)",
+            when: When::VllmBuildsQuantized(Kept::Weight),
             outcome: LoadsWrongly,
-            words: "vLLM matches modules_to_not_convert exactly against its own names for the layers it builds (model.fc, model.layers.{T + i}.*): an entry spelled as the checkpoint names the module matches nothing there, so the layer is built FP8, the dense weight is cast into its FP8 parameter, and its weight_scale_inv, which the checkpoint does not hold, is never loaded (torch.empty)",
-            source: "model_executor/layers/quantization/fp8.py (Fp8Config.get_quant_method, Fp8LinearMethod.create_weights); quantization/utils/quant_utils.py (is_layer_skipped, match mode exact); layers/linear.py (ReplicatedLinear.weight_loader)",
+            words: "vLLM matches the config's lists against its own names for the layers it builds (model.fc, model.layers.{T + i}.*): compressed-tensors' ignore exactly or as re:, fp8's ignored_layers, else modules_to_not_convert, exactly; an entry spelled as the checkpoint names the module matches nothing there, so the layer is built FP8, the dense weight is cast into its FP8 weight parameter, and its scale, which the checkpoint does not hold, is never loaded (torch.empty)",
+            source: "model_executor/layers/quantization/fp8.py (Fp8Config.from_config, get_quant_method, Fp8LinearMethod.create_weights); compressed_tensors/schemes/compressed_tensors_w8a8_fp8.py (create_weights); quantization/utils/quant_utils.py (is_layer_skipped, match mode exact); layers/linear.py (ReplicatedLinear.weight_loader)",
         },
         Rule {
             id: "every_layer_causal",

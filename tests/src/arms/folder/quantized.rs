@@ -105,6 +105,21 @@ pub(super) const ARMS: &[FolderArm] = &[
         |d| hugging_face_fp8(d, &["fc"], json!(["fc"])),
         Owed::Pass,
     ),
+    // compressed-tensors FP8 with fc left dense and listed in ignore by its checkpoint name.
+    arm(
+        "folder::pass::fp8_compressed_tensors_fc_ignored_by_name",
+        |d| {
+            fp8_quantize_but(
+                d,
+                Writer::CompressedTensors,
+                Grain::Block(128, 128),
+                false,
+                &["fc"],
+            );
+            config(d, |c| c["quantization_config"]["ignore"] = json!(["fc"]))
+        },
+        Owed::Pass,
+    ),
     // An entry in vLLM's spelling names no module of the checkpoint: fc is converted.
     arm(
         "folder::pass::fp8_hugging_face_not_converted_in_vllms_names",
