@@ -4,7 +4,7 @@
 //! (`loaders::<engine>::<rule>::meets` and `::clear`), so a row added without a draft that meets its
 //! fact fails here by name.
 
-use super::folder::{config, named, report_of, speculators, weights, zeros};
+use super::folder::{config, named, report_of, speculators, weights, write_arm, zeros};
 use super::gguf_draft;
 use super::{Base, SEED};
 use crate::synth::source::{write_source, SourceOptions};
@@ -434,6 +434,10 @@ pub fn trials() -> Vec<(String, Trial)> {
             ),
         ),
     ];
+    out.push((
+        "loaders::engines_names_not_known_past_the_census".to_owned(),
+        Box::new(engines_names_past_the_census),
+    ));
     for table in TABLES {
         for rule in table.rules {
             let name = format!("loaders::{}::{}", table.engine, rule.id);
@@ -499,4 +503,43 @@ pub fn trials() -> Vec<(String, Trial)> {
         }
     }
     out
+}
+
+/// A draft whose tensors outnumber the census's list: which Linears it holds is not known, so the
+/// rows that read vLLM's and SGLang's names for them cannot tell (they never walk the config's
+/// layers instead).
+fn engines_names_past_the_census() -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = write_arm(
+        "folder::pass::pack_quantized_fc_ignored_by_name",
+        &root.path().join("draft"),
+    )?;
+    let past = dflash_gate::__private::limits::MAX_CENSUS_TENSORS + 8;
+    weights(&dir, |t| {
+        t.extend((0..past).map(|i| zeros(&format!("extra.{i}"), vec![1])))
+    });
+    let r = gate(&dir, &Options::default()).map_err(|e| format!("no report: {e}"))?;
+    for (engine, rule) in [
+        (dflash_gate::Engine::Vllm, "ignore_on_vllms_names"),
+        (dflash_gate::Engine::Sglang, "layer_lists_on_bare_names"),
+    ] {
+        let verdict = r
+            .loaders()
+            .iter()
+            .find(|v| v.engine == engine)
+            .ok_or_else(|| format!("no verdict of {engine}"))?;
+        let reason = verdict.reasons.iter().find(|x| x.rule == rule);
+        match reason {
+            Some(x)
+                if x.outcome == LoaderOutcome::Undecided
+                    && x.found.contains("census did not list every tensor") => {}
+            other => {
+                return Err(format!(
+                    "{engine} {rule}: {other:?}, not `cannot tell` for the census:\n{}",
+                    r.to_text(false)
+                ))
+            }
+        }
+    }
+    Ok(())
 }
