@@ -62,37 +62,78 @@ fn e4m3(b: u8) -> f64 {
     f64::from(crate::dtype::e4m3_to_f32(b))
 }
 
-/// The index of the first element `bad` holds for. Each run of elements is tested whole without
-/// stopping (a loop the compiler vectorizes), and only a run holding a bad one is searched.
+/// Elements tested whole before a run is searched: long enough that the test of a run costs
+/// nothing beside reading it, short enough that a bad element is found within a page of it.
+const RUN: usize = 256;
+
+/// The index of the first element whose `excess` is not zero. `excess` is how far the element's
+/// bits lie past the last value its rule accepts (a saturating subtraction, so zero for every good
+/// one): ORed over a run it vectorizes in the element's own width, where a comparison's mask had to
+/// be narrowed to a byte, and a scan of the scales costs what reading them costs. Only a run whose
+/// excess is not zero is searched.
 #[inline(always)]
-fn first_where<T>(elements: &[T], bad: impl Fn(&T) -> bool) -> Option<usize> {
-    const RUN: usize = 64;
-    let mut base = 0;
-    for run in elements.chunks(RUN) {
-        if run.iter().fold(0u8, |any, e| any | u8::from(bad(e))) != 0 {
-            return run.iter().position(&bad).map(|i| base + i);
+fn first_excess<const W: usize, U>(
+    elements: &[[u8; W]],
+    excess: impl Fn([u8; W]) -> U,
+) -> Option<usize>
+where
+    U: Copy + Default + PartialEq + std::ops::BitOr<Output = U>,
+{
+    let none = U::default();
+    let (runs, rest) = elements.as_chunks::<RUN>();
+    let search = |run: &[[u8; W]], base: usize| {
+        run.iter()
+            .position(|e| excess(*e) != none)
+            .map(|i| base + i)
+    };
+    for (r, run) in runs.iter().enumerate() {
+        if run.iter().fold(none, |any, e| any | excess(*e)) != none {
+            return search(run, r * RUN);
         }
-        base += run.len();
     }
-    None
+    search(rest, runs.len() * RUN)
 }
 
-/// Whether a float's `bits` break the rule: not finite (its type's `exponent` mask all ones), or,
-/// `positive`, not in `1..=largest` (the bits of the type's finite values `> 0`: sign clear, not
-/// zero, below infinity). Bitwise, without branches, so the scan vectorizes; in the type's own
-/// width, so a vector holds as many 16-bit floats as it can (widened to 32 bits, it held half).
-macro_rules! bad_float {
+/// The excess of a float's `bits` over its rule, in the type's own width: `positive`, how far
+/// `bits - 1` lies past `largest - 1` (the type's finite values `> 0` are the one range
+/// `1..=largest` of its bits: sign clear, not zero, below infinity; zero wraps to the top);
+/// otherwise how far its magnitude's bits lie below the `exponent` mask's value (all ones there is
+/// infinity or NaN, and the magnitude is `>= exponent` exactly then).
+macro_rules! float_excess {
     ($name:ident, $bits:ty) => {
         #[inline(always)]
-        fn $name(bits: $bits, exponent: $bits, largest: $bits, positive: bool) -> bool {
-            let not_finite = bits & exponent == exponent;
-            let not_positive = bits.wrapping_sub(1) >= largest;
-            not_finite | (positive & not_positive)
+        fn $name(bits: $bits, exponent: $bits, largest: $bits, positive: bool) -> $bits {
+            if positive {
+                bits.wrapping_sub(1).saturating_sub(largest - 1)
+            } else {
+                (bits & !(1 << (<$bits>::BITS - 1))).saturating_sub(exponent - 1)
+            }
         }
     };
 }
-bad_float!(bad_float16, u16);
-bad_float!(bad_float32, u32);
+float_excess!(float16_excess, u16);
+float_excess!(float32_excess, u32);
+
+/// The first float of `words` breaking the rule (`positive` or only finite), for a type with the
+/// given `exponent` mask and `largest` finite bits. The rule is chosen outside the loop.
+macro_rules! first_float {
+    ($words:expr, $bits:ty, $excess:ident, $exponent:expr, $largest:expr, $positive:expr) => {
+        if $positive {
+            first_excess($words, |w| {
+                $excess(<$bits>::from_le_bytes(w), $exponent, $largest, true)
+            })
+        } else {
+            first_excess($words, |w| {
+                $excess(<$bits>::from_le_bytes(w), $exponent, $largest, false)
+            })
+        }
+    };
+}
+
+/// Bytes as one-byte elements, for [`first_excess`].
+fn as_elements(bytes: &[u8]) -> &[[u8; 1]] {
+    bytes.as_chunks::<1>().0
+}
 
 /// What reading one tensor found: its first bad element's index and value as text, `None` for
 /// none; `None` outside when its type is not one its rule reads.
@@ -107,9 +148,7 @@ pub fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, 
         let (at, value) = match dtype {
             Dtype::Bf16 => {
                 let (words, _) = bytes.as_chunks::<2>();
-                let i = first_where(words, |w| {
-                    bad_float16(u16::from_le_bytes(*w), 0x7f80, 0x7f7f, positive)
-                });
+                let i = first_float!(words, u16, float16_excess, 0x7f80, 0x7f7f, positive);
                 (
                     i,
                     i.map(|i| f64::from(bf16::from_le_bytes(words[i]).to_f32())),
@@ -117,9 +156,7 @@ pub fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, 
             }
             Dtype::F16 => {
                 let (words, _) = bytes.as_chunks::<2>();
-                let i = first_where(words, |w| {
-                    bad_float16(u16::from_le_bytes(*w), 0x7c00, 0x7bff, positive)
-                });
+                let i = first_float!(words, u16, float16_excess, 0x7c00, 0x7bff, positive);
                 (
                     i,
                     i.map(|i| f64::from(f16::from_le_bytes(words[i]).to_f32())),
@@ -127,9 +164,14 @@ pub fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, 
             }
             Dtype::F32 => {
                 let (words, _) = bytes.as_chunks::<4>();
-                let i = first_where(words, |w| {
-                    bad_float32(u32::from_le_bytes(*w), 0x7f80_0000, 0x7f7f_ffff, positive)
-                });
+                let i = first_float!(
+                    words,
+                    u32,
+                    float32_excess,
+                    0x7f80_0000,
+                    0x7f7f_ffff,
+                    positive
+                );
                 (i, i.map(|i| f64::from(f32::from_le_bytes(words[i]))))
             }
             _ => return None,
@@ -141,20 +183,24 @@ pub fn first_bad(rule: Rule, dtype: Dtype, bytes: &[u8]) -> Option<Option<(u64, 
         Rule::Positive => floats(true),
         Rule::Finite => floats(false),
         Rule::E4m3Positive | Rule::E4m3Finite if bytewise => {
-            // Finite and > 0 is 0x01..=0x7e; finite is anything but 0x7f and 0xff.
-            let positive = rule == Rule::E4m3Positive;
-            let bad = |b: u8| (b & 0x7f == 0x7f) | (positive & (b.wrapping_sub(1) >= 0x7e));
-            Some(
-                first_where(bytes, |b| bad(*b))
-                    .map(|i| (i as u64, format!("{} (0x{:02x})", e4m3(bytes[i]), bytes[i]))),
-            )
+            // Finite and > 0 is 0x01..=0x7e (zero wraps to the top); finite is anything whose
+            // magnitude is not 0x7f.
+            let at = if rule == Rule::E4m3Positive {
+                first_excess(as_elements(bytes), |[b]| {
+                    b.wrapping_sub(1).saturating_sub(0x7d)
+                })
+            } else {
+                first_excess(as_elements(bytes), |[b]| (b & 0x7f).saturating_sub(0x7e))
+            };
+            Some(at.map(|i| (i as u64, format!("{} (0x{:02x})", e4m3(bytes[i]), bytes[i]))))
         }
-        Rule::E8m0 if dtype == Dtype::U8 => {
-            Some(first_where(bytes, |b| *b == 0xff).map(|i| (i as u64, "NaN (0xff)".to_owned())))
-        }
+        Rule::E8m0 if dtype == Dtype::U8 => Some(
+            first_excess(as_elements(bytes), |[b]| b.saturating_sub(0xfe))
+                .map(|i| (i as u64, "NaN (0xff)".to_owned())),
+        ),
         // Codes are bytes whatever the container (MLX packs mxfp8's four to a U32 word).
         Rule::Fp8Codes => Some(
-            first_where(bytes, |b| b & 0x7f == 0x7f)
+            first_excess(as_elements(bytes), |[b]| (b & 0x7f).saturating_sub(0x7e))
                 .map(|i| (i as u64, format!("NaN (0x{:02x})", bytes[i]))),
         ),
         _ => None,
@@ -237,6 +283,105 @@ mod tests {
         assert_eq!(e4m3(0x01), 2f64.powi(-9));
         assert!(e4m3(0x7f).is_nan() && e4m3(0xff).is_nan());
         assert_eq!(e4m3(0xb8), -1.0);
+    }
+
+    /// Every 16-bit and 8-bit pattern, at every place in a run and past the last whole run, is
+    /// judged as its value says: the bitwise excess against the float it decodes to.
+    #[test]
+    fn every_bit_pattern_is_judged_by_its_value() {
+        let place = |bits: &[u8], at: usize, len: usize, width: usize| {
+            let mut b = vec![0u8; len * width];
+            // Filled with a good value of every rule (1.0, or the E4M3/E8M0 byte 0x38).
+            let good: &[u8] = match width {
+                2 => &[0x80, 0x3f],
+                4 => &[0, 0, 0x80, 0x3f],
+                _ => &[0x38],
+            };
+            for e in b.chunks_mut(width) {
+                e.copy_from_slice(good);
+            }
+            b[at * width..(at + 1) * width].copy_from_slice(bits);
+            b
+        };
+        let len = 2 * RUN + 3;
+        let found = |rule, dtype, b: &[u8]| first_bad(rule, dtype, b).unwrap().map(|f| f.0);
+        for bits in 0..=u16::MAX {
+            let at = usize::from(bits) % len;
+            let b = place(&bits.to_le_bytes(), at, len, 2);
+            for (dtype, value) in [
+                (Dtype::Bf16, bf16::from_bits(bits).to_f32()),
+                (Dtype::F16, f16::from_bits(bits).to_f32()),
+            ] {
+                let positive = value.is_finite() && value > 0.0;
+                let expect = |ok: bool| (!ok).then_some(at as u64);
+                assert_eq!(
+                    found(Rule::Positive, dtype, &b),
+                    expect(positive),
+                    "{dtype:?} {bits:#06x}"
+                );
+                assert_eq!(
+                    found(Rule::Finite, dtype, &b),
+                    expect(value.is_finite()),
+                    "{dtype:?} {bits:#06x}"
+                );
+            }
+        }
+        for byte in 0..=u8::MAX {
+            let at = usize::from(byte) * 3 % len;
+            let b = place(&[byte], at, len, 1);
+            let value = crate::dtype::e4m3_to_f32(byte);
+            let expect = |ok: bool| (!ok).then_some(at as u64);
+            let positive = value.is_finite() && value > 0.0;
+            assert_eq!(
+                found(Rule::E4m3Positive, Dtype::F8E4M3, &b),
+                expect(positive),
+                "{byte:#04x}"
+            );
+            assert_eq!(
+                found(Rule::E4m3Finite, Dtype::U8, &b),
+                expect(value.is_finite()),
+                "{byte:#04x}"
+            );
+            assert_eq!(
+                found(Rule::Fp8Codes, Dtype::U8, &b),
+                expect(value.is_finite()),
+                "{byte:#04x}"
+            );
+            assert_eq!(
+                found(Rule::E8m0, Dtype::U8, &b),
+                expect(byte != 0xff),
+                "{byte:#04x}"
+            );
+        }
+        // F32: the edges of each range, at the end of a run and in the tail.
+        for bits in [
+            0,
+            1,
+            0x7f7f_ffff,
+            0x7f80_0000,
+            0x7fc0_0000,
+            0x8000_0000,
+            0x8000_0001,
+            0xff7f_ffff,
+            0xff80_0000,
+            u32::MAX,
+        ] {
+            let value = f32::from_bits(bits);
+            for at in [RUN - 1, 2 * RUN + 1] {
+                let b = place(&bits.to_le_bytes(), at, len, 4);
+                let expect = |ok: bool| (!ok).then_some(at as u64);
+                assert_eq!(
+                    found(Rule::Positive, Dtype::F32, &b),
+                    expect(value.is_finite() && value > 0.0),
+                    "{bits:#010x}"
+                );
+                assert_eq!(
+                    found(Rule::Finite, Dtype::F32, &b),
+                    expect(value.is_finite()),
+                    "{bits:#010x}"
+                );
+            }
+        }
     }
 
     #[test]
