@@ -732,6 +732,60 @@ mod tests {
         );
     }
 
+    /// The fields matched in place (keys and the dtype never copied) are matched as JSON spells
+    /// them, escapes included, and refused as before when repeated or malformed.
+    #[test]
+    fn entry_fields_matched_in_place() {
+        let escaped = r#"{"t":{"dty\u0070e":"I\u0038","shape":[1],"data_offsets":[0,1]}}"#;
+        let bytes = file(escaped, &[0]);
+        let c = Container::parse(&bytes).unwrap();
+        assert_eq!(c.get("t").map(|e| e.dtype), Some(Dtype::I8));
+        for (field, json) in [
+            (
+                "dtype",
+                r#"{"t":{"dtype":"I8","dtype":"I8","shape":[1],"data_offsets":[0,1]}}"#,
+            ),
+            (
+                "shape",
+                r#"{"t":{"shape":[1],"dtype":"I8","shape":[1],"data_offsets":[0,1]}}"#,
+            ),
+            (
+                "data_offsets",
+                r#"{"t":{"data_offsets":[0,1],"dtype":"I8","shape":[1],"data_offsets":[0,1]}}"#,
+            ),
+        ] {
+            let e = refusal(&file(json, &[0])).to_string();
+            assert!(e.contains(&format!("duplicate key \"{field}\"")), "{e}");
+        }
+        for offsets in ["[0,1,2]", "[0,-1]", "[0.5,1]", "[\"0\",1]", "{}"] {
+            let json = format!(r#"{{"t":{{"dtype":"I8","shape":[1],"data_offsets":{offsets}}}}}"#);
+            assert!(
+                matches!(
+                    refusal(&file(&json, &[0])),
+                    ContainerError::BadField {
+                        field: "data_offsets",
+                        ..
+                    }
+                ),
+                "{offsets}"
+            );
+        }
+        let json = r#"{"t":{"dtype":"I8","shape":[1,-2,-3],"data_offsets":[0,1]}}"#;
+        assert_eq!(
+            refusal(&file(json, &[0])),
+            ContainerError::BadDimension {
+                tensor: "t".into(),
+                index: 1,
+                value: "-2".into()
+            }
+        );
+        let json = r#"{"t":{"dtype":7,"shape":[1],"data_offsets":[0,1]}}"#;
+        assert!(matches!(
+            refusal(&file(json, &[0])),
+            ContainerError::BadField { field: "dtype", .. }
+        ));
+    }
+
     #[test]
     fn rank_too_large() {
         let e = refusal(&file(

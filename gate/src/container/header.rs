@@ -68,6 +68,20 @@ macro_rules! refuse_non_objects {
     };
 }
 
+/// A visitor that is its own seed: the value is handed to it whole (`$how`: what the reader is
+/// told to expect).
+macro_rules! own_seed {
+    ($seed:ty, $value:ty, $how:ident) => {
+        impl<'de> DeserializeSeed<'de> for $seed {
+            type Value = $value;
+
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<$value, D::Error> {
+                d.$how(self)
+            }
+        }
+    };
+}
+
 /// Where a visitor leaves the container error it stopped on (serde's own error type carries text only).
 type Slot<'r> = &'r RefCell<Option<ContainerError>>;
 
@@ -89,13 +103,7 @@ struct Skip {
     depth: usize,
 }
 
-impl<'de> DeserializeSeed<'de> for Skip {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
+own_seed!(Skip, (), deserialize_any);
 
 impl<'de> Visitor<'de> for Skip {
     type Value = ();
@@ -154,26 +162,32 @@ fn deeper<E: de::Error>(depth: usize) -> Result<usize, E> {
     Ok(depth + 1)
 }
 
-/// A value that should be a string: the string, or the kind found instead (never materialised).
+/// A value that should be a string: the string, a dtype's name looked up as it is read (never
+/// copied), or the kind found instead (never materialised).
 enum Text {
     Str(String),
+    Dtype(Dtype),
     Other(Kind),
 }
 
-struct TextSeed;
+/// Reads a value that should be a string; `dtype`, one that should name a dtype.
+struct TextSeed {
+    dtype: bool,
+}
 
 impl<'de> DeserializeSeed<'de> for TextSeed {
     type Value = Text;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Text, D::Error> {
-        d.deserialize_any(KindVisitor { want_text: true })
+        d.deserialize_any(KindVisitor { dtype: self.dtype })
     }
 }
 
-/// Accepts any JSON value, keeping a string (when asked) and only the kind of anything else. Arrays
-/// and objects are not read: the caller refuses them, which ends the parse.
+/// Accepts any JSON value, keeping a string (or, `dtype`, the dtype it names, and the string only
+/// when it names none) and only the kind of anything else. Arrays and objects are not read: the
+/// caller refuses them, which ends the parse.
 struct KindVisitor {
-    want_text: bool,
+    dtype: bool,
 }
 
 impl<'de> Visitor<'de> for KindVisitor {
@@ -195,18 +209,8 @@ impl<'de> Visitor<'de> for KindVisitor {
         Ok(Text::Other(Kind("number")))
     }
     fn visit_str<E>(self, v: &str) -> Result<Text, E> {
-        Ok(if self.want_text {
-            Text::Str(v.to_owned())
-        } else {
-            Text::Other(Kind("string"))
-        })
-    }
-    fn visit_string<E>(self, v: String) -> Result<Text, E> {
-        Ok(if self.want_text {
-            Text::Str(v)
-        } else {
-            Text::Other(Kind("string"))
-        })
+        let named = self.dtype.then(|| Dtype::from_name(v)).flatten();
+        Ok(named.map_or_else(|| Text::Str(v.to_owned()), Text::Dtype))
     }
     fn visit_unit<E>(self) -> Result<Text, E> {
         Ok(Text::Other(Kind("null")))
@@ -226,13 +230,7 @@ struct Top<'r> {
     refusal: Slot<'r>,
 }
 
-impl<'de> DeserializeSeed<'de> for Top<'_> {
-    type Value = Parsed;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Parsed, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+own_seed!(Top<'_>, Parsed, deserialize_any);
 
 impl<'de> Visitor<'de> for Top<'_> {
     type Value = Parsed;
@@ -303,13 +301,7 @@ struct Metadata<'r> {
     refusal: Slot<'r>,
 }
 
-impl<'de> DeserializeSeed<'de> for Metadata<'_> {
-    type Value = Vec<(String, String)>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+own_seed!(Metadata<'_>, Vec<(String, String)>, deserialize_any);
 
 impl<'de> Visitor<'de> for Metadata<'_> {
     type Value = Vec<(String, String)>;
@@ -328,9 +320,9 @@ impl<'de> Visitor<'de> for Metadata<'_> {
             if out.len() == MAX_METADATA_KEYS {
                 return Err(refuse(self.refusal, ContainerError::TooMuchMetadata));
             }
-            match map.next_value_seed(TextSeed)? {
+            match map.next_value_seed(TextSeed { dtype: false })? {
                 Text::Str(v) => out.push((key, v)),
-                Text::Other(_) => {
+                Text::Dtype(_) | Text::Other(_) => {
                     return Err(refuse(
                         self.refusal,
                         ContainerError::BadMetadata { key: Some(key) },
@@ -356,13 +348,7 @@ struct Entry<'r> {
     refusal: Slot<'r>,
 }
 
-impl<'de> DeserializeSeed<'de> for Entry<'_> {
-    type Value = TensorInfo;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<TensorInfo, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+own_seed!(Entry<'_>, TensorInfo, deserialize_any);
 
 impl Entry<'_> {
     fn refuse<E: de::Error>(&self, e: ContainerError) -> E {
@@ -389,19 +375,22 @@ impl<'de> Visitor<'de> for Entry<'_> {
         let mut dtype = None;
         let mut shape = None;
         let mut offsets = None;
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "dtype" if dtype.is_some() => return Err(duplicate(&key)),
-                "shape" if shape.is_some() => return Err(duplicate(&key)),
-                "data_offsets" if offsets.is_some() => return Err(duplicate(&key)),
-                "dtype" => {
-                    dtype = Some(match map.next_value_seed(TextSeed)? {
-                        Text::Str(s) => Dtype::from_name(&s).ok_or_else(|| {
-                            self.refuse(ContainerError::UnknownDtype {
+        // Keys and the dtype are matched as the parser hands them over, never copied: a header
+        // holds thousands of entries, and these were four of an entry's nine allocations.
+        while let Some(field) = map.next_key_seed(FieldSeed)? {
+            match field {
+                Field::Dtype if dtype.is_some() => return Err(duplicate("dtype")),
+                Field::Shape if shape.is_some() => return Err(duplicate("shape")),
+                Field::Offsets if offsets.is_some() => return Err(duplicate("data_offsets")),
+                Field::Dtype => {
+                    dtype = Some(match map.next_value_seed(TextSeed { dtype: true })? {
+                        Text::Dtype(d) => d,
+                        Text::Str(s) => {
+                            return Err(self.refuse(ContainerError::UnknownDtype {
                                 tensor: tensor(),
-                                dtype: s.clone(),
-                            })
-                        })?,
+                                dtype: s,
+                            }))
+                        }
                         Text::Other(Kind(k)) => {
                             return Err(self.refuse(ContainerError::BadField {
                                 tensor: tensor(),
@@ -411,24 +400,26 @@ impl<'de> Visitor<'de> for Entry<'_> {
                         }
                     })
                 }
-                "shape" => {
+                Field::Shape => {
                     let dims = map.next_value_seed(Integers { limit: MAX_RANK })?;
                     shape = Some(self.shape(dims)?);
                 }
-                "data_offsets" => {
+                Field::Offsets => {
                     let pair = map.next_value_seed(Integers { limit: 2 })?;
                     offsets = Some(match pair {
-                        Integers_::Items(v, 2) => match v.as_slice() {
-                            [Number::U64(b), Number::U64(e)] => (*b, *e),
-                            _ => return Err(self.bad_offsets()),
-                        },
+                        Integers_::Items {
+                            values: [b, e, ..],
+                            read: 2,
+                            other: None,
+                            len: 2,
+                        } => (b, e),
                         _ => return Err(self.bad_offsets()),
                     });
                 }
-                _ => {
+                Field::Other(field) => {
                     return Err(self.refuse(ContainerError::UnknownField {
                         tensor: tensor(),
-                        field: key,
+                        field,
                     }))
                 }
             }
@@ -442,7 +433,8 @@ impl<'de> Visitor<'de> for Entry<'_> {
         let dtype = dtype.ok_or_else(|| missing("dtype"))?;
         let shape = shape.ok_or_else(|| missing("shape"))?;
         let (begin, end) = offsets.ok_or_else(|| missing("data_offsets"))?;
-        super::entry(tensor(), dtype, shape, begin, end).map_err(|e| self.refuse(e))
+        let Entry { name, refusal } = self;
+        super::entry(name, dtype, shape, begin, end).map_err(|e| refuse(refusal, e))
     }
 
     refuse_non_objects!('de, TensorInfo, not_entry);
@@ -458,15 +450,18 @@ impl Entry<'_> {
     }
 
     fn shape<E: de::Error>(&self, dims: Integers_) -> Result<Vec<u64>, E> {
-        let (items, len) = match dims {
-            Integers_::NotArray => {
-                return Err(self.refuse(ContainerError::BadField {
-                    tensor: self.name.clone(),
-                    field: "shape",
-                    reason: "not an array".to_owned(),
-                }))
-            }
-            Integers_::Items(items, len) => (items, len),
+        let Integers_::Items {
+            values,
+            read,
+            other,
+            len,
+        } = dims
+        else {
+            return Err(self.refuse(ContainerError::BadField {
+                tensor: self.name.clone(),
+                field: "shape",
+                reason: "not an array".to_owned(),
+            }));
         };
         if len > MAX_RANK {
             return Err(self.refuse(ContainerError::RankTooLarge {
@@ -474,18 +469,43 @@ impl Entry<'_> {
                 rank: len,
             }));
         }
-        items
-            .into_iter()
-            .enumerate()
-            .map(|(index, d)| match d {
-                Number::U64(v) => Ok(v),
-                Number::Other(value) => Err(self.refuse(ContainerError::BadDimension {
-                    tensor: self.name.clone(),
-                    index,
-                    value,
-                })),
-            })
-            .collect()
+        if let Some((index, value)) = other {
+            return Err(self.refuse(ContainerError::BadDimension {
+                tensor: self.name.clone(),
+                index,
+                value,
+            }));
+        }
+        Ok(values[..read].to_vec())
+    }
+}
+
+/// An entry's key: one of its three fields, matched without copying it, or any other (kept for
+/// the refusal that names it).
+enum Field {
+    Dtype,
+    Shape,
+    Offsets,
+    Other(String),
+}
+
+struct FieldSeed;
+
+own_seed!(FieldSeed, Field, deserialize_str);
+
+impl<'de> Visitor<'de> for FieldSeed {
+    type Value = Field;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Field, E> {
+        Ok(match v {
+            "dtype" => Field::Dtype,
+            "shape" => Field::Shape,
+            "data_offsets" => Field::Offsets,
+            other => Field::Other(other.to_owned()),
+        })
     }
 }
 
@@ -501,19 +521,20 @@ struct Integers {
     limit: usize,
 }
 
-/// What [`Integers`] found: the first `limit` items and the array's full length, or not an array.
+/// What [`Integers`] found: the integers among the first `limit` items (`read` of them, in order,
+/// up to the first item that is not one, which is kept with its index as text), and the array's
+/// full length; or not an array. Held in place: every entry reads two such arrays.
 enum Integers_ {
-    Items(Vec<Number>, usize),
+    Items {
+        values: [u64; MAX_RANK],
+        read: usize,
+        other: Option<(usize, String)>,
+        len: usize,
+    },
     NotArray,
 }
 
-impl<'de> DeserializeSeed<'de> for Integers {
-    type Value = Integers_;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Integers_, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+own_seed!(Integers, Integers_, deserialize_any);
 
 impl<'de> Visitor<'de> for Integers {
     type Value = Integers_;
@@ -523,19 +544,34 @@ impl<'de> Visitor<'de> for Integers {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Integers_, A::Error> {
-        let mut items = Vec::new();
+        let limit = self.limit.min(MAX_RANK);
+        let (mut values, mut read, mut other) = ([0u64; MAX_RANK], 0usize, None);
         let mut len = 0usize;
-        while len < self.limit {
+        while len < limit {
             match seq.next_element_seed(NumberSeed)? {
-                Some(n) => items.push(n),
-                None => return Ok(Integers_::Items(items, len)),
+                Some(Number::U64(v)) if other.is_none() => {
+                    values[read] = v;
+                    read += 1;
+                }
+                Some(Number::U64(_)) => {}
+                Some(Number::Other(text)) => {
+                    other.get_or_insert((len, text));
+                }
+                None => break,
             }
             len += 1;
         }
-        while seq.next_element_seed(Skip { depth: 3 })?.is_some() {
-            len += 1;
+        if len == limit {
+            while seq.next_element_seed(Skip { depth: 3 })?.is_some() {
+                len += 1;
+            }
         }
-        Ok(Integers_::Items(items, len))
+        Ok(Integers_::Items {
+            values,
+            read,
+            other,
+            len,
+        })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Integers_, A::Error> {
@@ -564,13 +600,7 @@ impl<'de> Visitor<'de> for Integers {
 
 struct NumberSeed;
 
-impl<'de> DeserializeSeed<'de> for NumberSeed {
-    type Value = Number;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Number, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+own_seed!(NumberSeed, Number, deserialize_any);
 
 impl<'de> Visitor<'de> for NumberSeed {
     type Value = Number;
