@@ -43,6 +43,28 @@ pub fn map_reading<T: Sync, S, R: Send>(
     map_on(bytes.div_ceil(BYTES_PER_WORKER), step, items, init, f)
 }
 
+/// [`map_reading`], with this thread running `first` before it takes items: the other workers
+/// read meanwhile, so a step of this thread's own that waits on nothing the map finds (the census
+/// of a folder's tensors, beside the scans of their bytes) fills a core that would idle while it
+/// runs. Returns both; a panic in `first` ends the step as it would have alone.
+pub fn map_reading_after<T: Sync, S, R: Send, A>(
+    step: &'static str,
+    items: &[T],
+    bytes: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+    first: impl FnOnce() -> A,
+) -> (A, Result<Vec<R>, WorkerPanic>) {
+    map_after(
+        bytes.div_ceil(BYTES_PER_WORKER),
+        step,
+        items,
+        init,
+        f,
+        first,
+    )
+}
+
 fn map_on<T: Sync, S, R: Send>(
     most: usize,
     step: &'static str,
@@ -50,6 +72,20 @@ fn map_on<T: Sync, S, R: Send>(
     init: impl Fn() -> S + Sync,
     f: impl Fn(&mut S, &T) -> R + Sync,
 ) -> Result<Vec<R>, WorkerPanic> {
+    map_after(most, step, items, init, f, || ()).1
+}
+
+/// What one worker did: its items' results, by index, or its panic's message.
+type Joined<R> = Result<Vec<(usize, R)>, String>;
+
+fn map_after<T: Sync, S, R: Send, A>(
+    most: usize,
+    step: &'static str,
+    items: &[T],
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+    first: impl FnOnce() -> A,
+) -> (A, Result<Vec<R>, WorkerPanic>) {
     let workers = cores().min(most).min(items.len()).max(1);
     let inject = fault::armed(step);
     let next = AtomicUsize::new(0);
@@ -69,8 +105,9 @@ fn map_on<T: Sync, S, R: Send>(
     // This thread is one of the workers: a step costs one thread start fewer (a folder's whole gate
     // is a millisecond or two, of which each start is tens of microseconds), and a step of one item
     // starts none. Its panic is caught and answered as a spawned worker's is.
-    let joined: Vec<Result<Vec<(usize, R)>, String>> = std::thread::scope(|s| {
+    let (done_first, joined): (A, Vec<Joined<R>>) = std::thread::scope(|s| {
         let handles: Vec<_> = (1..workers).map(|_| s.spawn(worker)).collect();
+        let done_first = first();
         let here = std::panic::catch_unwind(std::panic::AssertUnwindSafe(worker))
             .map_err(|payload| panic_text(payload.as_ref()));
         let mut joined: Vec<_> = handles
@@ -78,15 +115,21 @@ fn map_on<T: Sync, S, R: Send>(
             .map(|h| h.join().map_err(|payload| panic_text(payload.as_ref())))
             .collect();
         joined.push(here);
-        joined
+        (done_first, joined)
     });
     // Every item was taken by a worker that returned it or panicked: with no panic, none is missing.
     let mut results = Vec::with_capacity(items.len());
     for done in joined {
-        results.extend(done.map_err(|message| WorkerPanic { step, message })?);
+        match done {
+            Ok(done) => results.extend(done),
+            Err(message) => return (done_first, Err(WorkerPanic { step, message })),
+        }
     }
     results.sort_by_key(|(i, _)| *i);
-    Ok(results.into_iter().map(|(_, r)| r).collect())
+    (
+        done_first,
+        Ok(results.into_iter().map(|(_, r)| r).collect()),
+    )
 }
 
 /// Runs `side` on a thread of its own while `main` runs on this one, and returns both: a step
@@ -175,6 +218,38 @@ mod tests {
             super::map("test", &[] as &[u8], || (), |_, x| *x),
             Ok(vec![])
         );
+    }
+
+    /// `first` runs on the calling thread, before it takes items, while the other workers read;
+    /// its answer comes back beside the map's, and a worker's panic still loses the map's.
+    #[test]
+    fn first_runs_here_beside_the_workers() {
+        let items: Vec<u64> = (0..1000).collect();
+        let here = std::thread::current().id();
+        let bytes = 4 * super::BYTES_PER_WORKER;
+        let (ran_here, out) = super::map_reading_after(
+            "test",
+            &items,
+            bytes,
+            || (),
+            |_, x| x + 1,
+            || std::thread::current().id() == here,
+        );
+        assert!(ran_here);
+        assert_eq!(out, Ok(items.iter().map(|x| x + 1).collect::<Vec<_>>()));
+        let (answer, out) = super::map_reading_after(
+            "cursed",
+            &items,
+            bytes,
+            || (),
+            |_, &x| {
+                assert!(x != 500, "item {x} is cursed");
+                x
+            },
+            || 42,
+        );
+        assert_eq!(answer, 42);
+        assert_eq!(out.expect_err("a worker panicked").step, "cursed");
     }
 
     #[test]

@@ -353,39 +353,39 @@ fn weight_checks(
         .as_ref()
         .and_then(|q| q.scheme.as_ref().ok())
         .map(|scheme| quantized::Sets::new(scheme, &tensors));
-    census(
-        report,
-        config,
-        checkpoint,
-        &tensors,
-        file_bytes,
-        sets.as_ref(),
-    );
-    let sets = match config
+    let undecided = match config
         .quantization
         .as_ref()
         .map(|q| (&q.scheme, config.architecture))
     {
-        None => None,
-        Some((Ok(_), Architecture::Dflash)) => sets,
-        Some((read, _)) => {
-            let why = match read {
-                Ok(scheme) => format!(
-                    "config.json states {}, which the gate reads for the first DFlash family only",
-                    scheme.describe()
-                ),
-                Err(why) => why.clone(),
-            };
-            let why = format!("cannot decide: {why}: its tensors are packed, not weights to read as floats, and the gate does not decode them");
-            report.checks.extend(
-                WEIGHT_CHECKS
-                    .into_iter()
-                    .chain([checks::scales::ID])
-                    .map(|id| Check::undecided(id, why.clone())),
-            );
-            return Ok(());
-        }
+        None | Some((Ok(_), Architecture::Dflash)) => None,
+        Some((Ok(scheme), _)) => Some(format!(
+            "config.json states {}, which the gate reads for the first DFlash family only",
+            scheme.describe()
+        )),
+        Some((Err(why), _)) => Some(why.clone()),
     };
+    let take_census = |report: &mut Report| {
+        census(
+            report,
+            config,
+            checkpoint,
+            &tensors,
+            file_bytes,
+            sets.as_ref(),
+        )
+    };
+    if let Some(why) = undecided {
+        take_census(report);
+        let why = format!("cannot decide: {why}: its tensors are packed, not weights to read as floats, and the gate does not decode them");
+        report.checks.extend(
+            WEIGHT_CHECKS
+                .into_iter()
+                .chain([checks::scales::ID])
+                .map(|id| Check::undecided(id, why.clone())),
+        );
+        return Ok(());
+    }
     let data: Vec<(&TensorInfo, &[u8])> = tensors
         .iter()
         .filter_map(|t| checkpoint.tensor(&t.name))
@@ -408,7 +408,9 @@ fn weight_checks(
             None => {}
         }
     }
-    let (finite, found) = scans(&floats, &scales).map_err(|p| PackageError::internal(dir, p))?;
+    // The census is taken on this thread while the other workers start on the scans.
+    let (finite, found) = scans(&floats, &scales, || take_census(report))
+        .map_err(|p| PackageError::internal(dir, p))?;
     let finite = checks::finite::floats_verdict(&finite);
     let scales = sets
         .as_ref()
@@ -452,10 +454,12 @@ enum Found {
 /// `bf16.finite`'s pass over `floats` and `quant.scales`'s over `scales`, in one step on every
 /// core: a quantized draft's few float tensors (its norms) each sit on pages of their own between
 /// packed codes, a page fault apiece, and read in a step of their own they were faulted in on one
-/// core, after a thread start of its own.
+/// core, after a thread start of its own. This thread runs `first` (the census) before it joins
+/// them, while the other workers read.
 fn scans<'t>(
     floats: &[(&'t TensorInfo, &[u8])],
     scales: &[(&TensorInfo, &[u8], checks::scales::Rule)],
+    first: impl FnOnce(),
 ) -> Result<(checks::finite::Scan<'t>, Vec<checks::scales::Found>), crate::parallel::WorkerPanic> {
     let chunks = checks::finite::chunks(floats);
     let pieces: Vec<Piece> = (0..scales.len())
@@ -464,7 +468,7 @@ fn scans<'t>(
         .collect();
     let bytes = floats.iter().map(|(_, b)| b.len()).sum::<usize>()
         + scales.iter().map(|(_, b, _)| b.len()).sum::<usize>();
-    let found = crate::parallel::map_reading(
+    let ((), found) = crate::parallel::map_reading_after(
         SCANS,
         &pieces,
         bytes,
@@ -477,7 +481,9 @@ fn scans<'t>(
                     .and_then(|(t, b, rule)| checks::scales::first_bad(*rule, t.dtype, b)),
             ),
         },
-    )?;
+        first,
+    );
+    let found = found?;
     let (mut read, mut scanned) = (Vec::new(), Vec::new());
     for f in found {
         match f {
