@@ -100,13 +100,13 @@ enum Layout {
 impl Headers {
     /// Reads config.json and every shard's header; no tensor data, and no shard is kept open.
     pub fn read(dir: &Path) -> Result<Headers, PackageError> {
-        Ok(read(dir, Read::Headers, MAX_TENSORS, None)?.0)
+        Ok(read(dir, Read::Headers, MAX_TENSORS, None, None)?.0)
     }
 
     /// [`Headers::read`] under a link rule: every file it opens is refused unread when its name is a
     /// link that leaves `inside`'s roots.
     pub fn read_inside(dir: &Path, inside: &files::Inside) -> Result<Headers, PackageError> {
-        Ok(read(dir, Read::Headers, MAX_TENSORS, Some(inside))?.0)
+        Ok(read(dir, Read::Headers, MAX_TENSORS, Some(inside), None)?.0)
     }
 
     /// The header entry of `name`, and the shard holding it (a binary search of each shard's table:
@@ -127,15 +127,22 @@ impl Headers {
 impl Checkpoint {
     /// Reads a checkpoint directory whole (config, index, every shard).
     pub fn open(dir: &Path) -> Result<Checkpoint, PackageError> {
-        let (headers, config, files) = read(dir, Read::Whole, MAX_TENSORS, None)?;
+        let (headers, config, files) = read(dir, Read::Whole, MAX_TENSORS, None, None)?;
         Checkpoint::hold(headers, config, files)
     }
 
     /// Reads a draft's own folder whole, under the package's link rule: every file it opens (config,
     /// index, shards) is refused unread when its name is a link that leaves `inside`'s roots (a hub
     /// cache snapshot's links into its blobs are read).
-    pub fn open_inside(dir: &Path, inside: &files::Inside) -> Result<Checkpoint, PackageError> {
-        let (headers, config, files) = read(dir, Read::Whole, MAX_TENSORS, Some(inside))?;
+    /// `config` is config.json as the caller read (and parsed) it: the checkpoint's own read of it
+    /// must find the same bytes, which are not parsed twice.
+    pub fn open_inside(
+        dir: &Path,
+        inside: &files::Inside,
+        config: &[u8],
+    ) -> Result<Checkpoint, PackageError> {
+        let (headers, config, files) =
+            read(dir, Read::Whole, MAX_TENSORS, Some(inside), Some(config))?;
         Checkpoint::hold(headers, config, files)
     }
 
@@ -192,14 +199,33 @@ impl Checkpoint {
 /// every shard's open file.
 /// A checkpoint may hold at most `max_tensors` tensors in all ([`MAX_TENSORS`], the container's limit
 /// for one file: a model split into shards is held to what it would be held to as one file).
+/// `known`: config.json's bytes as the caller read and parsed them, which this read must find
+/// again (a config rewritten in between is [`FileError::Changed`]) and need not parse.
 fn read(
     dir: &Path,
     how: Read,
     max_tensors: usize,
     inside: Option<&files::Inside>,
+    known: Option<&[u8]>,
 ) -> Result<(Headers, RegularFile, Vec<RegularFile>), PackageError> {
     crate::error::require_dir(dir)?;
-    let (config, _, config_file) = read_config_inside(dir, "checkpoint's", inside)?;
+    let (config, config_file) = match known {
+        None => {
+            let (bytes, _, file) = read_config_inside(dir, "checkpoint's", inside)?;
+            (bytes, file)
+        }
+        Some(known) => {
+            let (bytes, file) = config_bytes_inside(dir, inside)?;
+            if bytes != known {
+                return Err(FileError::Changed {
+                    path: dir.join(CONFIG_FILE),
+                    why: "its bytes are not those read before the weights".to_owned(),
+                }
+                .into());
+            }
+            (bytes, file)
+        }
+    };
     // Every file read, so that the checkpoint read is proved to have been there together, as read,
     // once the last header is in: a file renamed into place midway is "changed while it was read".
     let mut seen = vec![config_file.seen()];
@@ -260,17 +286,7 @@ pub(crate) fn read_config_inside(
     inside: Option<&files::Inside>,
 ) -> Result<(Vec<u8>, Value, RegularFile), PackageError> {
     let path = dir.join(CONFIG_FILE);
-    let read =
-        open_under(&path, inside).and_then(|file| Ok((file.read_all(MAX_CONFIG_BYTES)?, file)));
-    let (bytes, file) = match read {
-        Ok(read) => read,
-        Err(FileError::NotFound { .. }) => {
-            return Err(PackageError::NoConfig {
-                path: dir.to_owned(),
-            })
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let (bytes, file) = config_bytes_inside(dir, inside)?;
     match crate::strict_json::parse(&bytes) {
         Ok(v @ Value::Object(_)) => Ok((bytes, v, file)),
         Ok(_) => Err(malformed(
@@ -281,6 +297,24 @@ pub(crate) fn read_config_inside(
             &path,
             format!("the {whose} config.json is not valid JSON: {e}"),
         )),
+    }
+}
+
+/// config.json's bytes and its open file, under a link rule when one is given; a folder without
+/// one is [`PackageError::NoConfig`].
+fn config_bytes_inside(
+    dir: &Path,
+    inside: Option<&files::Inside>,
+) -> Result<(Vec<u8>, RegularFile), PackageError> {
+    let path = dir.join(CONFIG_FILE);
+    let read =
+        open_under(&path, inside).and_then(|file| Ok((file.read_all(MAX_CONFIG_BYTES)?, file)));
+    match read {
+        Ok(read) => Ok(read),
+        Err(FileError::NotFound { .. }) => Err(PackageError::NoConfig {
+            path: dir.to_owned(),
+        }),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -906,7 +940,7 @@ mod tests {
         for len in [4, files::READ_BELOW as usize] {
             let dir = directory(&[(SINGLE_FILE, filled(len, 1))]);
             let (headers, config, files) =
-                read(dir.path(), Read::Whole, MAX_TENSORS, None).expect("read");
+                read(dir.path(), Read::Whole, MAX_TENSORS, None, None).expect("read");
             // Another file of the same length renamed into place between the header and the data.
             let other = dir.path().join("other");
             std::fs::write(&other, filled(len, 9)).expect("other");
@@ -998,20 +1032,36 @@ mod tests {
         );
     }
 
+    /// A config.json the caller read and parsed is found again, not parsed again; bytes that are
+    /// not those (the file rewritten in between) are a change, never a checkpoint.
+    #[test]
+    fn a_config_read_before_must_be_found_again() {
+        let dir = directory(&[(SINGLE_FILE, shard(&["a"]))]);
+        let whole = |known: &[u8]| read(dir.path(), Read::Whole, MAX_TENSORS, None, Some(known));
+        assert!(whole(b"{}").is_ok());
+        let e = error(whole(b"{ }"));
+        assert!(
+            matches!(&e, PackageError::File(FileError::Changed { path, .. }) if path.ends_with(CONFIG_FILE)),
+            "{e:?}"
+        );
+    }
+
     #[test]
     fn the_tensor_count_is_capped_before_any_shard_is_opened() {
         let dir = directory(&[
             ("s1", b"not a container".to_vec()),
             (INDEX_FILE, index(r#""a": "s1", "b": "s1", "c": "s1""#)),
         ]);
-        let e = error(read(dir.path(), Read::Headers, 2, None));
+        let e = error(read(dir.path(), Read::Headers, 2, None, None));
         assert_eq!(e.path(), dir.path().join(INDEX_FILE), "{e}");
         assert!(
             e.to_string()
                 .contains("weight_map lists 3 tensors, more than the 2 one checkpoint may hold"),
             "{e}"
         );
-        assert!(read(dir.path(), Read::Headers, 3, None).is_err_and(|e| e.path().ends_with("s1")));
+        assert!(
+            read(dir.path(), Read::Headers, 3, None, None).is_err_and(|e| e.path().ends_with("s1"))
+        );
     }
 
     #[test]

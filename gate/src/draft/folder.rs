@@ -153,8 +153,8 @@ pub fn evaluation(
 ) -> Result<(Evaluation<'static>, Option<Checkpoint>), PackageError> {
     let mut evaluation = Evaluation::start(package, Form::Safetensors, files, &NotChecked::FOLDER);
     let report = &mut evaluation.report;
-    let parsed = config.and_then(|bytes| DraftConfig::from_json(&bytes));
-    let mut config = match parsed {
+    let parsed = config.and_then(|bytes| DraftConfig::from_json(&bytes).map(|c| (c, bytes)));
+    let (mut config, bytes) = match parsed {
         Ok(c) => c,
         Err(why) => {
             report.checks.push(Check::fail(IS_DFLASH, why.clone()));
@@ -184,7 +184,7 @@ pub fn evaluation(
     }
     report.census.family = Some(config.family().token);
     report.checks.push(checks::check_draft_geometry(&config));
-    let checkpoint = match Checkpoint::open_inside(dir, inside) {
+    let checkpoint = match Checkpoint::open_inside(dir, inside, &bytes) {
         Ok(c) => Some(c),
         Err(
             e @ (PackageError::Malformed { .. }
