@@ -408,17 +408,19 @@ fn weight_checks(
             None => {}
         }
     }
-    // The census is taken on this thread while the other workers start on the scans.
-    let (finite, found) = scans(&floats, &scales, || take_census(report))
-        .map_err(|p| PackageError::internal(dir, p))?;
+    // The census and the inventory are taken on this thread while the other workers start on the
+    // scans. The inventory reads a few values (`weight_shape`) that sit on pages beside the scales:
+    // a page fault each, which the scans would otherwise take, and on a W4A16 draft a tenth of the
+    // gate when read after the scans on one core with the other idle.
+    let ([mut complete, explained], finite, found) = scans(&floats, &scales, || {
+        take_census(report);
+        inventory(config, &tensors, checkpoint, sets.as_ref())
+    })
+    .map_err(|p| PackageError::internal(dir, p))?;
     let finite = checks::finite::floats_verdict(&finite);
     let scales = sets
         .as_ref()
         .map(|sets| checks::scales::judge(&sets.scheme().describe(), &scales, found));
-    // The inventory after the scans: the few values it reads (`weight_shape`) sit on pages beside
-    // the scales, which the scans (on every core) have mapped by now; read first, they took a page
-    // fault each, on one core (a tenth of a W4A16 draft's gate).
-    let [mut complete, explained] = inventory(config, &tensors, checkpoint, sets.as_ref());
     if let (Some((_, vocab)), Some((_, d2t)), Some((_, t2d))) = (
         config.reduced_vocabulary(),
         checkpoint.tensor(checks::inventory::D2T),
@@ -438,6 +440,10 @@ fn weight_checks(
 /// worker panic names.
 pub const SCANS: &str = "the weights' scans";
 
+/// What [`scans`] returns: what this thread's own step found, `bf16.finite`'s scan, and what
+/// `quant.scales` found in each of its tensors.
+type Scanned<'t, A> = (A, checks::finite::Scan<'t>, Vec<checks::scales::Found>);
+
 /// One piece of the scans: a chunk of a float tensor for `bf16.finite`, or a quantized set's
 /// tensor for `quant.scales` (by its index among the scales).
 enum Piece {
@@ -454,13 +460,13 @@ enum Found {
 /// `bf16.finite`'s pass over `floats` and `quant.scales`'s over `scales`, in one step on every
 /// core: a quantized draft's few float tensors (its norms) each sit on pages of their own between
 /// packed codes, a page fault apiece, and read in a step of their own they were faulted in on one
-/// core, after a thread start of its own. This thread runs `first` (the census) before it joins
-/// them, while the other workers read.
-fn scans<'t>(
+/// core, after a thread start of its own. This thread runs `first` (the census and the
+/// inventory) before it joins them, while the other workers read.
+fn scans<'t, A>(
     floats: &[(&'t TensorInfo, &[u8])],
     scales: &[(&TensorInfo, &[u8], checks::scales::Rule)],
-    first: impl FnOnce(),
-) -> Result<(checks::finite::Scan<'t>, Vec<checks::scales::Found>), crate::parallel::WorkerPanic> {
+    first: impl FnOnce() -> A,
+) -> Result<Scanned<'t, A>, crate::parallel::WorkerPanic> {
     let chunks = checks::finite::chunks(floats);
     let pieces: Vec<Piece> = (0..scales.len())
         .map(Piece::Scale)
@@ -468,7 +474,7 @@ fn scans<'t>(
         .collect();
     let bytes = floats.iter().map(|(_, b)| b.len()).sum::<usize>()
         + scales.iter().map(|(_, b, _)| b.len()).sum::<usize>();
-    let ((), found) = crate::parallel::map_reading_after(
+    let (done_first, found) = crate::parallel::map_reading_after(
         SCANS,
         &pieces,
         bytes,
@@ -491,7 +497,11 @@ fn scans<'t>(
             Found::Scale(s) => scanned.push(s),
         }
     }
-    Ok((checks::finite::gather(floats, &chunks, read), scanned))
+    Ok((
+        done_first,
+        checks::finite::gather(floats, &chunks, read),
+        scanned,
+    ))
 }
 
 /// The census of a folder's tensors: each with its role, as stored, shard by shard.
