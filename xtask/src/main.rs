@@ -110,7 +110,7 @@ const TASKS: &[Task] = &[
     Task {
         name: "bench",
         run: bench::run,
-        usage: "bench [--runs N] [--only source | gguf | finite | capi]",
+        usage: "bench [--runs N] [--only source | gguf | finite | capi | folder | quantized | target | tokenizer]",
         about: "time the gate against the floor: the reference, a 1.4 GB package, the DFlash2 reference, and --source (bf16 and GGUF)",
         options: &[
             ("--runs N", "timed runs per row (default 7)"),
@@ -124,6 +124,16 @@ const TASKS: &[Task] = &[
                 "--only capi",
                 "only the gate in process through the C ABI against the CLI, on the reference",
             ),
+            (
+                "--only folder",
+                "only a Hugging Face folder of the reference geometry against reading it",
+            ),
+            (
+                "--only quantized",
+                "only W4A16 and MLX 4-bit folders of the reference geometry against what their rules read",
+            ),
+            ("--only target", "only --target on a 27B-size target read by header only"),
+            ("--only tokenizer", "only the CLI with a Qwen-size target tokenizer"),
         ],
     },
     Task {
