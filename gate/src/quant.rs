@@ -404,6 +404,21 @@ pub fn read_config(q: &Value) -> Option<Quantization> {
             named,
         });
     };
+    // ModelOpt's DFlash exporter (0.47's `DFlashExporter`) writes hf_quant_config.json's object
+    // itself as the config's `quantization_config`: a producer and a `quantization` object, no
+    // `quant_method`. vLLM names it ModelOpt's from the producer, and so does the gate.
+    if q.get("quant_method").is_none()
+        && q.get("producer")
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            == Some("modelopt")
+        && q.get("quantization").is_some_and(Value::is_object)
+    {
+        let named = "modelopt (ModelOpt's own object, as its DFlash exporter writes it)".to_owned();
+        let scheme =
+            vendors::modelopt(q).map_err(|why| format!("quantization_config names {named}: {why}"));
+        return Some(Quantization { named, scheme });
+    }
     let named: String = match ["quant_method", "format"]
         .iter()
         .find_map(|k| q.get(*k).and_then(Value::as_str))

@@ -64,6 +64,20 @@ fn modelopt_file(d: &Path, quantization: serde_json::Value) -> PathBuf {
     d.to_owned()
 }
 
+/// config.json's `quantization_config` as ModelOpt's DFlash exporter writes it: the producer and
+/// `quantization` (hf_quant_config.json's object), and, `file`, that file beside it.
+fn modelopt_exported(d: &Path, quantization: serde_json::Value, file: bool) -> PathBuf {
+    let object = json!({"producer": {"name": "modelopt", "version": "0.47.0"}, "quantization": quantization});
+    if file {
+        std::fs::write(
+            d.join("hf_quant_config.json"),
+            serde_json::to_vec_pretty(&object).unwrap(),
+        )
+        .unwrap();
+    }
+    config(d, |c| c["quantization_config"] = object)
+}
+
 /// An UNDECIDED weight reading: every weight check says why, naming the scheme's field.
 const fn undecided(mentions: &'static [&'static str]) -> Owed {
     Owed::Refused {
@@ -174,6 +188,35 @@ pub(super) const ARMS: &[FolderArm] = &[
             )
         },
         Owed::Pass,
+    ),
+    // ModelOpt's DFlash exporter writes hf_quant_config.json's object itself as config.json's
+    // quantization_config (no quant_method), and the file beside it; vLLM reads it by its producer.
+    arm(
+        "folder::pass::nvfp4_modelopt_dflash_exporter",
+        |d| {
+            nvfp4_quantize(d, Writer::ModelOpt, true);
+            modelopt_exported(
+                d,
+                json!({"quant_algo": "NVFP4", "kv_cache_quant_algo": null, "group_size": 16, "exclude_modules": ["lm_head"]}),
+                true,
+            )
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::control::modelopt_exporter_algo_unknown",
+        |d| {
+            nvfp4_quantize(d, Writer::ModelOpt, true);
+            modelopt_exported(
+                d,
+                json!({"quant_algo": "NVFP4_AWQ", "group_size": 16}),
+                false,
+            )
+        },
+        undecided(&[
+            "modelopt (ModelOpt's own object, as its DFlash exporter writes it)",
+            "quant_algo \"NVFP4_AWQ\" is not one the gate decodes",
+        ]),
     ),
     arm(
         "folder::control::nvfp4_modelopt_file_not_json",
