@@ -372,6 +372,11 @@ pub fn read(top: &Map<String, Value>) -> Option<Quantization> {
     read_config(top.get("quantization_config")?)
 }
 
+/// What the gate names config.json's `quantization_config` when it is ModelOpt's own object (a
+/// producer and a `quantization`, no `quant_method`), as ModelOpt's DFlash exporter writes it.
+pub const MODELOPT_OBJECT: &str =
+    "modelopt (ModelOpt's own object, as its DFlash exporter writes it)";
+
 /// ModelOpt's own statement of its scheme beside config.json.
 pub const MODELOPT_FILE: &str = "hf_quant_config.json";
 
@@ -414,7 +419,7 @@ pub fn read_config(q: &Value) -> Option<Quantization> {
             == Some("modelopt")
         && q.get("quantization").is_some_and(Value::is_object)
     {
-        let named = "modelopt (ModelOpt's own object, as its DFlash exporter writes it)".to_owned();
+        let named = MODELOPT_OBJECT.to_owned();
         let scheme =
             vendors::modelopt(q).map_err(|why| format!("quantization_config names {named}: {why}"));
         return Some(Quantization { named, scheme });

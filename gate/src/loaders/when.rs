@@ -62,6 +62,9 @@ pub enum When {
     QuantizedMlx,
     /// The config states a compressed-tensors quantization.
     QuantizedCompressedTensors,
+    /// config.json's `quantization_config` is ModelOpt's own object (no `quant_method`), as
+    /// ModelOpt's DFlash exporter writes it.
+    QuantizedModeloptObject,
     /// The draft holds its own embedding table or output head.
     OwnEmbeddingOrHead,
     /// The draft holds its own embedding table (`embed_tokens.weight`).
@@ -231,6 +234,13 @@ impl<'a> Facts<'a> {
                 Some(q) if q.named.starts_with("MLX") => {
                     Met::Yes(format!("the config states {}", q.named))
                 }
+                _ => Met::No,
+            }),
+            When::QuantizedModeloptObject => self.config_fact(|c| match &c.quantization {
+                Some(q) if q.named == crate::quant::MODELOPT_OBJECT => Met::Yes(
+                    "the config's quantization_config is ModelOpt's own object, without quant_method"
+                        .to_owned(),
+                ),
                 _ => Met::No,
             }),
             When::QuantizedCompressedTensors => self.config_fact(|c| match &c.quantization {

@@ -25,6 +25,14 @@ pub static TABLE: Table = Table {
             source: "transformers quantizers/auto.py",
         },
         Rule {
+            id: "modelopt_object",
+            reads: "quantization_config (ModelOpt's own object, without quant_method)",
+            when: When::QuantizedModeloptObject,
+            outcome: NotItsForm,
+            words: "ValueError: The model's quantization config from the arguments has no `quant_method` attribute",
+            source: "transformers quantizers/auto.py",
+        },
+        Rule {
             id: "compressed_tensors_not_traced",
             reads: "quantization_config (compressed-tensors)",
             when: When::QuantizedCompressedTensors,
