@@ -63,6 +63,14 @@ Usage: python writers.py COMMAND WORK_DIR ARGS...
   `mlx_scale_nan` (`fc.scales[0, 1]` NaN, rewritten by `mx.save_safetensors` with MLX's
   metadata) and `mlx_bits_disagree` (config `quantization.bits`, and its `quantization_config`
   copy, say 8 of the 4-bit files).
+- `modelopt WORK_DIR`: ModelOpt 0.47's DFlash exporter (`export_speculative_decoding`) on the CPU:
+  a two-layer DFlash draft ModelOpt builds for a small Qwen3 target (`mtsp.convert`, seeded),
+  exported unquantized (`bf16`) and after `mtq.quantize` with `NVFP4_DEFAULT_CFG` (`nvfp4`) and
+  `FP8_DEFAULT_CFG` (`fp8`), calibrated on random inputs. config.json's `quantization_config` is
+  ModelOpt's own object (producer and `quantization`, no `quant_method`), with
+  `hf_quant_config.json` beside it. Each quantized export is read back by ModelOpt's own
+  `NVFP4QTensor` / `FP8QTensor` dequantization and held to the bf16 export within a step of each
+  block.
 
 Each file or folder written is one JSON line: `{"case", "path", "readback"}`, where `readback` is
 `"ok"`, or what the library's own reading found wrong.
@@ -828,6 +836,91 @@ def fp_bound(mode, gs, scales, ref):
     return bound
 
 
+# ---------------------------------------------------------------------------------------------
+# ModelOpt 0.47: its DFlash exporter (export_speculative_decoding)
+
+
+MODELOPT_CONFIGS = {"nvfp4": "NVFP4_DEFAULT_CFG", "fp8": "FP8_DEFAULT_CFG"}
+
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def modelopt(work: Path) -> int:
+    """A two-layer DFlash draft of a small Qwen3 target, as ModelOpt builds one (`mtsp.convert`,
+    seeded), exported by ModelOpt's DFlash exporter unquantized (`bf16`, the source) and after
+    `mtq.quantize` with each config (on the CPU, calibrated on random inputs). Read back: each
+    quantized Linear dequantized by ModelOpt's own `NVFP4QTensor` / `FP8QTensor` lies within a
+    step of its block (NVFP4: twice the block's scale, E2M1's widest step; FP8: an eighth of the
+    value, E4M3's relative step, plus the scale's subnormal step) of the bf16 export."""
+    import torch
+    import transformers
+
+    import modelopt.torch.quantization as mtq
+    import modelopt.torch.speculative as mtsp
+    from modelopt.torch.export import export_speculative_decoding
+    from modelopt.torch.quantization.qtensor import FP8QTensor, NVFP4QTensor
+    from safetensors.torch import load_file
+
+    def build():
+        torch.manual_seed(0)
+        target = transformers.Qwen3Config(
+            vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=8,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+            max_position_embeddings=4096, tie_word_embeddings=False,
+            architectures=["Qwen3ForCausalLM"],
+        )
+        model = transformers.Qwen3ForCausalLM(target).to(torch.bfloat16)
+        draft = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                 "head_dim": 64, "intermediate_size": 512}
+        mtsp.convert(model, [("dflash", {"dflash_block_size": 8, "dflash_mask_token_id": 999,
+                                         "dflash_architecture_config": draft})])
+        return model
+
+    source = work / "bf16"
+    model = build()
+    model.eval()
+    export_speculative_decoding(model, dtype=torch.bfloat16, export_dir=source)
+    emit("bf16", source)
+    original = load_file(str(source / "model.safetensors"))
+
+    for case, preset in MODELOPT_CONFIGS.items():
+        model = build()
+        linears = [
+            m
+            for name, m in model.named_modules()
+            if name.startswith("dflash_module.") and isinstance(m, torch.nn.Linear)
+        ]
+
+        def calibrate(m):
+            for lin in linears:
+                lin(torch.randn(4, lin.in_features, dtype=torch.bfloat16))
+
+        mtq.quantize(model, getattr(mtq, preset), calibrate)
+        model.eval()
+        path = work / case
+        export_speculative_decoding(model, dtype=torch.bfloat16, export_dir=path)
+        back = load_file(str(path / "model.safetensors"))
+        modules = sorted(k.removesuffix(".weight_scale") for k in back if k.endswith(".weight_scale"))
+        wrong = []
+        for name in modules:
+            ref = original[name + ".weight"].float()
+            codes, scale = back[name + ".weight"], back[name + ".weight_scale"]
+            if case == "nvfp4":
+                second = back[name + ".weight_scale_2"]
+                got = NVFP4QTensor(ref.shape, torch.float32, codes).dequantize(
+                    torch.float32, scale=scale, double_scale=second, block_sizes={-1: 16}
+                )
+                bound = 2 * (scale.float() * second.float()).repeat_interleave(16, dim=1)
+            else:
+                got = FP8QTensor(ref.shape, torch.float32, codes).dequantize(torch.float32, scale=scale)
+                bound = ref.abs() / 8 + scale.float() * 2.0**-6
+            if got.shape != ref.shape or bool(((got - ref).abs() > bound + 1e-7).any()):
+                wrong.append(name)
+        readback = "ok" if not wrong else f"dequantized beyond a step of the bf16 export: {wrong}"
+        emit(case, path, readback, quantized_modules=len(modules))
+    return 0
+
+
 def main() -> int:
     # Nothing is fetched: every library reads local folders only.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -841,6 +934,8 @@ def main() -> int:
         return compressed(work, Path(args[0]))
     if command == "mlx":
         return mlx(work, Path(args[0]))
+    if command == "modelopt":
+        return modelopt(work)
     sys.stderr.write(f"unknown command {command}\n")
     return 2
 

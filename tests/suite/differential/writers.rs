@@ -2,8 +2,9 @@
 //! speculators, MLX and `mask_embedding.pt` arms are written by the generator from the libraries'
 //! code as read; here the libraries write them themselves (`tests/differential/writers.py`), from the
 //! synthetic folder arms' drafts: `torch.save` (spec 18.2), speculators 0.9.0's own model classes and
-//! `save_pretrained` (18.1), compressed-tensors 0.20's pack-quantized, FP8 and NVFP4 compressors (17)
-//! and mlx-lm's `save_model` and `quantize_model` in each MLX mode (13.1, 17). Every good file must PASS, every control must be
+//! `save_pretrained` (18.1), compressed-tensors 0.20's pack-quantized, FP8 and NVFP4 compressors (17),
+//! mlx-lm's `save_model` and `quantize_model` in each MLX mode (13.1, 17), and ModelOpt 0.47's
+//! DFlash exporter, NVFP4 and FP8, from a draft of its own (17). Every good file must PASS, every control must be
 //! refused at its check naming the tensor or field, every good file is read back by the library that
 //! wrote it (loaded, decompressed or dequantized, and compared), and where the generator writes the
 //! same layout for an arm CI runs, the two layouts are held equal, so a library that changes its
@@ -55,6 +56,11 @@ const WRITERS: &[Writer] = &[
         name: "differential::writers::mlx_lm_save_model",
         imports: &["mlx", "mlx_lm"],
         run: mlx,
+    },
+    Writer {
+        name: "differential::writers::modelopt_dflash_exporter",
+        imports: &["torch", "safetensors", "transformers", "modelopt"],
+        run: modelopt,
     },
 ];
 
@@ -665,6 +671,58 @@ fn compressed_tensors(python: &Path) -> Result<(), String> {
         ),
     ];
     failed_controls(&mut failures, &written, "compressed-tensors", &controls);
+    failures.done()
+}
+
+/// ModelOpt's schemes as its DFlash exporter writes them: the driver's case, and the generator's
+/// writing of it.
+const MODELOPT_SCHEMES: &[Scheme] = &[
+    ("nvfp4", |d| nvfp4_quantize(d, ModelOptWriter, true)),
+    ("fp8", |d| {
+        fp8_quantize(d, ModelOptWriter, Grain::Tensor, true)
+    }),
+];
+
+use gate_tests::synth::quantized::Writer::ModelOpt as ModelOptWriter;
+
+/// ModelOpt 0.47's DFlash exporter (`export_speculative_decoding`, spec 17): a draft ModelOpt
+/// builds for a small Qwen3 target, exported as bf16 and quantized (NVFP4, FP8) on the CPU and read
+/// back by ModelOpt's own dequantization. The bf16 export passes; each quantized one passes, holds
+/// `--source` against the bf16 export, holds the generator's tensors for its scheme (names, dtypes,
+/// shapes), states ModelOpt's own object as its `quantization_config` (no `quant_method`), and is
+/// read as ModelOpt's scheme.
+fn modelopt(python: &Path) -> Result<(), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let written = drive(python, "modelopt", &root.path().join("modelopt"), &[])?;
+    let source = &case(&written, "bf16")?.path;
+    passes("ModelOpt's bf16 export", &gated(source)?, None, &[])?;
+    let mut failures = Failures::default();
+    for (name, write) in MODELOPT_SCHEMES {
+        failures.note((|| {
+            let w = case(&written, name)?;
+            let what = format!("ModelOpt's DFlash exporter, {name}");
+            let report = gated(&w.path)?;
+            passes(&what, &report, Some(CheckId::QUANT_SCALES), &["ModelOpt"])?;
+            against_its_source(&what, &w.path, source)?;
+            let ours = root.path().join("generator").join(name);
+            copy_folder(source, &ours)?;
+            write(&ours);
+            if let Some(d) = differ(&layout(&ours), &layout(&w.path)) {
+                return Err(format!("{what}: tensors differ from the generator's: {d}"));
+            }
+            let config = config_of(&w.path)?;
+            let stated = config.pointer("/quantization_config");
+            let own = stated.and_then(|q| q.pointer("/producer/name"))
+                == Some(&Value::from("modelopt"))
+                && stated.is_some_and(|q| q.get("quant_method").is_none());
+            if !own {
+                return Err(format!(
+                    "{what}: quantization_config is {stated:?}, not ModelOpt's own object"
+                ));
+            }
+            Ok(())
+        })());
+    }
     failures.done()
 }
 
