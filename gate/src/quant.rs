@@ -44,6 +44,9 @@ pub struct Quantization {
     pub named: String,
     /// The scheme, or why the gate does not read it (a sentence naming what it is).
     pub scheme: Result<Scheme, String>,
+    /// ModelOpt's `quant_algo` as stated, when config.json's `quantization_config` is ModelOpt's
+    /// own object (as its DFlash exporter writes it), which engines name by that algorithm.
+    pub own_object_algo: Option<String>,
 }
 
 /// A scheme the gate reads: how a quantized Linear is stored, and which Linears are.
@@ -367,7 +370,11 @@ pub fn read(top: &Map<String, Value>) -> Option<Quantization> {
     if let Some(q) = stated.filter(|_| copy) {
         let named = "MLX's quantization".to_owned();
         let scheme = mlx::read(q).map_err(|why| format!("{named}: {why}"));
-        return Some(Quantization { named, scheme });
+        return Some(Quantization {
+            named,
+            scheme,
+            own_object_algo: None,
+        });
     }
     read_config(top.get("quantization_config")?)
 }
@@ -386,8 +393,9 @@ pub fn read_modelopt_file(json: Result<Value, String>) -> Quantization {
     let named = format!("modelopt ({MODELOPT_FILE})");
     let scheme = json.and_then(|v| {
         let producer = v.pointer("/producer/name").and_then(Value::as_str);
-        match (producer, v.get("quantization")) {
-            (Some("modelopt"), Some(Value::Object(q))) => vendors::modelopt(q),
+        match (producer, v.get("quantization"), v.as_object()) {
+            // The whole object, so its nesting is read as vLLM reads it.
+            (Some("modelopt"), Some(Value::Object(_)), Some(whole)) => vendors::modelopt(whole),
             _ => Err(format!(
                 "{MODELOPT_FILE} is not ModelOpt's (producer.name \"modelopt\" and a quantization object)"
             )),
@@ -396,6 +404,7 @@ pub fn read_modelopt_file(json: Result<Value, String>) -> Quantization {
     Quantization {
         scheme: scheme.map_err(|why| format!("{named}: {why}")),
         named,
+        own_object_algo: None,
     }
 }
 
@@ -407,12 +416,14 @@ pub fn read_config(q: &Value) -> Option<Quantization> {
         return Some(Quantization {
             scheme: Err(named.clone()),
             named,
+            own_object_algo: None,
         });
     };
     // ModelOpt's DFlash exporter (0.47's `DFlashExporter`) writes hf_quant_config.json's object
     // itself as the config's `quantization_config`: a producer and a `quantization` object, no
-    // `quant_method`. vLLM names it ModelOpt's from the producer, and so does the gate.
-    if q.get("quant_method").is_none()
+    // `quant_method`. vLLM names it ModelOpt's from the producer (by its `quant_algo`: the
+    // loaders' rules say which it refuses), and so does the gate.
+    if q.get("quant_method").is_none_or(Value::is_null)
         && q.get("producer")
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
@@ -422,7 +433,14 @@ pub fn read_config(q: &Value) -> Option<Quantization> {
         let named = MODELOPT_OBJECT.to_owned();
         let scheme =
             vendors::modelopt(q).map_err(|why| format!("quantization_config names {named}: {why}"));
-        return Some(Quantization { named, scheme });
+        let algo = q
+            .get("quantization")
+            .and_then(|inner| text(inner.get("quant_algo")));
+        return Some(Quantization {
+            named,
+            scheme,
+            own_object_algo: Some(algo.unwrap_or_default()),
+        });
     }
     let named: String = match ["quant_method", "format"]
         .iter()
@@ -441,7 +459,11 @@ pub fn read_config(q: &Value) -> Option<Quantization> {
         None => Err("no quant_method".to_owned()),
     }
     .map_err(|why| format!("quantization_config names {named}: {why}"));
-    Some(Quantization { named, scheme })
+    Some(Quantization {
+        named,
+        scheme,
+        own_object_algo: None,
+    })
 }
 
 /// A string value, cut to what a message shows.

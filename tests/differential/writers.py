@@ -65,8 +65,9 @@ Usage: python writers.py COMMAND WORK_DIR ARGS...
   copy, say 8 of the 4-bit files).
 - `modelopt WORK_DIR`: ModelOpt 0.47's DFlash exporter (`export_speculative_decoding`) on the CPU:
   a two-layer DFlash draft ModelOpt builds for a small Qwen3 target (`mtsp.convert`, seeded),
-  exported unquantized (`bf16`) and after `mtq.quantize` with `NVFP4_DEFAULT_CFG` (`nvfp4`) and
-  `FP8_DEFAULT_CFG` (`fp8`), calibrated on random inputs. config.json's `quantization_config` is
+  exported unquantized (`bf16`) and after `mtq.quantize` with `NVFP4_DEFAULT_CFG` (`nvfp4`),
+  `W4A16_NVFP4_CFG` (`w4a16_nvfp4`: no input scales) and `FP8_DEFAULT_CFG` (`fp8`), calibrated on
+  random inputs. config.json's `quantization_config` is
   ModelOpt's own object (producer and `quantization`, no `quant_method`), with
   `hf_quant_config.json` beside it. Each quantized export is read back by ModelOpt's own
   `NVFP4QTensor` / `FP8QTensor` dequantization and held to the bf16 export within a step of each
@@ -840,7 +841,11 @@ def fp_bound(mode, gs, scales, ref):
 # ModelOpt 0.47: its DFlash exporter (export_speculative_decoding)
 
 
-MODELOPT_CONFIGS = {"nvfp4": "NVFP4_DEFAULT_CFG", "fp8": "FP8_DEFAULT_CFG"}
+MODELOPT_CONFIGS = {
+    "nvfp4": "NVFP4_DEFAULT_CFG",
+    "w4a16_nvfp4": "W4A16_NVFP4_CFG",
+    "fp8": "FP8_DEFAULT_CFG",
+}
 
 E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
 
@@ -905,7 +910,7 @@ def modelopt(work: Path) -> int:
         for name in modules:
             ref = original[name + ".weight"].float()
             codes, scale = back[name + ".weight"], back[name + ".weight_scale"]
-            if case == "nvfp4":
+            if case.endswith("nvfp4"):
                 second = back[name + ".weight_scale_2"]
                 got = NVFP4QTensor(ref.shape, torch.float32, codes).dequantize(
                     torch.float32, scale=scale, double_scale=second, block_sizes={-1: 16}

@@ -65,6 +65,10 @@ pub enum When {
     /// config.json's `quantization_config` is ModelOpt's own object (no `quant_method`), as
     /// ModelOpt's DFlash exporter writes it.
     QuantizedModeloptObject,
+    /// ModelOpt's own object states a `quant_algo` vLLM names no method for: it names the object's
+    /// method by the algorithm alone (FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, NVFP4,
+    /// MIXED_PRECISION, in any case), and raises for any other.
+    ModeloptObjectAlgoVllmUnnamed,
     /// The draft holds its own embedding table or output head.
     OwnEmbeddingOrHead,
     /// The draft holds its own embedding table (`embed_tokens.weight`).
@@ -236,8 +240,24 @@ impl<'a> Facts<'a> {
                 }
                 _ => Met::No,
             }),
+            When::ModeloptObjectAlgoVllmUnnamed => self.config_fact(|c| {
+                const NAMED: [&str; 5] = [
+                    "FP8",
+                    "FP8_PER_CHANNEL_PER_TOKEN",
+                    "FP8_PB_WO",
+                    "NVFP4",
+                    "MIXED_PRECISION",
+                ];
+                match c.quantization.as_ref().and_then(|q| q.own_object_algo.as_deref()) {
+                    Some(algo) if !NAMED.contains(&algo.to_uppercase().as_str()) => Met::Yes(format!(
+                        "ModelOpt's own object states quant_algo {}",
+                        crate::escape::escape(algo)
+                    )),
+                    _ => Met::No,
+                }
+            }),
             When::QuantizedModeloptObject => self.config_fact(|c| match &c.quantization {
-                Some(q) if q.named == crate::quant::MODELOPT_OBJECT => Met::Yes(
+                Some(q) if q.own_object_algo.is_some() => Met::Yes(
                     "the config's quantization_config is ModelOpt's own object, without quant_method"
                         .to_owned(),
                 ),

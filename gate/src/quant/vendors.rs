@@ -62,9 +62,9 @@ pub(super) fn hugging_face_fp8(q: &Map<String, Value>) -> Result<Scheme, String>
 /// ModelOpt's `quant_algo` (`NVFP4`, `W4A16_NVFP4` or `FP8`), `group_size` and `exclude_modules`
 /// or `ignore` (globs), stated flat or under `quantization` (as `hf_quant_config.json` nests them).
 pub(super) fn modelopt(q: &Map<String, Value>) -> Result<Scheme, String> {
-    let q = match q.get("quantization") {
-        Some(Value::Object(inner)) => inner,
-        _ => q,
+    let (q, nested) = match q.get("quantization") {
+        Some(Value::Object(inner)) => (inner, true),
+        _ => (q, false),
     };
     let storage = match text(q.get("quant_algo")).as_deref() {
         // W4A16_NVFP4 stores what NVFP4 does, with no input scales (the inputs stay 16-bit).
@@ -91,10 +91,14 @@ pub(super) fn modelopt(q: &Map<String, Value>) -> Result<Scheme, String> {
     };
     let mut globs = Matchers::default();
     let mut budget = super::MAX_PATTERNS;
-    // ModelOpt 0.47 states the modules it left alone as `exclude_modules` in hf_quant_config.json and
-    // as `ignore` in config.json's quantization_config (`["lm_head", "model.embed_tokens"]`).
+    // ModelOpt 0.47 states the modules it left alone as `exclude_modules` in hf_quant_config.json's
+    // nested object and as `ignore` in config.json's flat quantization_config
+    // (`["lm_head", "model.embed_tokens"]`). vLLM reads the nested object's `exclude_modules` only
+    // (`ModelOptQuantConfigBase.from_config`), so an `ignore` there leaves nothing alone.
     let mut listed = strings(q.get("exclude_modules"), "exclude_modules")?;
-    listed.extend(strings(q.get("ignore"), "ignore")?);
+    if !nested {
+        listed.extend(strings(q.get("ignore"), "ignore")?);
+    }
     for glob in listed {
         if !glob.contains(['*', '?', '[']) {
             globs.names.insert(glob.to_owned());

@@ -137,6 +137,10 @@ fn drafts(when: When) -> Option<(Draft, Draft)> {
             Arm("folder::pass::pack_quantized_fc_ignored_by_name"),
         ),
         When::QuantizedMlx => (Arm("folder::pass::mlx_affine_4_group_64"), FAITHFUL),
+        When::ModeloptObjectAlgoVllmUnnamed => (
+            Arm("folder::pass::w4a16_nvfp4_modelopt_dflash_exporter"),
+            Arm("folder::pass::nvfp4_modelopt_dflash_exporter"),
+        ),
         When::QuantizedModeloptObject => (
             Arm("folder::pass::nvfp4_modelopt_dflash_exporter"),
             Arm("folder::pass::nvfp4_modelopt"),

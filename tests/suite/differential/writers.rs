@@ -678,6 +678,7 @@ fn compressed_tensors(python: &Path) -> Result<(), String> {
 /// writing of it.
 const MODELOPT_SCHEMES: &[Scheme] = &[
     ("nvfp4", |d| nvfp4_quantize(d, ModelOptWriter, true)),
+    ("w4a16_nvfp4", |d| nvfp4_quantize(d, ModelOptWriter, false)),
     ("fp8", |d| {
         fp8_quantize(d, ModelOptWriter, Grain::Tensor, true)
     }),
@@ -686,11 +687,12 @@ const MODELOPT_SCHEMES: &[Scheme] = &[
 use gate_tests::synth::quantized::Writer::ModelOpt as ModelOptWriter;
 
 /// ModelOpt 0.47's DFlash exporter (`export_speculative_decoding`, spec 17): a draft ModelOpt
-/// builds for a small Qwen3 target, exported as bf16 and quantized (NVFP4, FP8) on the CPU and read
-/// back by ModelOpt's own dequantization. The bf16 export passes; each quantized one passes, holds
-/// `--source` against the bf16 export, holds the generator's tensors for its scheme (names, dtypes,
-/// shapes), states ModelOpt's own object as its `quantization_config` (no `quant_method`), and is
-/// read as ModelOpt's scheme.
+/// builds for a small Qwen3 target, exported as bf16 and quantized (NVFP4, W4A16_NVFP4, FP8) on the
+/// CPU and read back by ModelOpt's own dequantization. The bf16 export passes; each quantized one
+/// passes, holds `--source` against the bf16 export, holds the generator's tensors for its scheme
+/// (names, dtypes, shapes), states ModelOpt's own object as its `quantization_config` (no
+/// `quant_method`), and is read as ModelOpt's scheme; vLLM's verdict is `modelopt_object_algo`'s
+/// exactly for W4A16_NVFP4, the algorithm vLLM names no method for.
 fn modelopt(python: &Path) -> Result<(), String> {
     let root = tempfile::tempdir().map_err(|e| e.to_string())?;
     let written = drive(python, "modelopt", &root.path().join("modelopt"), &[])?;
@@ -703,6 +705,15 @@ fn modelopt(python: &Path) -> Result<(), String> {
             let what = format!("ModelOpt's DFlash exporter, {name}");
             let report = gated(&w.path)?;
             passes(&what, &report, Some(CheckId::QUANT_SCALES), &["ModelOpt"])?;
+            let vllm_refuses = report.loaders().iter().any(|l| {
+                l.engine == dflash_gate::Engine::Vllm
+                    && l.reasons.iter().any(|r| r.rule == "modelopt_object_algo")
+            });
+            if vllm_refuses != (*name == "w4a16_nvfp4") {
+                return Err(format!(
+                    "{what}: vLLM's modelopt_object_algo met: {vllm_refuses}"
+                ));
+            }
             against_its_source(&what, &w.path, source)?;
             let ours = root.path().join("generator").join(name);
             copy_folder(source, &ours)?;

@@ -52,6 +52,14 @@ pub static TABLE: Table = Table {
             source: "config/model.py (ModelConfig._verify_quantization); model_executor/models/utils.py (AutoWeightsLoader._load_module)",
         },
         Rule {
+            id: "modelopt_object_algo",
+            reads: "quantization_config (ModelOpt's own object, without quant_method): quant_algo",
+            when: When::ModeloptObjectAlgoVllmUnnamed,
+            outcome: NotItsForm,
+            words: "ValueError: Unknown ModelOpt quant algo: W4A16_NVFP4 (it names the object's method from quant_algo alone: FP8 and its per-channel and block variants, NVFP4, MIXED_PRECISION)",
+            source: "transformers_utils/model_arch_config_convertor.py (the producer's quant_method); config/model.py (ModelConfig.__post_init__)",
+        },
+        Rule {
             id: "ignore_on_vllms_names",
             reads: "quantization_config's ignore (compressed-tensors pack-quantized, NVFP4)",
             when: When::VllmBuildsQuantized(Kept::Packed),

@@ -78,6 +78,17 @@ fn modelopt_exported(d: &Path, quantization: serde_json::Value, file: bool) -> P
     config(d, |c| c["quantization_config"] = object)
 }
 
+/// ModelOpt NVFP4 (with static input scales, `input_scale`) stated as its DFlash exporter states it.
+fn nvfp4_exported(
+    d: &Path,
+    input_scale: bool,
+    quantization: serde_json::Value,
+    file: bool,
+) -> PathBuf {
+    nvfp4_quantize(d, Writer::ModelOpt, input_scale);
+    modelopt_exported(d, quantization, file)
+}
+
 /// An UNDECIDED weight reading: every weight check says why, naming the scheme's field.
 const fn undecided(mentions: &'static [&'static str]) -> Owed {
     Owed::Refused {
@@ -194,21 +205,61 @@ pub(super) const ARMS: &[FolderArm] = &[
     arm(
         "folder::pass::nvfp4_modelopt_dflash_exporter",
         |d| {
-            nvfp4_quantize(d, Writer::ModelOpt, true);
-            modelopt_exported(
+            nvfp4_exported(
                 d,
+                true,
                 json!({"quant_algo": "NVFP4", "kv_cache_quant_algo": null, "group_size": 16, "exclude_modules": ["lm_head"]}),
                 true,
             )
         },
         Owed::Pass,
     ),
+    // W4A16_NVFP4 as the exporter writes it: faithful, read by the gate; vLLM names no method for
+    // it (its loader rule says so).
+    arm(
+        "folder::pass::w4a16_nvfp4_modelopt_dflash_exporter",
+        |d| {
+            nvfp4_exported(
+                d,
+                false,
+                json!({"quant_algo": "W4A16_NVFP4", "group_size": 16, "exclude_modules": ["lm_head", "model.embed_tokens"]}),
+                true,
+            )
+        },
+        Owed::Pass,
+    ),
+    // In ModelOpt's nested object vLLM reads exclude_modules only: an `ignore` there leaves nothing
+    // alone, so fc stored quantized is what it builds.
+    arm(
+        "folder::pass::modelopt_object_ignore_not_read",
+        |d| {
+            nvfp4_exported(
+                d,
+                true,
+                json!({"quant_algo": "NVFP4", "group_size": 16, "ignore": ["fc"]}),
+                false,
+            )
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "folder::control::modelopt_object_excludes_a_quantized_fc",
+        |d| {
+            nvfp4_exported(
+                d,
+                true,
+                json!({"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["fc"]}),
+                false,
+            )
+        },
+        fail(COMPLETE, &["fc is stored quantized", "lists it (fc)"]),
+    ),
     arm(
         "folder::control::modelopt_exporter_algo_unknown",
         |d| {
-            nvfp4_quantize(d, Writer::ModelOpt, true);
-            modelopt_exported(
+            nvfp4_exported(
                 d,
+                true,
                 json!({"quant_algo": "NVFP4_AWQ", "group_size": 16}),
                 false,
             )
