@@ -63,6 +63,10 @@ Usage: python writers.py COMMAND WORK_DIR ARGS...
   `mlx_scale_nan` (`fc.scales[0, 1]` NaN, rewritten by `mx.save_safetensors` with MLX's
   metadata) and `mlx_bits_disagree` (config `quantization.bits`, and its `quantization_config`
   copy, say 8 of the 4-bit files).
+- `hf_fp8 WORK_DIR BF16_DIR`: the bf16 folder quantized by Transformers 5.19's own fine-grained
+  FP8 op (`Fp8Quantize`: F8_E4M3 `weight`, F32 `weight_scale_inv` per 128x128 block) on every
+  `*_proj` and `fc` weight, with `FineGrainedFP8Config().to_dict()` as `quantization_config`, in
+  `WORK_DIR/fp8_block`; read back by Transformers' own `Fp8Dequantize`.
 - `modelopt WORK_DIR`: ModelOpt 0.47's DFlash exporter (`export_speculative_decoding`) on the CPU:
   a two-layer DFlash draft ModelOpt builds for a small Qwen3 target (`mtsp.convert`, seeded),
   exported unquantized (`bf16`) and after `mtq.quantize` with `NVFP4_DEFAULT_CFG` (`nvfp4`),
@@ -838,6 +842,54 @@ def fp_bound(mode, gs, scales, ref):
 
 
 # ---------------------------------------------------------------------------------------------
+# Transformers' fine-grained FP8
+
+
+def hugging_face_fp8(work: Path, bf16_dir: Path) -> int:
+    """The bf16 folder quantized by Transformers' own fine-grained FP8 op (`Fp8Quantize`, the
+    quantizer's conversion of a weight into FP8 and its 128x128 block `weight_scale_inv`: quantizing
+    a model with it needs a GPU, the op itself does not), every 2-D `*_proj` and `fc` weight, and
+    `FineGrainedFP8Config().to_dict()` as config.json's `quantization_config`, as `save_pretrained`
+    writes it. Read back by Transformers' own `Fp8Dequantize` and held to the bf16 weights within
+    E4M3's half step (a sixteenth of the value) plus the scale's subnormal step."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+    from transformers import FineGrainedFP8Config
+    from transformers.integrations.finegrained_fp8 import Fp8Dequantize, Fp8Quantize
+    from transformers.quantizers.quantizer_finegrained_fp8 import FineGrainedFP8HfQuantizer
+
+    config = FineGrainedFP8Config()
+    quantizer = FineGrainedFP8HfQuantizer(config)
+    quantize, dequantize = Fp8Quantize(quantizer), Fp8Dequantize(quantizer)
+    original = load_file(str(bf16_dir / "model.safetensors"))
+    out = {}
+    for key, value in original.items():
+        module = key.removesuffix(".weight")
+        linear = key.endswith(".weight") and value.dim() == 2 and (module.endswith("_proj") or module == "fc")
+        out.update(quantize._quantize_one(key, value) if linear else {key: value})
+    path = work / "fp8_block"
+    path.mkdir(parents=True, exist_ok=True)
+    save_file(out, str(path / "model.safetensors"), metadata={"format": "pt"})
+    stated = json.loads((bf16_dir / "config.json").read_text())
+    stated["quantization_config"] = json.loads(json.dumps(config.to_dict()))
+    (path / "config.json").write_text(json.dumps(stated, indent=2))
+    wrong = []
+    modules = sorted(k.removesuffix(".weight_scale_inv") for k in out if k.endswith(".weight_scale_inv"))
+    for name in modules:
+        ref = original[name + ".weight"].float()
+        scale = out[name + ".weight_scale_inv"]
+        got = dequantize._dequantize_one(out[name + ".weight"], scale, torch.float32)
+        step = scale.repeat_interleave(128, dim=0).repeat_interleave(128, dim=1)[: ref.shape[0], : ref.shape[1]]
+        if got.shape != ref.shape or bool(((got - ref).abs() > ref.abs() / 16 + step * 2.0**-9 + 1e-7).any()):
+            wrong.append(name)
+    readback = "ok" if not wrong else f"dequantized beyond E4M3's step: {wrong}"
+    emit("fp8_block", path, readback, quantized_modules=len(modules))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
 # ModelOpt 0.47: its DFlash exporter (export_speculative_decoding)
 
 
@@ -941,6 +993,8 @@ def main() -> int:
         return mlx(work, Path(args[0]))
     if command == "modelopt":
         return modelopt(work)
+    if command == "hf_fp8":
+        return hugging_face_fp8(work, Path(args[0]))
     sys.stderr.write(f"unknown command {command}\n")
     return 2
 

@@ -32,6 +32,16 @@ pub(super) fn hugging_face_fp8(q: &Map<String, Value>) -> Result<Scheme, String>
             ))
         }
     };
+    // Transformers 5.19 converts the modules `modules_to_convert` lists as well (embedding tables
+    // stored FP8, `replace_with_fp8_embedding`): a layout the gate does not read.
+    if q.get("modules_to_convert")
+        .is_some_and(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
+    {
+        return Err(format!(
+            "modules_to_convert is {} (Transformers stores those modules FP8 too, embeddings among them), which the gate does not read",
+            shown(q.get("modules_to_convert"))
+        ));
+    }
     let mut keys = Matchers::default();
     let mut budget = super::MAX_PATTERNS;
     let stated = q.get("modules_to_not_convert").filter(|v| !v.is_null());

@@ -58,6 +58,11 @@ const WRITERS: &[Writer] = &[
         run: mlx,
     },
     Writer {
+        name: "differential::writers::transformers_fine_grained_fp8",
+        imports: &["torch", "safetensors", "transformers"],
+        run: hugging_face_fp8,
+    },
+    Writer {
         name: "differential::writers::modelopt_dflash_exporter",
         imports: &["torch", "safetensors", "transformers", "modelopt"],
         run: modelopt,
@@ -167,6 +172,24 @@ fn drive(python: &Path, command: &str, work: &Path, args: &[&str]) -> Result<Vec
         ));
     }
     Ok(written)
+}
+
+/// The synthetic bf16 folder (`folder::pass::dflash`), and what the driver's `command` wrote from
+/// it (in a folder of the command's name), under a temporary root that lives as long as the caller
+/// holds it.
+fn from_the_bf16_folder(
+    python: &Path,
+    command: &str,
+) -> Result<(tempfile::TempDir, PathBuf, Vec<Written>), String> {
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let base = folder("folder::pass::dflash", &root.path().join("bf16"))?;
+    let written = drive(
+        python,
+        command,
+        &root.path().join(command),
+        &[&base.to_string_lossy()],
+    )?;
+    Ok((root, base, written))
 }
 
 /// The case `name` of `written`, which the driver must have written.
@@ -591,14 +614,7 @@ fn pack(dir: &Path, bits: u32, group: Option<u64>, symmetric: bool) {
 /// generator's tensors for the same scheme (names, dtypes, shapes), and the config's scheme reads as
 /// the generator's; a NaN scale and a packed tensor one column short fail naming the tensor.
 fn compressed_tensors(python: &Path) -> Result<(), String> {
-    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let base = folder("folder::pass::dflash", &root.path().join("bf16"))?;
-    let written = drive(
-        python,
-        "compressed",
-        &root.path().join("compressed"),
-        &[&base.to_string_lossy()],
-    )?;
+    let (root, base, written) = from_the_bf16_folder(python, "compressed")?;
     let mut failures = Failures::default();
     for (name, write) in PACK_SCHEMES.iter().chain(FLOAT_SCHEMES) {
         failures.note((|| {
@@ -627,13 +643,7 @@ fn compressed_tensors(python: &Path) -> Result<(), String> {
                 format!("{group}/input_activations/dynamic"),
                 "/quantization_config/ignore".to_owned(),
             ] {
-                if ours.pointer(&pointer) != theirs.pointer(&pointer) {
-                    return Err(format!(
-                        "{what}: {pointer} is {:?} where the generator writes {:?}",
-                        theirs.pointer(&pointer),
-                        ours.pointer(&pointer)
-                    ));
-                }
+                same_field(&what, &ours, &theirs, &pointer)?;
             }
             Ok(())
         })());
@@ -673,6 +683,59 @@ fn compressed_tensors(python: &Path) -> Result<(), String> {
     failed_controls(&mut failures, &written, "compressed-tensors", &controls);
     failures.done()
 }
+
+/// Transformers' fine-grained FP8 (spec 17): the synthetic bf16 folder quantized by Transformers'
+/// own `Fp8Quantize` op in 128x128 blocks, `FineGrainedFP8Config().to_dict()` as its config, read
+/// back by Transformers' own `Fp8Dequantize`. It passes, holds `--source` against the bf16 folder,
+/// holds the generator's tensors for the scheme, and states the config fields the gate reads as the
+/// generator does.
+fn hugging_face_fp8(python: &Path) -> Result<(), String> {
+    let (root, base, written) = from_the_bf16_folder(python, "hf_fp8")?;
+    let w = case(&written, "fp8_block")?;
+    let what = "Transformers' fine-grained FP8";
+    passes(
+        what,
+        &gated(&w.path)?,
+        Some(CheckId::QUANT_SCALES),
+        &["Hugging Face FP8 E4M3 128x128 blocks"],
+    )?;
+    against_its_source(what, &w.path, &base)?;
+    let ours = root.path().join("generator");
+    copy_folder(&base, &ours)?;
+    fp8_quantize(&ours, HuggingFaceWriter, Grain::Block(128, 128), false);
+    if let Some(d) = differ(&layout(&ours), &layout(&w.path)) {
+        return Err(format!("{what}: tensors differ from the generator's: {d}"));
+    }
+    let (ours, theirs) = (config_of(&ours)?, config_of(&w.path)?);
+    for field in [
+        "quant_method",
+        "weight_block_size",
+        "activation_scheme",
+        "scale_fmt",
+    ] {
+        same_field(
+            what,
+            &ours,
+            &theirs,
+            &format!("/quantization_config/{field}"),
+        )?;
+    }
+    Ok(())
+}
+
+/// `Ok` when the library's config (`theirs`) states at `pointer` what the generator's (`ours`) does.
+fn same_field(what: &str, ours: &Value, theirs: &Value, pointer: &str) -> Result<(), String> {
+    if ours.pointer(pointer) != theirs.pointer(pointer) {
+        return Err(format!(
+            "{what}: {pointer} is {:?} where the generator writes {:?}",
+            theirs.pointer(pointer),
+            ours.pointer(pointer)
+        ));
+    }
+    Ok(())
+}
+
+use gate_tests::synth::quantized::Writer::HuggingFace as HuggingFaceWriter;
 
 /// ModelOpt's schemes as its DFlash exporter writes them: the driver's case, and the generator's
 /// writing of it.
@@ -772,14 +835,7 @@ const MLX_CASES: &[MlxCase] = &[
 /// dense) passes and is laid out as the generator's for the same quantization; a NaN scale and bits
 /// that disagree with the packed width are refused naming the tensor.
 fn mlx(python: &Path) -> Result<(), String> {
-    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let base = folder("folder::pass::dflash", &root.path().join("bf16"))?;
-    let written = drive(
-        python,
-        "mlx",
-        &root.path().join("mlx"),
-        &[&base.to_string_lossy()],
-    )?;
+    let (root, base, written) = from_the_bf16_folder(python, "mlx")?;
     let mut failures = Failures::default();
     failures.note((|| {
         let w = case(&written, "plain")?;

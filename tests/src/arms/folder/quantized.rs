@@ -515,6 +515,31 @@ pub(super) const ARMS: &[FolderArm] = &[
         },
         undecided(&["scale_fmt is \"ue8m0\"", "float block scales"]),
     ),
+    // Transformers 5.19's FineGrainedFP8Config writes modules_to_convert (null, or the embeddings it
+    // also stores FP8): a list there is UNDECIDED, null passes (folder::pass::fp8_hugging_face_*).
+    arm(
+        "folder::control::fp8_hugging_face_modules_to_convert_undecided",
+        |d| {
+            fp8_quantize(d, Writer::HuggingFace, Grain::Block(128, 128), false);
+            config(d, |c| {
+                c["quantization_config"]["modules_to_convert"] = json!(["embed_tokens"])
+            })
+        },
+        undecided(&[
+            "modules_to_convert is [\"embed_tokens\"]",
+            "which the gate does not read",
+        ]),
+    ),
+    arm(
+        "folder::pass::fp8_hugging_face_modules_to_convert_null",
+        |d| {
+            fp8_quantize(d, Writer::HuggingFace, Grain::Block(128, 128), false);
+            config(d, |c| {
+                c["quantization_config"]["modules_to_convert"] = json!(null)
+            })
+        },
+        Owed::Pass,
+    ),
     arm(
         "folder::control::mlx_bits_disagree_with_the_packed_width",
         |d| {
