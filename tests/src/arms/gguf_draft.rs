@@ -465,6 +465,27 @@ const ARMS: &[GgufArm] = &[
             &["token_embd.weight is f16 ne [128, 1000], the metadata makes it [256, 1000]"],
         ),
     ),
+    // Without dflash.vocab_size or tokens the vocabulary is the target's, and only an own table's
+    // other side is known: the hidden size.
+    arm(
+        "gguf_draft::pass::own_embedding_with_no_vocabulary_stated",
+        |f| {
+            no_vocabulary_stated(f);
+            own_embedding_and_output_head(f, 256, 1000);
+        },
+        Owed::Pass,
+    ),
+    arm(
+        "gguf_draft::control::own_embedding_with_no_vocabulary_stated_another_hidden_size",
+        |f| {
+            no_vocabulary_stated(f);
+            own_embedding_and_output_head(f, 128, 1000);
+        },
+        fail(
+            COMPLETE,
+            &["token_embd.weight is f16 ne [128, 1000], the metadata makes it [256, vocab]"],
+        ),
+    ),
     arm(
         "gguf_draft::control::tensor_extra",
         |f| f.tensor("blk.0.extra.weight", vec![4], GgmlType::F32, vec![0; 16]),
@@ -1101,6 +1122,19 @@ const fn undecided(check: &'static str, mentions: &'static [&'static str]) -> Ow
 }
 
 /// An embedding table and output head of zeros, ne `[hidden, vocab]` each, in F16.
+/// A draft that states no vocabulary: no `dflash.vocab_size`, no tokens (their types stay, for the
+/// mask's), so its vocabulary is the target's.
+fn no_vocabulary_stated(f: &mut GgufFile) {
+    for key in [
+        "dflash.vocab_size",
+        "tokenizer.ggml.model",
+        "tokenizer.ggml.tokens",
+        "tokenizer.ggml.merges",
+    ] {
+        assert!(f.remove(key), "{key}");
+    }
+}
+
 fn own_embedding_and_output_head(f: &mut GgufFile, hidden: u64, vocab: u64) {
     for name in ["token_embd.weight", "output.weight"] {
         let bytes = (hidden * vocab * 2) as usize;
